@@ -1,0 +1,5 @@
+//! CLIENT subcommands.
+
+use super::CommandSpec;
+
+pub static COMMANDS: &[CommandSpec] = &[];

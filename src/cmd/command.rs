@@ -1,0 +1,5 @@
+//! command commands.
+
+use super::CommandSpec;
+
+pub static COMMANDS: &[CommandSpec] = &[];

@@ -1,0 +1,271 @@
+//! Connection commands: PING ECHO SELECT QUIT RESET AUTH HELLO.
+
+use super::args::{self, is};
+use super::{errors, transactions};
+use super::{CommandSpec, Cx, KeySpec};
+use crate::protocol::Reply;
+
+pub static COMMANDS: &[CommandSpec] = &[
+    CommandSpec {
+        name: "ping",
+        arity: -1,
+        flags: &["fast"],
+        keys: KeySpec::None,
+        acl: &["fast", "connection"],
+        group: "connection",
+        since: "1.0.0",
+        summary: "Ping the server",
+        complexity: "O(1)",
+        handler: ping,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "echo",
+        arity: 2,
+        flags: &["loading", "stale", "fast"],
+        keys: KeySpec::None,
+        acl: &["fast", "connection"],
+        group: "connection",
+        since: "1.0.0",
+        summary: "Echo the given string",
+        complexity: "O(1)",
+        handler: echo,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "select",
+        arity: 2,
+        flags: &["loading", "stale", "fast"],
+        keys: KeySpec::None,
+        acl: &["fast", "connection"],
+        group: "connection",
+        since: "1.0.0",
+        summary: "Change the selected database for the current connection",
+        complexity: "O(1)",
+        handler: select,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "quit",
+        arity: -1,
+        flags: &[
+            "noscript",
+            "loading",
+            "stale",
+            "fast",
+            "no_auth",
+            "allow_busy",
+        ],
+        keys: KeySpec::None,
+        acl: &["fast", "connection"],
+        group: "connection",
+        since: "1.0.0",
+        summary: "Close the connection",
+        complexity: "O(1)",
+        handler: quit,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "reset",
+        arity: 1,
+        flags: &[
+            "noscript",
+            "loading",
+            "stale",
+            "fast",
+            "no_auth",
+            "allow_busy",
+        ],
+        keys: KeySpec::None,
+        acl: &["fast", "connection"],
+        group: "connection",
+        since: "6.2.0",
+        summary: "Reset the connection",
+        complexity: "O(1)",
+        handler: reset,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "hello",
+        arity: -1,
+        flags: &[
+            "noscript",
+            "loading",
+            "stale",
+            "fast",
+            "no_auth",
+            "allow_busy",
+        ],
+        keys: KeySpec::None,
+        acl: &["fast", "connection"],
+        group: "connection",
+        since: "6.0.0",
+        summary: "Handshake with Redis",
+        complexity: "O(1)",
+        handler: hello,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "auth",
+        arity: -2,
+        flags: &[
+            "noscript",
+            "loading",
+            "stale",
+            "fast",
+            "no_auth",
+            "allow_busy",
+        ],
+        keys: KeySpec::None,
+        acl: &["fast", "connection"],
+        group: "connection",
+        since: "1.0.0",
+        summary: "Authenticate to the server",
+        complexity: "O(N) where N is the number of passwords defined for the user",
+        handler: auth,
+        ..CommandSpec::DEFAULT
+    },
+];
+
+fn ping(cx: &mut Cx) -> Reply {
+    match cx.args.len() {
+        1 => Reply::status("PONG"),
+        2 => Reply::Bulk(cx.args[1].clone()),
+        _ => errors::wrong_args("ping"),
+    }
+}
+
+fn echo(cx: &mut Cx) -> Reply {
+    Reply::Bulk(cx.args[1].clone())
+}
+
+fn select(cx: &mut Cx) -> Reply {
+    match args::db_index(&cx.args[1], cx.srv.ks.databases()) {
+        Ok(db) => {
+            cx.sess.db = db;
+            cx.sess.handle.info.lock().db = db;
+            Reply::OK
+        }
+        Err(e) => e,
+    }
+}
+
+fn quit(cx: &mut Cx) -> Reply {
+    cx.sess.close_after_reply = true;
+    Reply::OK
+}
+
+fn reset(cx: &mut Cx) -> Reply {
+    transactions::unwatch_all(cx);
+    let s = &mut *cx.sess;
+    s.multi = None;
+    s.db = 0;
+    s.resp3 = false;
+    s.reply_mode = crate::server::session::ReplyMode::On;
+    s.authenticated = cx.srv.requirepass().is_none();
+    let mut info = s.handle.info.lock();
+    info.db = 0;
+    info.resp = 2;
+    info.name = None;
+    info.multi = -1;
+    Reply::status("RESET")
+}
+
+/// Checks credentials for the default user; `Err` holds Redis's reply.
+fn check_auth(cx: &Cx, user: Option<&[u8]>, pass: &[u8]) -> Result<(), Reply> {
+    let user_ok = user.is_none_or(|u| u == b"default");
+    match cx.srv.requirepass() {
+        None if user.is_none() => Err(errors::err(
+            "ERR AUTH <password> called without any password configured for the default user. \
+             Are you sure your configuration is correct?",
+        )),
+        // The default user has `nopass`: any password works for it.
+        None if user_ok => Ok(()),
+        Some(p) if user_ok && p.as_bytes() == pass => Ok(()),
+        _ => Err(errors::err(errors::WRONGPASS)),
+    }
+}
+
+fn auth(cx: &mut Cx) -> Reply {
+    let r = match cx.args.len() {
+        2 => check_auth(cx, None, &cx.args[1]),
+        3 => check_auth(cx, Some(&cx.args[1]), &cx.args[2]),
+        _ => return errors::syntax(),
+    };
+    match r {
+        Ok(()) => {
+            cx.sess.authenticated = true;
+            Reply::OK
+        }
+        Err(e) => e,
+    }
+}
+
+/// Client names may not contain spaces, newlines or special characters.
+pub fn valid_client_name(name: &[u8]) -> bool {
+    name.iter().all(|&c| (b'!'..=b'~').contains(&c))
+}
+
+fn hello(cx: &mut Cx) -> Reply {
+    let args = cx.args;
+    let mut proto = if cx.sess.resp3 { 3 } else { 2 };
+    if args.len() >= 2 {
+        match crate::protocol::parse::parse_i64(&args[1]) {
+            Some(v) if v == 2 || v == 3 => proto = v,
+            Some(_) => return errors::err("NOPROTO unsupported protocol version"),
+            None => return errors::err("ERR Protocol version is not an integer or out of range"),
+        }
+    }
+    let mut name = None;
+    let mut i = 2;
+    while i < args.len() {
+        let more = args.len() - i - 1;
+        if is(&args[i], "AUTH") && more >= 2 {
+            if let Err(e) = check_auth(cx, Some(&args[i + 1]), &args[i + 2]) {
+                return e;
+            }
+            cx.sess.authenticated = true;
+            i += 3;
+        } else if is(&args[i], "SETNAME") && more >= 1 {
+            if !valid_client_name(&args[i + 1]) {
+                return errors::err(
+                    "ERR Client names cannot contain spaces, newlines or special characters.",
+                );
+            }
+            name = Some(args[i + 1].clone());
+            i += 2;
+        } else {
+            return Reply::error(format!(
+                "ERR Syntax error in HELLO option '{}'",
+                String::from_utf8_lossy(&args[i])
+            ));
+        }
+    }
+    if !cx.sess.authenticated {
+        return errors::err(
+            "NOAUTH HELLO must be called with the client already authenticated, otherwise the \
+             HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and \
+             select the RESP protocol version at the same time",
+        );
+    }
+    cx.sess.resp3 = proto == 3;
+    {
+        let mut info = cx.sess.handle.info.lock();
+        info.resp = proto as u8;
+        if let Some(n) = name {
+            info.name = if n.is_empty() { None } else { Some(n) };
+        }
+    }
+    Reply::Map(vec![
+        (Reply::bulk_static("server"), Reply::bulk_static("redis")),
+        (
+            Reply::bulk_static("version"),
+            Reply::bulk_static(crate::REDIS_VERSION),
+        ),
+        (Reply::bulk_static("proto"), Reply::Int(proto)),
+        (Reply::bulk_static("id"), Reply::Int(cx.sess.id as i64)),
+        (Reply::bulk_static("mode"), Reply::bulk_static("standalone")),
+        (Reply::bulk_static("role"), Reply::bulk_static("master")),
+        (Reply::bulk_static("modules"), Reply::Array(vec![])),
+    ])
+}

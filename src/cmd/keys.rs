@@ -1,0 +1,5 @@
+//! keys commands.
+
+use super::CommandSpec;
+
+pub static COMMANDS: &[CommandSpec] = &[];

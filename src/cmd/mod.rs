@@ -1,0 +1,240 @@
+//! Command execution: the registry built from each family's table, the per-command context
+//! [`Cx`], and dispatch (lookup, arity, auth, MULTI queueing, locking, stats).
+
+pub mod args;
+pub mod errors;
+pub mod table;
+
+pub mod client;
+pub mod command;
+pub mod connection;
+pub mod keys;
+pub mod server;
+pub mod strings;
+pub mod transactions;
+
+use crate::engine::Access;
+use crate::protocol::Reply;
+use crate::server::session::{ReplyMode, Session};
+use crate::server::state::Shared;
+use bytes::Bytes;
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, OnceLock};
+pub use table::{CommandSpec, KeySpec, Lock};
+
+/// What a handler sees: its arguments, the keyspace view, its session and the server.
+pub struct Cx<'a, 'k> {
+    pub args: &'a [Bytes],
+    pub ks: &'a mut Access<'k>,
+    pub sess: &'a mut Session,
+    pub srv: &'a Arc<Shared>,
+    pub spec: &'static CommandSpec,
+}
+
+impl Cx<'_, '_> {
+    pub fn now(&self) -> u64 {
+        self.ks.now
+    }
+}
+
+/// Every family's top-level commands, in one place.
+fn families() -> [&'static [CommandSpec]; 7] {
+    [
+        strings::COMMANDS,
+        keys::COMMANDS,
+        connection::COMMANDS,
+        server::COMMANDS,
+        command::COMMANDS,
+        transactions::COMMANDS,
+        client::COMMANDS,
+    ]
+}
+
+pub struct Registry {
+    /// Top-level commands and subcommands, each with a stable id (index).
+    pub specs: Vec<&'static CommandSpec>,
+    by_name: HashMap<Vec<u8>, usize>,
+}
+
+impl Registry {
+    pub fn len(&self) -> usize {
+        self.specs.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.specs.is_empty()
+    }
+
+    /// Case-insensitive lookup of a full name (`get`, `config|get`).
+    pub fn lookup(&self, name: &[u8]) -> Option<(usize, &'static CommandSpec)> {
+        let mut buf = [0u8; 32];
+        let id = if name.len() <= buf.len() {
+            let b = &mut buf[..name.len()];
+            b.copy_from_slice(name);
+            b.make_ascii_lowercase();
+            self.by_name.get(&b[..])
+        } else {
+            self.by_name.get(&name.to_ascii_lowercase())
+        }?;
+        Some((*id, self.specs[*id]))
+    }
+
+    /// Top-level commands only.
+    pub fn top_level(&self) -> impl Iterator<Item = &'static CommandSpec> + '_ {
+        self.specs.iter().copied().filter(|s| !s.name.contains('|'))
+    }
+
+    /// Resolves a command line to its spec (subcommand when the command is a container).
+    /// Errors are the replies Redis gives for unknown commands/subcommands.
+    pub fn resolve(&self, args: &[Bytes]) -> Result<(usize, &'static CommandSpec), Reply> {
+        let Some((id, spec)) = self.lookup(&args[0]) else {
+            return Err(errors::unknown_command(args));
+        };
+        if spec.subcommands.is_empty() || args.len() < 2 {
+            return Ok((id, spec));
+        }
+        let mut full = Vec::with_capacity(spec.name.len() + 1 + args[1].len());
+        full.extend_from_slice(spec.name.as_bytes());
+        full.push(b'|');
+        full.extend_from_slice(&args[1]);
+        match self.lookup(&full) {
+            Some(found) => Ok(found),
+            None => Err(errors::unknown_subcommand(spec.name, &args[1])),
+        }
+    }
+}
+
+pub fn registry() -> &'static Registry {
+    static REG: OnceLock<Registry> = OnceLock::new();
+    REG.get_or_init(|| {
+        let mut specs = Vec::new();
+        let mut by_name = HashMap::new();
+        for fam in families() {
+            for spec in fam {
+                for s in std::iter::once(spec).chain(spec.subcommands.iter()) {
+                    let prev = by_name.insert(s.name.as_bytes().to_vec(), specs.len());
+                    assert!(prev.is_none(), "duplicate command {}", s.name);
+                    specs.push(s);
+                }
+            }
+        }
+        Registry { specs, by_name }
+    })
+}
+
+/// Commands allowed before authentication (Redis's `no_auth` flag).
+fn allowed_unauthenticated(spec: &CommandSpec) -> bool {
+    spec.has_flag("no_auth")
+}
+
+/// Runs one command line for a session and returns its reply (already filtered by
+/// `CLIENT REPLY`). Empty lines are ignored by the caller.
+pub fn dispatch(srv: &Arc<Shared>, sess: &mut Session, args: Vec<Bytes>) -> Reply {
+    let reply = dispatch_inner(srv, sess, args);
+    if reply.is_error() {
+        Shared::bump_errors(srv);
+    }
+    match sess.reply_mode {
+        ReplyMode::On => reply,
+        ReplyMode::Off => Reply::NoReply,
+        ReplyMode::SkipNext => {
+            sess.reply_mode = ReplyMode::Skipping;
+            reply
+        }
+        ReplyMode::Skipping => {
+            sess.reply_mode = ReplyMode::On;
+            Reply::NoReply
+        }
+    }
+}
+
+fn dispatch_inner(srv: &Arc<Shared>, sess: &mut Session, args: Vec<Bytes>) -> Reply {
+    let reg = registry();
+    let (id, spec) = match reg.resolve(&args) {
+        Ok(found) => found,
+        Err(e) => {
+            transactions::flag_abort(sess);
+            return e;
+        }
+    };
+    if !spec.arity_ok(args.len()) {
+        transactions::flag_abort(sess);
+        srv.cmdstats[id].rejected.fetch_add(1, Ordering::Relaxed);
+        return errors::wrong_args(spec.name);
+    }
+    if !sess.authenticated && !allowed_unauthenticated(spec) {
+        transactions::flag_abort(sess);
+        srv.cmdstats[id].rejected.fetch_add(1, Ordering::Relaxed);
+        return errors::err(errors::NOAUTH);
+    }
+    {
+        let mut info = sess.handle.info.lock();
+        info.last_cmd.clear();
+        info.last_cmd.push_str(spec.name);
+        info.last_interaction_ms = srv.clock.now_ms();
+    }
+    if sess.multi.is_some() && !transactions::runs_inside_multi(spec) {
+        if spec.has_flag("no_multi") {
+            transactions::flag_abort(sess);
+            return errors::err("ERR Command not allowed inside a transaction");
+        }
+        sess.multi.as_mut().expect("in multi").queue.push(args);
+        return Reply::QUEUED;
+    }
+    let now = srv.clock.now_ms();
+    let mut access = match spec.lock {
+        Lock::All => srv.ks.exclusive(sess.db, now),
+        Lock::Keys => {
+            let idx = spec.key_indices(&args);
+            let keys: Vec<&[u8]> = idx.iter().map(|&i| &args[i][..]).collect();
+            srv.ks.shared(sess.db, &keys, now)
+        }
+    };
+    execute(srv, sess, &mut access, id, spec, &args)
+}
+
+/// Runs a resolved command with a keyspace view already locked (EXEC reuses this).
+pub fn execute(
+    srv: &Arc<Shared>,
+    sess: &mut Session,
+    access: &mut Access,
+    id: usize,
+    spec: &'static CommandSpec,
+    args: &[Bytes],
+) -> Reply {
+    let start = std::time::Instant::now();
+    access.db = sess.db;
+    let reply = {
+        let mut cx = Cx {
+            args,
+            ks: access,
+            sess,
+            srv,
+            spec,
+        };
+        (spec.handler)(&mut cx)
+    };
+    let st = &srv.cmdstats[id];
+    st.calls.fetch_add(1, Ordering::Relaxed);
+    st.usec
+        .fetch_add(start.elapsed().as_micros() as u64, Ordering::Relaxed);
+    if reply.is_error() {
+        st.failed.fetch_add(1, Ordering::Relaxed);
+    }
+    srv.stats.total_commands.fetch_add(1, Ordering::Relaxed);
+    reply
+}
+
+impl Shared {
+    fn bump_errors(srv: &Shared) {
+        srv.stats.error_replies.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Whether a command line may write (CLIENT PAUSE WRITE holds these back).
+pub fn may_write(args: &[Bytes]) -> bool {
+    match registry().resolve(args) {
+        Ok((_, spec)) => spec.is_write() || spec.has_flag("may_replicate"),
+        Err(_) => false,
+    }
+}

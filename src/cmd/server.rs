@@ -1,0 +1,5 @@
+//! server commands.
+
+use super::CommandSpec;
+
+pub static COMMANDS: &[CommandSpec] = &[];

@@ -1,0 +1,15 @@
+//! The in-memory keyspace: 16 databases, each split into shards chosen by hash tag
+//! (DESIGN.md §4, §8), lazy + active expiry driven by [`crate::clock::Clock`], and the
+//! locking discipline that makes commands atomic while unrelated keys run in parallel.
+//!
+//! Locking: a keyspace-wide gate (`RwLock`) is held shared by ordinary commands, which then
+//! lock the shards of their keys in ascending order; `EXEC`, scripts and whole-keyspace
+//! commands hold the gate exclusively and may touch any shard.
+
+mod keyspace;
+pub mod shard;
+pub mod value;
+
+pub use keyspace::{scan_slice, shard_of, Access, Keyspace, KeyspaceStats, SCAN_SLICES, SHARDS};
+pub use shard::Shard;
+pub use value::{Entry, StrVal, Value};

@@ -1,0 +1,102 @@
+//! Stored values. Keys and values are bytes, never `String`.
+
+use bytes::Bytes;
+
+/// A string value. Integers are kept as integers (Redis's `int` encoding) so `INCR` works in
+/// place; `raw` marks strings Redis would report as `raw` rather than `embstr`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StrVal {
+    Int(i64),
+    Bytes { data: Bytes, raw: bool },
+}
+
+/// Longest string Redis keeps as `embstr`.
+const EMBSTR_MAX: usize = 44;
+
+impl StrVal {
+    /// Builds a value the way `SET` stores it: integer-encoded when it round-trips.
+    pub fn from_set(data: Bytes) -> StrVal {
+        if data.len() <= 20 {
+            if let Some(i) = crate::protocol::parse::parse_i64(&data) {
+                return StrVal::Int(i);
+            }
+        }
+        let raw = data.len() > EMBSTR_MAX;
+        StrVal::Bytes { data, raw }
+    }
+
+    /// A value produced by in-place edits (`APPEND`, `SETRANGE`): always `raw`.
+    pub fn raw(data: Bytes) -> StrVal {
+        StrVal::Bytes { data, raw: true }
+    }
+
+    pub fn to_bytes(&self) -> Bytes {
+        match self {
+            StrVal::Int(i) => Bytes::copy_from_slice(itoa::Buffer::new().format(*i).as_bytes()),
+            StrVal::Bytes { data, .. } => data.clone(),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        match self {
+            StrVal::Int(i) => itoa::Buffer::new().format(*i).len(),
+            StrVal::Bytes { data, .. } => data.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn encoding(&self) -> &'static str {
+        match self {
+            StrVal::Int(_) => "int",
+            StrVal::Bytes { raw: true, .. } => "raw",
+            StrVal::Bytes { .. } => "embstr",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    Str(StrVal),
+}
+
+impl Value {
+    /// The name `TYPE` reports.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Value::Str(_) => "string",
+        }
+    }
+
+    pub fn encoding(&self) -> &'static str {
+        match self {
+            Value::Str(s) => s.encoding(),
+        }
+    }
+
+    /// Rough heap footprint, for `used_memory` accounting.
+    pub fn approx_size(&self) -> usize {
+        match self {
+            Value::Str(StrVal::Int(_)) => 8,
+            Value::Str(StrVal::Bytes { data, .. }) => data.len(),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Entry {
+    pub value: Value,
+    /// Absolute deadline in Unix milliseconds; maintained only through `Shard`, which keeps
+    /// the expiry index in step.
+    pub(crate) expire_at: Option<u64>,
+    /// Last access (Unix ms), for `OBJECT IDLETIME`.
+    pub lru_ms: u64,
+}
+
+impl Entry {
+    pub fn expire_at(&self) -> Option<u64> {
+        self.expire_at
+    }
+}

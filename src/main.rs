@@ -1,0 +1,161 @@
+//! `respite` command line: `respite [serve] [flags]` runs the server.
+
+use clap::{Parser, Subcommand};
+use respite::Config;
+
+#[derive(Parser)]
+#[command(
+    name = "respite",
+    version,
+    about = "A server that speaks the Redis protocol"
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Option<Cmd>,
+    #[command(flatten)]
+    serve: ServeArgs,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Run the server (the default).
+    Serve(ServeArgs),
+}
+
+/// Flags are named after redis.conf parameters.
+#[derive(clap::Args, Clone)]
+struct ServeArgs {
+    /// redis.conf-style file (`name value` lines); flags override it.
+    config_file: Option<std::path::PathBuf>,
+    /// TCP port; 0 picks a free port and prints it on stdout.
+    #[arg(long)]
+    port: Option<u16>,
+    /// Addresses to listen on (default 127.0.0.1).
+    #[arg(long, num_args = 1..)]
+    bind: Vec<String>,
+    #[arg(long)]
+    requirepass: Option<String>,
+    #[arg(long)]
+    maxclients: Option<usize>,
+    #[arg(long)]
+    databases: Option<usize>,
+    /// Worker threads (default: number of cores).
+    #[arg(long)]
+    threads: Option<usize>,
+    #[arg(long)]
+    timeout: Option<u64>,
+    #[arg(long)]
+    maxmemory: Option<String>,
+    #[arg(long)]
+    appendfsync: Option<String>,
+    #[arg(long)]
+    dir: Option<String>,
+    /// Any other redis.conf parameter: `--set name=value` (repeatable).
+    #[arg(long = "set", value_name = "NAME=VALUE")]
+    set: Vec<String>,
+}
+
+fn load_file(path: &std::path::Path, cfg: &mut Config) -> Result<(), String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let words = respite::protocol::parse::split_args(line.as_bytes())
+            .ok_or_else(|| format!("line {}: unbalanced quotes", n + 1))?;
+        let words: Vec<String> = words
+            .into_iter()
+            .map(|w| String::from_utf8_lossy(&w).into_owned())
+            .collect();
+        let (name, rest) = (words[0].to_ascii_lowercase(), words[1..].join(" "));
+        apply(cfg, &name, &rest).map_err(|e| format!("line {}: {e}", n + 1))?;
+    }
+    Ok(())
+}
+
+fn apply(cfg: &mut Config, name: &str, value: &str) -> Result<(), String> {
+    let num = |v: &str| {
+        v.parse::<usize>()
+            .map_err(|_| format!("invalid value for {name}: {v}"))
+    };
+    match name {
+        "port" => cfg.port = num(value)? as u16,
+        "bind" => cfg.bind = value.split_whitespace().map(String::from).collect(),
+        "requirepass" => cfg.requirepass = Some(value.to_string()).filter(|p| !p.is_empty()),
+        "maxclients" => cfg.maxclients = num(value)?,
+        "databases" => cfg.databases = num(value)?.max(1),
+        "threads" => cfg.threads = num(value)?,
+        _ => cfg.params.push((name.to_string(), value.to_string())),
+    }
+    Ok(())
+}
+
+fn build_config(a: ServeArgs) -> Result<Config, String> {
+    let mut cfg = Config::default();
+    if let Some(p) = &a.config_file {
+        load_file(p, &mut cfg)?;
+    }
+    if let Some(p) = a.port {
+        cfg.port = p;
+    }
+    if !a.bind.is_empty() {
+        cfg.bind = a.bind;
+    }
+    if a.requirepass.is_some() {
+        cfg.requirepass = a.requirepass;
+    }
+    if let Some(m) = a.maxclients {
+        cfg.maxclients = m;
+    }
+    if let Some(d) = a.databases {
+        cfg.databases = d.max(1);
+    }
+    if let Some(t) = a.threads {
+        cfg.threads = t;
+    }
+    for (k, v) in [
+        ("timeout", a.timeout.map(|t| t.to_string())),
+        ("maxmemory", a.maxmemory),
+        ("appendfsync", a.appendfsync),
+        ("dir", a.dir),
+    ] {
+        if let Some(v) = v {
+            cfg.params.push((k.to_string(), v));
+        }
+    }
+    for kv in a.set {
+        let (k, v) = kv
+            .split_once('=')
+            .ok_or_else(|| format!("--set expects NAME=VALUE, got {kv}"))?;
+        apply(&mut cfg, &k.to_ascii_lowercase(), v)?;
+    }
+    cfg.print_port = cfg.port == 0;
+    Ok(cfg)
+}
+
+fn main() {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("RESPITE_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let args = match cli.cmd {
+        Some(Cmd::Serve(a)) => a,
+        None => cli.serve,
+    };
+    let cfg = match build_config(args) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("respite: {e}");
+            std::process::exit(1);
+        }
+    };
+    if let Err(e) = respite::run(cfg) {
+        eprintln!("respite: {e}");
+        std::process::exit(1);
+    }
+}

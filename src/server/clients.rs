@@ -1,0 +1,93 @@
+//! Registry of connected clients, for CLIENT LIST/INFO/KILL and INFO clients.
+
+use bytes::Bytes;
+use parking_lot::Mutex;
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use tokio::sync::Notify;
+
+/// What other connections may read or ask of a client.
+pub struct ClientHandle {
+    pub id: u64,
+    pub addr: SocketAddr,
+    pub laddr: SocketAddr,
+    pub created_ms: u64,
+    pub info: Mutex<ClientInfo>,
+    /// Notified to ask the connection to close (CLIENT KILL, shutdown).
+    pub kill: Notify,
+    pub killed: std::sync::atomic::AtomicBool,
+}
+
+#[derive(Default, Clone)]
+pub struct ClientInfo {
+    pub name: Option<Bytes>,
+    pub lib_name: Option<Bytes>,
+    pub lib_ver: Option<Bytes>,
+    pub db: usize,
+    pub last_cmd: String,
+    pub last_interaction_ms: u64,
+    pub resp: u8,
+    pub multi: i64,
+    pub watch: usize,
+    pub user: String,
+    pub no_evict: bool,
+    pub no_touch: bool,
+    pub qbuf: usize,
+}
+
+impl ClientHandle {
+    pub fn kill(&self) {
+        self.killed.store(true, Ordering::Release);
+        self.kill.notify_one();
+    }
+    pub fn is_killed(&self) -> bool {
+        self.killed.load(Ordering::Acquire)
+    }
+}
+
+#[derive(Default)]
+pub struct Clients {
+    next_id: AtomicU64,
+    map: Mutex<BTreeMap<u64, Arc<ClientHandle>>>,
+}
+
+impl Clients {
+    pub fn register(&self, addr: SocketAddr, laddr: SocketAddr, now_ms: u64) -> Arc<ClientHandle> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
+        let h = Arc::new(ClientHandle {
+            id,
+            addr,
+            laddr,
+            created_ms: now_ms,
+            info: Mutex::new(ClientInfo {
+                resp: 2,
+                last_interaction_ms: now_ms,
+                user: "default".into(),
+                last_cmd: "NULL".into(),
+                ..Default::default()
+            }),
+            kill: Notify::new(),
+            killed: false.into(),
+        });
+        self.map.lock().insert(id, h.clone());
+        h
+    }
+
+    pub fn unregister(&self, id: u64) {
+        self.map.lock().remove(&id);
+    }
+
+    pub fn count(&self) -> usize {
+        self.map.lock().len()
+    }
+
+    pub fn all(&self) -> Vec<Arc<ClientHandle>> {
+        self.map.lock().values().cloned().collect()
+    }
+
+    pub fn get(&self, id: u64) -> Option<Arc<ClientHandle>> {
+        self.map.lock().get(&id).cloned()
+    }
+}

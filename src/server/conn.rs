@@ -1,0 +1,147 @@
+//! One client connection: read → parse every complete frame → execute in order → one
+//! batched write per read (DESIGN.md §2).
+
+use super::pause::PauseMode;
+use super::session::Session;
+use super::state::Shared;
+use crate::cmd;
+use crate::protocol::{parse_command, write_reply, Limits, Parsed, Reply};
+use bytes::{Bytes, BytesMut};
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+const READ_CHUNK: usize = 16 * 1024;
+/// Buffers larger than this are released after use instead of kept per connection.
+const KEEP_BUF: usize = 1024 * 1024;
+
+pub async fn serve(srv: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) {
+    srv.stats.total_connections.fetch_add(1, Ordering::Relaxed);
+    let max = srv.config.get_i64("maxclients").max(1) as usize;
+    if srv.clients.count() >= max {
+        srv.stats
+            .rejected_connections
+            .fetch_add(1, Ordering::Relaxed);
+        let _ = stream
+            .write_all(b"-ERR max number of clients reached\r\n")
+            .await;
+        return;
+    }
+    let laddr = stream.local_addr().unwrap_or(peer);
+    let handle = srv.clients.register(peer, laddr, srv.clock.now_ms());
+    let mut sess = Session::new(handle.clone(), srv.requirepass().is_none());
+    let _ = run(&srv, &mut stream, &mut sess).await;
+    srv.clients.unregister(handle.id);
+    // Drop WATCH registrations so shards do not keep dead flags.
+    if !sess.watched.is_empty() {
+        let _ = cmd::dispatch(&srv, &mut sess, vec![Bytes::from_static(b"UNWATCH")]);
+    }
+}
+
+async fn flush(stream: &mut TcpStream, out: &mut BytesMut, srv: &Shared) -> std::io::Result<()> {
+    if !out.is_empty() {
+        srv.stats
+            .net_output_bytes
+            .fetch_add(out.len() as u64, Ordering::Relaxed);
+        stream.write_all(out).await?;
+        out.clear();
+        if out.capacity() > KEEP_BUF {
+            *out = BytesMut::with_capacity(READ_CHUNK);
+        }
+    }
+    Ok(())
+}
+
+/// Waits while CLIENT PAUSE holds this command back.
+async fn wait_for_pause(srv: &Shared, args: &[Bytes]) {
+    loop {
+        let Some((until, mode)) = srv.pause.current(crate::clock::Clock::system().now_ms()) else {
+            return;
+        };
+        if mode == PauseMode::Write && !cmd::may_write(args) {
+            return;
+        }
+        let now = crate::clock::Clock::system().now_ms();
+        let wait = Duration::from_millis(until.saturating_sub(now).max(1));
+        let _ = tokio::time::timeout(wait, srv.pause.unpaused.notified()).await;
+    }
+}
+
+async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> std::io::Result<()> {
+    let mut inbuf = BytesMut::with_capacity(READ_CHUNK);
+    let mut out = BytesMut::with_capacity(READ_CHUNK);
+    let handle = sess.handle.clone();
+    loop {
+        if inbuf.capacity() - inbuf.len() < READ_CHUNK / 2 {
+            inbuf.reserve(READ_CHUNK);
+        }
+        let n = tokio::select! {
+            r = stream.read_buf(&mut inbuf) => r?,
+            _ = handle.kill.notified() => 0,
+        };
+        if n == 0 || handle.is_killed() {
+            return Ok(());
+        }
+        srv.stats
+            .net_input_bytes
+            .fetch_add(n as u64, Ordering::Relaxed);
+        let qlimit = srv
+            .config
+            .get_i64("client-query-buffer-limit")
+            .max(1024 * 1024) as usize;
+        if inbuf.len() > qlimit {
+            // Redis logs and closes without a reply.
+            tracing::warn!("closing client that reached max query buffer length");
+            return Ok(());
+        }
+        loop {
+            let limits = Limits {
+                max_bulk_len: srv.config.get_i64("proto-max-bulk-len"),
+                authenticated: sess.authenticated,
+            };
+            match parse_command(&mut inbuf, limits) {
+                Ok(Parsed::Command(args)) => {
+                    if args.is_empty() {
+                        continue;
+                    }
+                    if srv
+                        .pause
+                        .current(crate::clock::Clock::system().now_ms())
+                        .is_some()
+                    {
+                        flush(stream, &mut out, srv).await?;
+                        wait_for_pause(srv, &args).await;
+                    }
+                    let reply = cmd::dispatch(srv, sess, args);
+                    write_reply(&mut out, &reply, sess.resp3);
+                    if sess.close_after_reply {
+                        flush(stream, &mut out, srv).await?;
+                        return Ok(());
+                    }
+                    if out.len() > KEEP_BUF {
+                        flush(stream, &mut out, srv).await?;
+                    }
+                }
+                Ok(Parsed::Incomplete { hint }) => {
+                    if hint > 0 {
+                        inbuf.reserve(hint.min(qlimit));
+                    }
+                    break;
+                }
+                Err(e) => {
+                    write_reply(&mut out, &Reply::error(e.reply_text()), sess.resp3);
+                    flush(stream, &mut out, srv).await?;
+                    return Ok(());
+                }
+            }
+        }
+        flush(stream, &mut out, srv).await?;
+        handle.info.lock().qbuf = inbuf.len();
+        if inbuf.is_empty() && inbuf.capacity() > KEEP_BUF {
+            inbuf = BytesMut::with_capacity(READ_CHUNK);
+        }
+    }
+}

@@ -1,0 +1,97 @@
+//! Server-wide shared state: keyspace, clock, config, clients and statistics.
+
+use super::clients::Clients;
+use crate::clock::Clock;
+use crate::config::{Config, ConfigStore};
+use crate::engine::Keyspace;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+#[derive(Default)]
+pub struct CmdStat {
+    pub calls: AtomicU64,
+    pub usec: AtomicU64,
+    pub rejected: AtomicU64,
+    pub failed: AtomicU64,
+}
+
+#[derive(Default)]
+pub struct Stats {
+    pub total_connections: AtomicU64,
+    pub total_commands: AtomicU64,
+    pub rejected_connections: AtomicU64,
+    pub net_input_bytes: AtomicU64,
+    pub net_output_bytes: AtomicU64,
+    pub error_replies: AtomicU64,
+}
+
+impl Stats {
+    pub fn bump(c: &AtomicU64, n: u64) {
+        c.fetch_add(n, Ordering::Relaxed);
+    }
+}
+
+pub struct Shared {
+    pub ks: Keyspace,
+    pub clock: Clock,
+    pub config: ConfigStore,
+    pub startup: Config,
+    pub clients: Clients,
+    pub stats: Stats,
+    /// Indexed like `cmd::registry()`'s ids.
+    pub cmdstats: Vec<CmdStat>,
+    pub started: Instant,
+    pub started_unix_ms: u64,
+    pub run_id: String,
+    /// The port actually bound (after `--port 0`).
+    pub port: AtomicU64,
+    pub last_save_unix: AtomicU64,
+    /// Set by SHUTDOWN; the listener stops accepting and the process exits.
+    pub shutdown: tokio::sync::Notify,
+    pub pause: super::pause::Pause,
+}
+
+impl Shared {
+    pub fn new(startup: Config, clock: Clock) -> Shared {
+        let config = ConfigStore::default();
+        let port_s = startup.port.to_string();
+        let _ = config.set_initial("port", &port_s);
+        let _ = config.set_initial("databases", &startup.databases.to_string());
+        let _ = config.set_initial("maxclients", &startup.maxclients.to_string());
+        let _ = config.set_initial("bind", &startup.bind.join(" "));
+        if let Some(p) = &startup.requirepass {
+            let _ = config.set_initial("requirepass", p);
+        }
+        for (k, v) in &startup.params {
+            if let Err(e) = config.set_initial(k, v) {
+                tracing::warn!("ignoring config {k}: {e}");
+            }
+        }
+        let now = clock.now_ms();
+        let run_id: String = (0..40)
+            .map(|_| char::from_digit(rand::random::<u32>() % 16, 16).unwrap_or('0'))
+            .collect();
+        Shared {
+            ks: Keyspace::new(startup.databases),
+            cmdstats: (0..crate::cmd::registry().len())
+                .map(|_| CmdStat::default())
+                .collect(),
+            clock,
+            config,
+            startup,
+            clients: Clients::default(),
+            stats: Stats::default(),
+            started: Instant::now(),
+            started_unix_ms: now,
+            run_id,
+            port: AtomicU64::new(0),
+            last_save_unix: AtomicU64::new(now / 1000),
+            shutdown: tokio::sync::Notify::new(),
+            pause: Default::default(),
+        }
+    }
+
+    pub fn requirepass(&self) -> Option<String> {
+        self.config.get("requirepass").filter(|p| !p.is_empty())
+    }
+}

@@ -1,0 +1,4 @@
+//! Pure data structures and algorithms with no I/O and no knowledge of the server.
+
+pub mod glob;
+pub mod placement;
