@@ -296,7 +296,7 @@ mod tests {
         );
         assert_eq!(
             parse(b"*2\r\n$3\r\nGET\r\n$1\r\n").unwrap(),
-            Parsed::Incomplete { hint: 0 }
+            Parsed::Incomplete { hint: 3 }
         );
         assert_eq!(
             parse(b"*1\r\n$5\r\nab").unwrap(),
