@@ -65,3 +65,15 @@ pub fn unknown_subcommand(container: &str, sub: &[u8]) -> Reply {
         container.to_ascii_uppercase()
     ))
 }
+
+// String family (t_string.c).
+pub const OFFSET_RANGE: &str = "ERR offset is out of range";
+pub const DECR_OVERFLOW: &str = "ERR decrement would overflow";
+pub const NAN_OR_INF: &str = "ERR increment would produce NaN or Infinity";
+pub const LCS_NOT_STRING: &str = "ERR The specified keys must contain string values";
+pub const LCS_LEN_AND_IDX: &str =
+    "ERR If you want both the length and indexes, please just use IDX.";
+pub const LCS_TOO_LONG: &str = "ERR String too long for LCS";
+pub const LCS_MEM_LIMIT: &str =
+    "ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len";
+pub const LCS_ALLOC: &str = "ERR Insufficient memory, failed allocating transient memory for LCS";

@@ -100,3 +100,12 @@ impl Entry {
         self.expire_at
     }
 }
+
+impl StrVal {
+    /// A value built from text a command produced (`INCRBYFLOAT`): never integer-encoded,
+    /// `embstr` or `raw` by length, as Redis's `createStringObject`.
+    pub fn text(data: Bytes) -> StrVal {
+        let raw = data.len() > EMBSTR_MAX;
+        StrVal::Bytes { data, raw }
+    }
+}
