@@ -351,6 +351,22 @@ fn take_mut(s: &mut StrVal) -> BytesMut {
     }
 }
 
+/// Makes room for `need` bytes the way sds does (`sdsMakeRoomFor`): double while small, then
+/// 1 MB of headroom at most, so a huge string never reserves as much again.
+fn reserve_like_sds(buf: &mut BytesMut, need: usize) {
+    const MAX_PREALLOC: usize = 1 << 20;
+    if buf.capacity() >= need {
+        return;
+    }
+    if need < MAX_PREALLOC {
+        buf.reserve(need * 2 - buf.len());
+    } else {
+        let mut grown = BytesMut::with_capacity(need + MAX_PREALLOC);
+        grown.extend_from_slice(buf);
+        *buf = grown;
+    }
+}
+
 fn new_value(data: &[u8]) -> Value {
     Value::Str(StrVal::from_set(Bytes::copy_from_slice(data)))
 }
@@ -419,7 +435,7 @@ fn expire_flag(a: &[u8], f: u16) -> Option<u16> {
 
 /// `getExpireMillisecondsOrReply`: the absolute deadline (ms) for an EX/PX/EXAT/PXAT value.
 /// Zero, negative and overflowing values are "invalid expire time in '<cmd>' command".
-pub fn expire_deadline(cmd: &str, flags: u16, arg: &[u8], now: u64) -> Result<u64, Reply> {
+fn expire_deadline(cmd: &str, flags: u16, arg: &[u8], now: u64) -> Result<u64, Reply> {
     let v = args::int(arg)?;
     let seconds = flags & (EX | EXAT) != 0;
     if v <= 0 || (seconds && v > i64::MAX / 1000) {
@@ -453,8 +469,9 @@ fn set_generic(
     } else {
         None
     };
-    let found = cx.ks.exists(key);
-    if (flags & NX != 0 && found) || (flags & XX != 0 && !found) {
+    // Only NX/XX need the lookup: plain SET stays one hash operation. NX aborts when the
+    // key exists, XX when it does not (they never come together).
+    if flags & (NX | XX) != 0 && (flags & NX != 0) == cx.ks.exists(key) {
         return old.map_or(abort, Reply::opt_bulk);
     }
     let value = new_value(value);
@@ -617,7 +634,10 @@ fn append(cx: &mut Cx) -> Reply {
     if cur + tail.len() as u64 > max_string_len(cx) {
         return errors::err(errors::STRING_TOO_LONG);
     }
-    edit(cx, key, |buf| buf.extend_from_slice(tail))
+    edit(cx, key, |buf| {
+        reserve_like_sds(buf, buf.len() + tail.len());
+        buf.extend_from_slice(tail);
+    })
 }
 
 /// Applies an in-place edit to the existing string at `key`; the result is `raw`, as Redis
@@ -659,6 +679,7 @@ fn setrange(cx: &mut Cx) -> Reply {
     let (offset, end) = (offset as usize, end as usize);
     let write = |buf: &mut BytesMut| {
         if buf.len() < end {
+            reserve_like_sds(buf, end);
             buf.resize(end, 0);
         }
         buf[offset..end].copy_from_slice(value);
@@ -666,7 +687,7 @@ fn setrange(cx: &mut Cx) -> Reply {
     if existing.is_some() {
         return edit(cx, key, write);
     }
-    let mut buf = BytesMut::new();
+    let mut buf = BytesMut::with_capacity(end);
     write(&mut buf);
     cx.ks.set(key, Value::Str(StrVal::raw(buf.freeze())), None);
     Reply::Int(end as i64)
@@ -882,4 +903,94 @@ fn lcs(cx: &mut Cx) -> Reply {
         (Reply::bulk_static("matches"), Reply::Array(matches)),
         (Reply::bulk_static("len"), Reply::Int(r.len as i64)),
     ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ext(args: &[&str], set: bool) -> Result<u16, Reply> {
+        let v: Vec<Bytes> = args.iter().map(|a| Bytes::from(a.to_string())).collect();
+        parse_ext(&v, set).map(|(f, _)| f)
+    }
+
+    #[test]
+    fn extended_arguments() {
+        assert_eq!(
+            ext(&["nx", "GET", "ex", "10"], true).ok(),
+            Some(NX | GET | EX)
+        );
+        assert_eq!(ext(&["EX", "1", "EX", "2"], true).ok(), Some(EX));
+        assert_eq!(ext(&["KEEPTTL", "KEEPTTL"], true).ok(), Some(KEEPTTL));
+        for bad in [
+            &["NX", "XX"][..],
+            &["EX", "1", "PX", "1"],
+            &["KEEPTTL", "EXAT", "1"],
+            &["PXAT", "1", "KEEPTTL"],
+            &["EX"],
+            &["PERSIST"],
+        ] {
+            assert_eq!(ext(bad, true), Err(errors::syntax()), "{bad:?}");
+        }
+        assert_eq!(ext(&["PERSIST"], false).ok(), Some(PERSIST));
+        assert!(ext(&["PERSIST", "EX", "1"], false).is_err());
+        assert!(ext(&["NX"], false).is_err());
+        assert_eq!(ext(&["nx\0junk"], true).ok(), Some(NX));
+    }
+
+    #[test]
+    fn expire_deadlines() {
+        let now = 1_000_000;
+        assert_eq!(
+            expire_deadline("set", EX, b"10", now).ok(),
+            Some(now + 10_000)
+        );
+        assert_eq!(expire_deadline("set", PXAT, b"5", now).ok(), Some(5));
+        let invalid = Err(errors::invalid_expire("set"));
+        assert_eq!(expire_deadline("set", EX, b"0", now), invalid);
+        assert_eq!(
+            expire_deadline("set", EX, b"9223372036854776", now),
+            invalid
+        );
+        assert_eq!(
+            expire_deadline("set", PX, b"9223372036854775807", now),
+            invalid
+        );
+        assert_eq!(
+            expire_deadline("set", EX, b"x", now),
+            Err(errors::not_int())
+        );
+    }
+
+    #[test]
+    fn getrange_indexes() {
+        assert_eq!(substring(11, 0, 4), Some((0, 4)));
+        assert_eq!(substring(11, -3, -1), Some((8, 10)));
+        assert_eq!(substring(11, -1, -5), None);
+        assert_eq!(substring(11, -100, -50), Some((0, 0)));
+        assert_eq!(substring(11, 100, 200), None);
+        assert_eq!(substring(11, i64::MIN, i64::MAX), Some((0, 10)));
+        assert_eq!(substring(0, 0, -1), None);
+    }
+
+    #[test]
+    fn in_place_growth_is_amortised_and_bounded() {
+        let mut s = StrVal::from_set(Bytes::copy_from_slice(b"abc"));
+        let mut buf = take_mut(&mut s);
+        reserve_like_sds(&mut buf, 4);
+        assert_eq!(buf.capacity(), 8);
+        let mut big = BytesMut::from(&vec![0u8; 2 << 20][..]);
+        reserve_like_sds(&mut big, (2 << 20) + 1);
+        assert_eq!(big.capacity(), (2 << 20) + 1 + (1 << 20));
+        assert_eq!(big.len(), 2 << 20);
+        // An unshared buffer is reused, a shared one copied.
+        let frozen = buf.freeze();
+        let ptr = frozen.as_ptr();
+        let mut unique = StrVal::raw(frozen);
+        assert_eq!(take_mut(&mut unique).as_ptr(), ptr);
+        let shared = Bytes::copy_from_slice(b"xyz");
+        let mut held = StrVal::raw(shared.clone());
+        assert_ne!(take_mut(&mut held).as_ptr(), shared.as_ptr());
+        assert_eq!(take_mut(&mut StrVal::Int(-42)), &b"-42"[..]);
+    }
 }
