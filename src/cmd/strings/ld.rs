@@ -257,10 +257,14 @@ fn parse_hex(neg: bool, s: &[u8]) -> Option<LongDouble> {
         Some(b'p' | b'P') => exponent(&rest[1..])?,
         Some(_) => return None,
     };
+    let digits: Vec<u8> = int.iter().chain(frac).copied().collect();
     let mut n = Big::zero();
-    for &c in int.iter().chain(frac) {
-        n.mul_small(16);
-        n.add_small((c as char).to_digit(16).unwrap_or(0));
+    for chunk in digits.chunks(7) {
+        let v = chunk.iter().fold(0u32, |acc, &c| {
+            acc * 16 + (c as char).to_digit(16).unwrap_or(0)
+        });
+        n.mul_small(1 << (4 * chunk.len()));
+        n.add_small(v);
     }
     if n.is_zero() {
         return Some(LongDouble::zero(neg));
@@ -618,6 +622,9 @@ mod tests {
             assert_eq!(parse(inf.as_bytes()), Some(Parsed::Infinite), "{inf}");
         }
         assert_eq!(p("0e999999").to_human(), "0");
+        assert_eq!(p("0xffffffffffffffff").to_human(), "18446744073709551615");
+        assert_eq!(p("0x1ffffffffffffffff").to_human(), "36893488147419103232");
+        assert_eq!(p("0x0.0000001p28").to_human(), "1");
         assert_eq!(p("3.6e-4951").m, 1); // the smallest subnormal
     }
 
