@@ -78,8 +78,21 @@ async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> s
         if inbuf.capacity() - inbuf.len() < READ_CHUNK / 2 {
             inbuf.reserve(READ_CHUNK);
         }
+        // `timeout` (seconds, 0 = never) closes idle clients, as Redis does; clients in
+        // MULTI are idle like any other.
+        let idle = srv.config.get_i64("timeout");
+        let read = async {
+            if idle > 0 {
+                match tokio::time::timeout(Duration::from_secs(idle as u64), stream.read_buf(&mut inbuf)).await {
+                    Ok(r) => r,
+                    Err(_) => Ok(0),
+                }
+            } else {
+                stream.read_buf(&mut inbuf).await
+            }
+        };
         let n = tokio::select! {
-            r = stream.read_buf(&mut inbuf) => r?,
+            r = read => r?,
             _ = handle.kill.notified() => 0,
         };
         if n == 0 || handle.is_killed() {
@@ -97,11 +110,10 @@ async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> s
             tracing::warn!("closing client that reached max query buffer length");
             return Ok(());
         }
+        // Read once per batch: a config lookup per command would cost more than a GET.
+        let max_bulk_len = srv.config.get_i64("proto-max-bulk-len");
         loop {
-            let limits = Limits {
-                max_bulk_len: srv.config.get_i64("proto-max-bulk-len"),
-                authenticated: sess.authenticated,
-            };
+            let limits = Limits { max_bulk_len, authenticated: sess.authenticated };
             match parse_command(&mut inbuf, limits) {
                 Ok(Parsed::Command(args)) => {
                     if args.is_empty() {
