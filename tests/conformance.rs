@@ -27,7 +27,13 @@ enum Mode {
 
 #[derive(Debug)]
 enum Step {
-    Cmd { line_no: usize, text: String, args: Vec<Vec<u8>>, mode: Mode, only: Option<u8> },
+    Cmd {
+        line_no: usize,
+        text: String,
+        args: Vec<Vec<u8>>,
+        mode: Mode,
+        only: Option<u8>,
+    },
     Sleep(u64),
 }
 
@@ -45,10 +51,16 @@ fn parse_cases(file: &str, text: &str) -> Vec<Case> {
             continue;
         }
         if let Some(name) = line.strip_prefix("===") {
-            out.push(Case { file: file.into(), name: name.trim().into(), steps: Vec::new() });
+            out.push(Case {
+                file: file.into(),
+                name: name.trim().into(),
+                steps: Vec::new(),
+            });
             continue;
         }
-        let case = out.last_mut().unwrap_or_else(|| panic!("{file}:{}: line before any case", i + 1));
+        let case = out
+            .last_mut()
+            .unwrap_or_else(|| panic!("{file}:{}: line before any case", i + 1));
         let mut rest = line;
         let mut mode = Mode::Exact;
         let mut only = None;
@@ -60,13 +72,17 @@ fn parse_cases(file: &str, text: &str) -> Vec<Case> {
                 "!resp2" => only = Some(2),
                 "!resp3" => only = Some(3),
                 "!near" => {
-                    let (n, t) = tail.trim_start().split_once(char::is_whitespace).unwrap_or((tail, ""));
+                    let (n, t) = tail
+                        .trim_start()
+                        .split_once(char::is_whitespace)
+                        .unwrap_or((tail, ""));
                     mode = Mode::Near(n.parse().expect("!near N"));
                     rest = t.trim_start();
                     continue;
                 }
                 "!sleep" => {
-                    case.steps.push(Step::Sleep(tail.trim().parse().expect("!sleep MS")));
+                    case.steps
+                        .push(Step::Sleep(tail.trim().parse().expect("!sleep MS")));
                     rest = "";
                     break;
                 }
@@ -79,7 +95,13 @@ fn parse_cases(file: &str, text: &str) -> Vec<Case> {
         }
         let args = split_args(rest.as_bytes())
             .unwrap_or_else(|| panic!("{file}:{}: unbalanced quotes", i + 1));
-        case.steps.push(Step::Cmd { line_no: i + 1, text: rest.into(), args, mode, only });
+        case.steps.push(Step::Cmd {
+            line_no: i + 1,
+            text: rest.into(),
+            args,
+            mode,
+            only,
+        });
     }
     out
 }
@@ -95,7 +117,9 @@ fn same(a: &Frame, b: &Frame) -> bool {
         }
         (Frame::Map(x), Frame::Map(y)) => {
             x.len() == y.len()
-                && x.iter().zip(y).all(|((k1, v1), (k2, v2))| same(k1, k2) && same(v1, v2))
+                && x.iter()
+                    .zip(y)
+                    .all(|((k1, v1), (k2, v2))| same(k1, k2) && same(v1, v2))
         }
         _ => a == b,
     }
@@ -142,7 +166,10 @@ fn open(port: u16, proto: u8) -> Conn {
     let mut c = Conn::connect(port).expect("connect");
     if proto == 3 {
         let r = c.cmd("HELLO 3");
-        assert!(matches!(r, Frame::Map(_)), "HELLO 3 failed on port {port}: {r}");
+        assert!(
+            matches!(r, Frame::Map(_)),
+            "HELLO 3 failed on port {port}: {r}"
+        );
     }
     c
 }
@@ -168,7 +195,10 @@ fn case_files_agree_with_redis() {
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
         let text = std::fs::read_to_string(&path).unwrap();
         for case in parse_cases(&name, &text) {
-            if only.as_ref().is_some_and(|f| !case.name.contains(f.as_str()) && !name.contains(f.as_str())) {
+            if only
+                .as_ref()
+                .is_some_and(|f| !case.name.contains(f.as_str()) && !name.contains(f.as_str()))
+            {
                 continue;
             }
             for proto in [2u8, 3] {
@@ -178,13 +208,25 @@ fn case_files_agree_with_redis() {
                 reset(&mut b);
                 for step in &case.steps {
                     match step {
-                        Step::Sleep(ms) => std::thread::sleep(std::time::Duration::from_millis(*ms)),
-                        Step::Cmd { line_no, text, args, mode, only } => {
+                        Step::Sleep(ms) => {
+                            std::thread::sleep(std::time::Duration::from_millis(*ms))
+                        }
+                        Step::Cmd {
+                            line_no,
+                            text,
+                            args,
+                            mode,
+                            only,
+                        } => {
                             if only.is_some_and(|p| p != proto) {
                                 continue;
                             }
-                            let ra = a.call(args).unwrap_or_else(|e| Frame::Error(format!("IO: {e}")));
-                            let rb = b.call(args).unwrap_or_else(|e| Frame::Error(format!("IO: {e}")));
+                            let ra = a
+                                .call(args)
+                                .unwrap_or_else(|e| Frame::Error(format!("IO: {e}")));
+                            let rb = b
+                                .call(args)
+                                .unwrap_or_else(|e| Frame::Error(format!("IO: {e}")));
                             compared += 1;
                             if !agree(*mode, &ra, &rb) {
                                 failures.push(format!(
@@ -200,7 +242,11 @@ fn case_files_agree_with_redis() {
     }
     assert!(compared > 0, "no conformance cases found");
     if !failures.is_empty() {
-        panic!("{} of {compared} replies differ:\n{}", failures.len(), failures.join("\n"));
+        panic!(
+            "{} of {compared} replies differ:\n{}",
+            failures.len(),
+            failures.join("\n")
+        );
     }
     eprintln!("conformance: {compared} replies agree");
 }
@@ -213,16 +259,30 @@ fn command_table_matches_redis() {
     let mut failures = Vec::new();
     let mut checked = 0;
     for spec in &respite::cmd::registry().specs {
-        let r = c.call(&[b"COMMAND".to_vec(), b"INFO".to_vec(), spec.name.as_bytes().to_vec()]).unwrap();
-        let Frame::Array(v) = r else { panic!("COMMAND INFO reply {r}") };
+        let r = c
+            .call(&[
+                b"COMMAND".to_vec(),
+                b"INFO".to_vec(),
+                spec.name.as_bytes().to_vec(),
+            ])
+            .unwrap();
+        let Frame::Array(v) = r else {
+            panic!("COMMAND INFO reply {r}")
+        };
         let Some(Frame::Array(info)) = v.first() else {
-            eprintln!("note: redis-server 7.0 does not know '{}' (7.2+ command)", spec.name);
+            eprintln!(
+                "note: redis-server 7.0 does not know '{}' (7.2+ command)",
+                spec.name
+            );
             continue;
         };
         checked += 1;
         let int = |f: &Frame| if let Frame::Int(i) = f { *i } else { i64::MIN };
         let mut want_flags: Vec<String> = match &info[2] {
-            Frame::Array(f) | Frame::Set(f) => f.iter().map(|x| x.to_string().trim_start_matches('+').to_string()).collect(),
+            Frame::Array(f) | Frame::Set(f) => f
+                .iter()
+                .map(|x| x.to_string().trim_start_matches('+').to_string())
+                .collect(),
             _ => vec![],
         };
         want_flags.sort();
@@ -232,14 +292,27 @@ fn command_table_matches_redis() {
         }
         have_flags.sort();
         let (f, l, s) = spec.key_triple();
-        let want = (int(&info[1]), want_flags, int(&info[3]), int(&info[4]), int(&info[5]));
+        let want = (
+            int(&info[1]),
+            want_flags,
+            int(&info[3]),
+            int(&info[4]),
+            int(&info[5]),
+        );
         let have = (spec.arity as i64, have_flags, f as i64, l as i64, s as i64);
         if want != have {
-            failures.push(format!("{}: redis {:?}\n    respite {:?}", spec.name, want, have));
+            failures.push(format!(
+                "{}: redis {:?}\n    respite {:?}",
+                spec.name, want, have
+            ));
         }
     }
     assert!(checked > 0);
-    assert!(failures.is_empty(), "command table differs from redis:\n{}", failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "command table differs from redis:\n{}",
+        failures.join("\n")
+    );
 }
 
 /// xorshift64*: deterministic across platforms and crate versions.
@@ -259,8 +332,21 @@ impl Rng {
     }
 }
 
-const KEYS: &[&str] = &["k1", "k2", "k3", "k4", "{t}a", "{t}b", "{t}c", "n1", "n2", "missing"];
-const VALUES: &[&str] = &["v", "", "0", "1", "-1", "42", "9223372036854775807", "3.5", "abc", "x y"];
+const KEYS: &[&str] = &[
+    "k1", "k2", "k3", "k4", "{t}a", "{t}b", "{t}c", "n1", "n2", "missing",
+];
+const VALUES: &[&str] = &[
+    "v",
+    "",
+    "0",
+    "1",
+    "-1",
+    "42",
+    "9223372036854775807",
+    "3.5",
+    "abc",
+    "x y",
+];
 
 /// One random command line, with how to compare its reply; `None` if the generator picked
 /// a command respite does not have yet.
@@ -270,7 +356,10 @@ fn random_command(r: &mut Rng) -> (Vec<String>, Mode) {
     let ttl = |r: &mut Rng| (1000 + r.below(100_000)).to_string();
     let s = |x: &str| x.to_string();
     match r.below(34) {
-        0..=3 => vec![s("GET"), k(r)].into_iter().map(|x| (x, Mode::Exact)).unzip_mode(),
+        0..=3 => vec![s("GET"), k(r)]
+            .into_iter()
+            .map(|x| (x, Mode::Exact))
+            .unzip_mode(),
         4..=6 => {
             let mut c = vec![s("SET"), k(r), v(r)];
             match r.below(6) {
@@ -285,11 +374,29 @@ fn random_command(r: &mut Rng) -> (Vec<String>, Mode) {
         }
         7 => (vec![s("INCR"), k(r)], Mode::Exact),
         8 => (vec![s("DECR"), k(r)], Mode::Exact),
-        9 => (vec![s("INCRBY"), k(r), s(r.pick(&["5", "-7", "0", "9223372036854775807", "x"]))], Mode::Exact),
+        9 => (
+            vec![
+                s("INCRBY"),
+                k(r),
+                s(r.pick(&["5", "-7", "0", "9223372036854775807", "x"])),
+            ],
+            Mode::Exact,
+        ),
         10 => (vec![s("APPEND"), k(r), v(r)], Mode::Exact),
         11 => (vec![s("STRLEN"), k(r)], Mode::Exact),
-        12 => (vec![s("GETRANGE"), k(r), s(r.pick(&["0", "-1", "2"])), s(r.pick(&["-1", "1", "100"]))], Mode::Exact),
-        13 => (vec![s("SETRANGE"), k(r), s(r.pick(&["0", "3", "10"])), v(r)], Mode::Exact),
+        12 => (
+            vec![
+                s("GETRANGE"),
+                k(r),
+                s(r.pick(&["0", "-1", "2"])),
+                s(r.pick(&["-1", "1", "100"])),
+            ],
+            Mode::Exact,
+        ),
+        13 => (
+            vec![s("SETRANGE"), k(r), s(r.pick(&["0", "3", "10"])), v(r)],
+            Mode::Exact,
+        ),
         14 => (vec![s("MGET"), k(r), k(r), k(r)], Mode::Exact),
         15 => (vec![s("MSET"), k(r), v(r), k(r), v(r)], Mode::Exact),
         16 => (vec![s("GETDEL"), k(r)], Mode::Exact),
@@ -299,14 +406,32 @@ fn random_command(r: &mut Rng) -> (Vec<String>, Mode) {
         20 => (vec![s("EXISTS"), k(r), k(r)], Mode::Exact),
         21 => (vec![s("TYPE"), k(r)], Mode::Exact),
         22 => (vec![s("EXPIRE"), k(r), ttl(r)], Mode::Exact),
-        23 => (vec![s("PEXPIRE"), k(r), ttl(r), s(r.pick(&["NX", "XX", "GT", "LT"]))], Mode::Exact),
+        23 => (
+            vec![
+                s("PEXPIRE"),
+                k(r),
+                ttl(r),
+                s(r.pick(&["NX", "XX", "GT", "LT"])),
+            ],
+            Mode::Exact,
+        ),
         24 => (vec![s("TTL"), k(r)], Mode::Near(1)),
         25 => (vec![s("PTTL"), k(r)], Mode::Near(100)),
         26 => (vec![s("PERSIST"), k(r)], Mode::Exact),
         27 => (vec![s("RENAME"), k(r), k(r)], Mode::Exact),
-        28 => (vec![s("KEYS"), s(r.pick(&["*", "k*", "{t}*", "?1"]))], Mode::Sort),
+        28 => (
+            vec![s("KEYS"), s(r.pick(&["*", "k*", "{t}*", "?1"]))],
+            Mode::Sort,
+        ),
         29 => (vec![s("DBSIZE")], Mode::Exact),
-        30 => (vec![s("INCRBYFLOAT"), k(r), s(r.pick(&["1.5", "-0.25", "1e3", "abc"]))], Mode::Exact),
+        30 => (
+            vec![
+                s("INCRBYFLOAT"),
+                k(r),
+                s(r.pick(&["1.5", "-0.25", "1e3", "abc"])),
+            ],
+            Mode::Exact,
+        ),
         31 => (vec![s("COPY"), k(r), k(r), s("REPLACE")], Mode::Exact),
         32 => (vec![s("GETEX"), k(r), s("PERSIST")], Mode::Exact),
         _ => (vec![s("SELECT"), s(r.pick(&["0", "1", "0"]))], Mode::Exact),
@@ -330,7 +455,10 @@ fn random_commands_agree_with_redis() {
         Ok(s) => vec![s.parse().expect("RESPITE_SEED")],
         Err(_) => vec![1, 2, 3, 4],
     };
-    let steps: usize = std::env::var("RESPITE_STEPS").ok().and_then(|s| s.parse().ok()).unwrap_or(1500);
+    let steps: usize = std::env::var("RESPITE_STEPS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1500);
     let reg = respite::cmd::registry();
     for seed in seeds {
         for proto in [2u8, 3] {
@@ -352,7 +480,13 @@ fn random_commands_agree_with_redis() {
                 let rb = b.call(&args).expect("respite reply");
                 history.push(cmd.join(" "));
                 if !agree(mode, &ra, &rb) {
-                    let tail = history.iter().rev().take(25).rev().cloned().collect::<Vec<_>>();
+                    let tail = history
+                        .iter()
+                        .rev()
+                        .take(25)
+                        .rev()
+                        .cloned()
+                        .collect::<Vec<_>>();
                     panic!(
                         "seed {seed} RESP{proto} step {sent}: {}\n  redis:   {ra}\n  respite: {rb}\nlast commands:\n  {}",
                         cmd.join(" "),

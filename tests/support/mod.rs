@@ -80,7 +80,10 @@ impl Conn {
         let s = TcpStream::connect(("127.0.0.1", port))?;
         s.set_read_timeout(Some(Duration::from_secs(10)))?;
         s.set_nodelay(true)?;
-        Ok(Conn { r: BufReader::new(s.try_clone()?), w: s })
+        Ok(Conn {
+            r: BufReader::new(s.try_clone()?),
+            w: s,
+        })
     }
 
     pub fn send(&mut self, args: &[Vec<u8>]) -> std::io::Result<()> {
@@ -99,7 +102,10 @@ impl Conn {
     }
 
     pub fn cmd(&mut self, line: &str) -> Frame {
-        let args: Vec<Vec<u8>> = line.split_whitespace().map(|s| s.as_bytes().to_vec()).collect();
+        let args: Vec<Vec<u8>> = line
+            .split_whitespace()
+            .map(|s| s.as_bytes().to_vec())
+            .collect();
         self.call(&args).expect("call")
     }
 
@@ -107,7 +113,10 @@ impl Conn {
         let mut buf = Vec::new();
         self.r.read_until(b'\n', &mut buf)?;
         if buf.len() < 2 {
-            return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "eof"));
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "eof",
+            ));
         }
         buf.truncate(buf.len() - 2);
         Ok(String::from_utf8_lossy(&buf).into_owned())
@@ -166,7 +175,10 @@ impl Conn {
             "=" => {
                 let b = self.bytes(num(rest) as usize)?;
                 let (fmt, data) = b.split_at(4.min(b.len()));
-                Frame::Verbatim(String::from_utf8_lossy(&fmt[..3.min(fmt.len())]).into(), data.to_vec())
+                Frame::Verbatim(
+                    String::from_utf8_lossy(&fmt[..3.min(fmt.len())]).into(),
+                    data.to_vec(),
+                )
             }
             "(" => Frame::BigNumber(rest.into()),
             _ => Frame::Error(format!("CLIENT-SIDE: unknown reply type {l:?}")),
@@ -181,7 +193,11 @@ pub struct RedisServer {
 }
 
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 impl RedisServer {
@@ -191,8 +207,22 @@ impl RedisServer {
         let bin = std::env::var("REDIS_SERVER").unwrap_or_else(|_| "redis-server".into());
         let port = free_port();
         let child = Command::new(&bin)
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", ""])
-            .args(["--appendonly", "no", "--daemonize", "no", "--protected-mode", "no"])
+            .args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+            ])
+            .args([
+                "--appendonly",
+                "no",
+                "--daemonize",
+                "no",
+                "--protected-mode",
+                "no",
+            ])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -206,7 +236,10 @@ impl RedisServer {
                     break;
                 }
             }
-            assert!(Instant::now() < deadline, "redis-server did not start on port {port}");
+            assert!(
+                Instant::now() < deadline,
+                "redis-server did not start on port {port}"
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
         RedisServer { child, port }
