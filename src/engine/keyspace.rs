@@ -91,7 +91,11 @@ impl Keyspace {
         }
     }
 
-    /// Shared gate only; the caller visits shards one at a time (SCAN, DBSIZE, sweep).
+    /// Shared gate only; the caller visits shards one at a time (sweep, tests).
+    ///
+    /// This and `dbsize`/`db_counts` take the gate themselves: never call them while holding
+    /// an `Access` (a recursive read of the gate deadlocks once a writer queues). Command
+    /// handlers use `Access::visit_shard`, `Access::dbsize_in` and `Access::db_counts_in`.
     pub fn with_shard<R>(&self, db: usize, shard: usize, f: impl FnOnce(&mut Shard) -> R) -> R {
         let _g = self.gate.read();
         f(&mut self.dbs[db][shard].lock())
@@ -378,6 +382,13 @@ impl<'a> Access<'a> {
             .sum()
     }
 
+    /// Keys and keys-with-deadline of a db (INFO keyspace from inside a command).
+    pub fn db_counts_in(&mut self, db: usize) -> (usize, usize) {
+        (0..SHARDS).fold((0, 0), |(k, e), s| {
+            self.visit_shard(db, s, |sh| (k + sh.len(), e + sh.expires_len()))
+        })
+    }
+
     /// One SCAN step over `db` (see `SCAN_SLICES`): visits whole slices, one shard at a time,
     /// until at least `count` keys were collected or the db is exhausted. Appends live keys
     /// with their type names to `out`; returns the next cursor, 0 when the iteration is over.
@@ -614,6 +625,43 @@ mod tests {
     }
 
     #[test]
+    fn scan_concurrent_with_writers() {
+        let ks = Arc::new(Keyspace::new(1));
+        {
+            let mut a = ks.exclusive(0, 0);
+            for i in 0..1000 {
+                a.set(format!("stable:{i}").as_bytes(), v("s"), None);
+            }
+        }
+        let stop = Arc::new(AtomicBool::new(false));
+        let writer = {
+            let (ks, stop) = (ks.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut i = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    let key = format!("churn:{}", i % 500);
+                    if i.is_multiple_of(7) {
+                        // Whole-keyspace writers interleave with the scanner too.
+                        ks.exclusive(0, 0).remove(key.as_bytes());
+                    } else {
+                        let k = key.as_bytes();
+                        ks.shared(0, &[k], 0).set(k, v("c"), None);
+                    }
+                    i += 1;
+                }
+            })
+        };
+        for _ in 0..5 {
+            let seen: HashSet<Bytes> = full_scan(&ks, 0, 10, 0, |_| {}).into_iter().collect();
+            let stable = seen.iter().filter(|k| k.starts_with(b"stable:")).count();
+            assert_eq!(stable, 1000);
+        }
+        stop.store(true, Ordering::Relaxed);
+        writer.join().expect("writer");
+        check_all(&ks);
+    }
+
+    #[test]
     fn scan_skips_and_removes_expired_keys() {
         let ks = Keyspace::new(1);
         {
@@ -719,6 +767,7 @@ mod tests {
             }
             a.swap_dbs(0, 1);
             assert_eq!(a.dbsize_in(0), 200);
+            assert_eq!(a.db_counts_in(1), (200, 200));
             assert!(a.get_in(0, b"b7").is_some() && a.get_in(1, b"a7").is_some());
         }
         check_all(&ks);
