@@ -65,3 +65,28 @@ pub fn unknown_subcommand(container: &str, sub: &[u8]) -> Reply {
         container.to_ascii_uppercase()
     ))
 }
+
+pub const EXPIRE_NX_COMBO: &str =
+    "ERR NX and XX, GT or LT options at the same time are not compatible";
+pub const EXPIRE_GT_LT: &str = "ERR GT and LT options at the same time are not compatible";
+pub const INVALID_CURSOR: &str = "ERR invalid cursor";
+pub const SAME_OBJECT: &str = "ERR source and destination objects are the same";
+pub const INVALID_FIRST_DB: &str = "ERR invalid first DB index";
+pub const INVALID_SECOND_DB: &str = "ERR invalid second DB index";
+/// `getIntFromObjectOrReply` on a 64-bit integer outside C `int`.
+pub const INT_RANGE: &str =
+    "ERR value is out of range, value must between -2147483648 and 2147483647";
+pub const LFU_NOT_SELECTED: &str = "ERR An LFU maxmemory policy is not selected, access \
+     frequency not tracked. Please note that when switching between policies at runtime LRU \
+     and LFU data will take some time to adjust.";
+pub const LFU_SELECTED: &str = "ERR An LFU maxmemory policy is selected, idle time not \
+     tracked. Please note that when switching between policies at runtime LRU and LFU data \
+     will take some time to adjust.";
+
+/// `Unsupported option <opt>` (EXPIRE family).
+pub fn unsupported_option(opt: &[u8]) -> Reply {
+    Reply::error(format!(
+        "ERR Unsupported option {}",
+        String::from_utf8_lossy(opt)
+    ))
+}
