@@ -43,14 +43,17 @@ pub fn invalid_expire(cmd: &str) -> Reply {
 
 /// `unknown command 'x', with args beginning with: 'a' 'b' ` (Redis truncates both parts).
 pub fn unknown_command(args: &[bytes::Bytes]) -> Reply {
-    let name = String::from_utf8_lossy(&args[0][..args[0].len().min(128)]).into_owned();
+    // Redis formats with %.*s: a NUL byte ends each part.
+    let cstr = |b: &[u8]| -> usize { b.iter().position(|&c| c == 0).unwrap_or(b.len()) };
+    let name = &args[0][..cstr(&args[0]).min(128)];
+    let name = String::from_utf8_lossy(name).into_owned();
     let mut rest = String::new();
     for a in &args[1..] {
         if rest.len() >= 128 {
             break;
         }
         let room = 128 - rest.len();
-        let s = String::from_utf8_lossy(&a[..a.len().min(room)]).into_owned();
+        let s = String::from_utf8_lossy(&a[..cstr(a).min(room)]).into_owned();
         rest.push_str(&format!("'{s}' "));
     }
     Reply::error(format!(

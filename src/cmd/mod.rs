@@ -158,14 +158,11 @@ fn dispatch_inner(srv: &Arc<Shared>, sess: &mut Session, args: Vec<Bytes>) -> Re
         }
     };
     if !spec.arity_ok(args.len()) {
-        transactions::flag_abort(sess);
-        srv.cmdstats[id].rejected.fetch_add(1, Ordering::Relaxed);
-        return errors::wrong_args(spec.name);
+        let msg = format!("wrong number of arguments for '{}' command", spec.name);
+        return reject(srv, sess, id, spec, &msg, "ERR ");
     }
     if !sess.authenticated && !allowed_unauthenticated(spec) {
-        transactions::flag_abort(sess);
-        srv.cmdstats[id].rejected.fetch_add(1, Ordering::Relaxed);
-        return errors::err(errors::NOAUTH);
+        return reject(srv, sess, id, spec, errors::NOAUTH, "");
     }
     {
         let mut info = sess.handle.info.lock();
@@ -191,6 +188,29 @@ fn dispatch_inner(srv: &Arc<Shared>, sess: &mut Session, args: Vec<Bytes>) -> Re
         }
     };
     execute(srv, sess, &mut access, id, spec, &args)
+}
+
+/// Refuses a command before it runs (Redis `rejectCommand`): the transaction is flagged, and
+/// a rejected EXEC itself discards the transaction with `EXECABORT … because of: <msg>`.
+fn reject(
+    srv: &Arc<Shared>,
+    sess: &mut Session,
+    id: usize,
+    spec: &'static CommandSpec,
+    msg: &str,
+    prefix: &str,
+) -> Reply {
+    transactions::flag_abort(sess);
+    srv.cmdstats[id].rejected.fetch_add(1, Ordering::Relaxed);
+    if spec.name == "exec" {
+        sess.multi = None;
+        if !sess.watched.is_empty() {
+            let mut access = srv.ks.exclusive(sess.db, srv.clock.now_ms());
+            transactions::forget_watches(sess, &mut access);
+        }
+        return Reply::error(format!("EXECABORT Transaction discarded because of: {msg}"));
+    }
+    Reply::error(format!("{prefix}{msg}"))
 }
 
 /// Runs a resolved command with a keyspace view already locked (EXEC reuses this).
