@@ -54,7 +54,7 @@ fn families() -> [&'static [CommandSpec]; 7] {
 pub struct Registry {
     /// Top-level commands and subcommands, each with a stable id (index).
     pub specs: Vec<&'static CommandSpec>,
-    by_name: HashMap<Vec<u8>, usize>,
+    by_name: HashMap<Vec<u8>, usize, ahash::RandomState>,
 }
 
 impl Registry {
@@ -108,7 +108,7 @@ pub fn registry() -> &'static Registry {
     static REG: OnceLock<Registry> = OnceLock::new();
     REG.get_or_init(|| {
         let mut specs = Vec::new();
-        let mut by_name = HashMap::new();
+        let mut by_name = HashMap::default();
         for fam in families() {
             for spec in fam {
                 for s in std::iter::once(spec).chain(spec.subcommands.iter()) {
@@ -181,6 +181,10 @@ fn dispatch_inner(srv: &Arc<Shared>, sess: &mut Session, args: Vec<Bytes>) -> Re
     let now = srv.clock.now_ms();
     let mut access = match spec.lock {
         Lock::All => srv.ks.exclusive(sess.db, now),
+        // The common single-key shape needs no index vector.
+        Lock::Keys if matches!(spec.keys, KeySpec::Range(1, 1, _)) && args.len() > 1 => {
+            srv.ks.shared(sess.db, &[&args[1][..]], now)
+        }
         Lock::Keys => {
             let idx = spec.key_indices(&args);
             let keys: Vec<&[u8]> = idx.iter().map(|&i| &args[i][..]).collect();

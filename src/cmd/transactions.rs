@@ -181,8 +181,11 @@ fn watch(cx: &mut Cx) -> Reply {
         if cx.sess.watched.iter().any(|(d, k, _)| *d == db && k == key) {
             continue;
         }
+        // Reclaim an already-expired key before registering, so its later removal by the
+        // sweep cannot look like a modification (Redis ignores keys expired at WATCH time).
         let now = cx.now();
         let expired = cx.ks.shard_at(db, shard_of(key)).is_expired(key, now);
+        cx.ks.peek(key);
         cx.ks.watch(key, flag.clone());
         cx.sess
             .watched
