@@ -58,3 +58,96 @@ pub fn db_index(arg: &[u8], databases: usize) -> Result<usize, Reply> {
     }
     Ok(n as usize)
 }
+
+/// Redis `getIntFromObjectOrReply`: a 64-bit integer that must also fit a C `int`. With
+/// `msg`, both failures reply `msg`; without, they reply Redis's two distinct errors.
+pub fn int32(arg: &[u8], msg: Option<&'static str>) -> Result<i32, Reply> {
+    let fail = |default: &'static str| errors::err(msg.unwrap_or(default));
+    let n = parse_i64(arg).ok_or_else(|| fail(errors::NOT_INT))?;
+    i32::try_from(n).map_err(|_| fail(errors::INT_RANGE))
+}
+
+/// Database index the way MOVE and COPY ... DB read it: `int32` errors, then
+/// `ERR DB index is out of range`.
+pub fn db_id(arg: &[u8], databases: usize) -> Result<usize, Reply> {
+    let n = int32(arg, None)?;
+    usize::try_from(n)
+        .ok()
+        .filter(|&n| n < databases)
+        .ok_or_else(|| errors::err(errors::DB_INDEX))
+}
+
+/// A SCAN-family cursor, parsed as Redis does with C `strtoul` (base 10): the text ends at
+/// the first NUL byte, a leading sign is allowed (`-1` wraps to 2^64-1), an empty string is
+/// 0, and leading whitespace, trailing garbage or overflow give `ERR invalid cursor`.
+pub fn scan_cursor(arg: &[u8]) -> Result<u64, Reply> {
+    let bad = || errors::err(errors::INVALID_CURSOR);
+    let text = arg.split(|&b| b == 0).next().unwrap_or(&[]);
+    if text.is_empty() {
+        return Ok(0);
+    }
+    if matches!(text[0], b' ' | b'\t' | b'\n' | b'\x0b' | b'\x0c' | b'\r') {
+        return Err(bad());
+    }
+    let (neg, digits) = match text[0] {
+        b'-' => (true, &text[1..]),
+        b'+' => (false, &text[1..]),
+        _ => (false, text),
+    };
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return Err(bad());
+    }
+    let mut n: u64 = 0;
+    for d in digits {
+        n = n
+            .checked_mul(10)
+            .and_then(|n| n.checked_add(u64::from(d - b'0')))
+            .ok_or_else(bad)?;
+    }
+    Ok(if neg { n.wrapping_neg() } else { n })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scan_cursor_is_strtoul() {
+        assert_eq!(scan_cursor(b"0").ok(), Some(0));
+        assert_eq!(scan_cursor(b"").ok(), Some(0));
+        assert_eq!(scan_cursor(b"+7").ok(), Some(7));
+        assert_eq!(scan_cursor(b"-1").ok(), Some(u64::MAX));
+        assert_eq!(scan_cursor(b"-0").ok(), Some(0));
+        assert_eq!(scan_cursor(b"18446744073709551615").ok(), Some(u64::MAX));
+        assert_eq!(scan_cursor(b"12\x00junk").ok(), Some(12));
+        for bad in [
+            &b"18446744073709551616"[..],
+            b" 0",
+            b"0 ",
+            b"0x1",
+            b"abc",
+            b"-",
+            b"+",
+            b"1.5",
+        ] {
+            assert!(scan_cursor(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn int32_and_db_id() {
+        assert_eq!(int32(b"-5", None).ok(), Some(-5));
+        assert_eq!(
+            int32(b"4294967296", None).err(),
+            Some(errors::err(errors::INT_RANGE))
+        );
+        assert_eq!(
+            int32(b"x", Some(errors::INVALID_FIRST_DB)).err(),
+            Some(errors::err(errors::INVALID_FIRST_DB))
+        );
+        assert_eq!(db_id(b"15", 16).ok(), Some(15));
+        assert_eq!(db_id(b"16", 16).err(), Some(errors::err(errors::DB_INDEX)));
+        assert_eq!(db_id(b"-1", 16).err(), Some(errors::err(errors::DB_INDEX)));
+        assert_eq!(db_id(b"x", 16).err(), Some(errors::not_int()));
+    }
+}

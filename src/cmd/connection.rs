@@ -140,7 +140,7 @@ fn echo(cx: &mut Cx) -> Reply {
 }
 
 fn select(cx: &mut Cx) -> Reply {
-    match args::db_index(&cx.args[1], cx.srv.ks.databases()) {
+    match args::db_id(&cx.args[1], cx.srv.ks.databases()) {
         Ok(db) => {
             cx.sess.db = db;
             cx.sess.handle.info.lock().db = db;

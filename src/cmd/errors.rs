@@ -43,14 +43,17 @@ pub fn invalid_expire(cmd: &str) -> Reply {
 
 /// `unknown command 'x', with args beginning with: 'a' 'b' ` (Redis truncates both parts).
 pub fn unknown_command(args: &[bytes::Bytes]) -> Reply {
-    let name = String::from_utf8_lossy(&args[0][..args[0].len().min(128)]).into_owned();
+    // Redis formats with %.*s: a NUL byte ends each part.
+    let cstr = |b: &[u8]| -> usize { b.iter().position(|&c| c == 0).unwrap_or(b.len()) };
+    let name = &args[0][..cstr(&args[0]).min(128)];
+    let name = String::from_utf8_lossy(name).into_owned();
     let mut rest = String::new();
     for a in &args[1..] {
         if rest.len() >= 128 {
             break;
         }
         let room = 128 - rest.len();
-        let s = String::from_utf8_lossy(&a[..a.len().min(room)]).into_owned();
+        let s = String::from_utf8_lossy(&a[..cstr(a).min(room)]).into_owned();
         rest.push_str(&format!("'{s}' "));
     }
     Reply::error(format!(
@@ -63,6 +66,31 @@ pub fn unknown_subcommand(container: &str, sub: &[u8]) -> Reply {
     Reply::error(format!(
         "ERR unknown subcommand '{sub}'. Try {} HELP.",
         container.to_ascii_uppercase()
+    ))
+}
+
+pub const EXPIRE_NX_COMBO: &str =
+    "ERR NX and XX, GT or LT options at the same time are not compatible";
+pub const EXPIRE_GT_LT: &str = "ERR GT and LT options at the same time are not compatible";
+pub const INVALID_CURSOR: &str = "ERR invalid cursor";
+pub const SAME_OBJECT: &str = "ERR source and destination objects are the same";
+pub const INVALID_FIRST_DB: &str = "ERR invalid first DB index";
+pub const INVALID_SECOND_DB: &str = "ERR invalid second DB index";
+/// `getIntFromObjectOrReply` on a 64-bit integer outside C `int`.
+pub const INT_RANGE: &str =
+    "ERR value is out of range, value must between -2147483648 and 2147483647";
+pub const LFU_NOT_SELECTED: &str = "ERR An LFU maxmemory policy is not selected, access \
+     frequency not tracked. Please note that when switching between policies at runtime LRU \
+     and LFU data will take some time to adjust.";
+pub const LFU_SELECTED: &str = "ERR An LFU maxmemory policy is selected, idle time not \
+     tracked. Please note that when switching between policies at runtime LRU and LFU data \
+     will take some time to adjust.";
+
+/// `Unsupported option <opt>` (EXPIRE family).
+pub fn unsupported_option(opt: &[u8]) -> Reply {
+    Reply::error(format!(
+        "ERR Unsupported option {}",
+        String::from_utf8_lossy(opt)
     ))
 }
 

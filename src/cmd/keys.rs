@@ -1,5 +1,949 @@
-//! keys commands.
+//! Generic keyspace commands (Redis `db.c`, `expire.c`, `object.c` semantics): DEL, EXISTS,
+//! TYPE, the EXPIRE/TTL families, KEYS, SCAN, RANDOMKEY, RENAME, COPY, MOVE, DBSIZE,
+//! FLUSHDB/FLUSHALL, SWAPDB and OBJECT.
+//!
+//! Nothing here matches on a value's type except through `Value` methods (`type_name`,
+//! `encoding`, `clone`), so new types need no change in this file.
 
-use super::CommandSpec;
+use super::args::{self, is};
+use super::errors;
+use super::{CommandSpec, Cx, KeySpec, Lock};
+use crate::engine::{StrVal, Value};
+use crate::protocol::Reply;
+use crate::types::glob::glob_match;
+use bytes::Bytes;
 
-pub static COMMANDS: &[CommandSpec] = &[];
+pub static COMMANDS: &[CommandSpec] = &[
+    CommandSpec {
+        name: "del",
+        arity: -2,
+        flags: &["write"],
+        keys: KeySpec::Range(1, -1, 1),
+        acl: &["keyspace", "write", "slow"],
+        group: "generic",
+        since: "1.0.0",
+        summary: "Delete a key",
+        complexity: "O(N) where N is the number of keys that will be removed. When a key to remove holds a value other than a string, the individual complexity for this key is O(M) where M is the number of elements in the list, set, sorted set or hash. Removing a single key that holds a string value is O(1).",
+        handler: del,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "unlink",
+        arity: -2,
+        flags: &["write", "fast"],
+        keys: KeySpec::Range(1, -1, 1),
+        acl: &["keyspace", "write", "fast"],
+        group: "generic",
+        since: "4.0.0",
+        summary: "Delete a key asynchronously in another thread. Otherwise it is just as DEL, but non blocking.",
+        complexity: "O(1) for each key removed regardless of its size. Then the command does O(N) work in a different thread in order to reclaim memory, where N is the number of allocations the deleted objects where composed of.",
+        handler: unlink,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "exists",
+        arity: -2,
+        flags: &["readonly", "fast"],
+        keys: KeySpec::Range(1, -1, 1),
+        acl: &["keyspace", "read", "fast"],
+        group: "generic",
+        since: "1.0.0",
+        summary: "Determine if a key exists",
+        complexity: "O(N) where N is the number of keys to check.",
+        handler: exists,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "type",
+        arity: 2,
+        flags: &["readonly", "fast"],
+        keys: KeySpec::Range(1, 1, 1),
+        acl: &["keyspace", "read", "fast"],
+        group: "generic",
+        since: "1.0.0",
+        summary: "Determine the type stored at key",
+        complexity: "O(1)",
+        handler: type_cmd,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "expire",
+        arity: -3,
+        flags: &["write", "fast"],
+        keys: KeySpec::Range(1, 1, 1),
+        acl: &["keyspace", "write", "fast"],
+        group: "generic",
+        since: "1.0.0",
+        summary: "Set a key's time to live in seconds",
+        complexity: "O(1)",
+        handler: expire,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "pexpire",
+        arity: -3,
+        flags: &["write", "fast"],
+        keys: KeySpec::Range(1, 1, 1),
+        acl: &["keyspace", "write", "fast"],
+        group: "generic",
+        since: "2.6.0",
+        summary: "Set a key's time to live in milliseconds",
+        complexity: "O(1)",
+        handler: pexpire,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "expireat",
+        arity: -3,
+        flags: &["write", "fast"],
+        keys: KeySpec::Range(1, 1, 1),
+        acl: &["keyspace", "write", "fast"],
+        group: "generic",
+        since: "1.2.0",
+        summary: "Set the expiration for a key as a UNIX timestamp",
+        complexity: "O(1)",
+        handler: expireat,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "pexpireat",
+        arity: -3,
+        flags: &["write", "fast"],
+        keys: KeySpec::Range(1, 1, 1),
+        acl: &["keyspace", "write", "fast"],
+        group: "generic",
+        since: "2.6.0",
+        summary: "Set the expiration for a key as a UNIX timestamp specified in milliseconds",
+        complexity: "O(1)",
+        handler: pexpireat,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "ttl",
+        arity: 2,
+        flags: &["readonly", "fast"],
+        keys: KeySpec::Range(1, 1, 1),
+        acl: &["keyspace", "read", "fast"],
+        group: "generic",
+        since: "1.0.0",
+        summary: "Get the time to live for a key in seconds",
+        complexity: "O(1)",
+        handler: ttl,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "pttl",
+        arity: 2,
+        flags: &["readonly", "fast"],
+        keys: KeySpec::Range(1, 1, 1),
+        acl: &["keyspace", "read", "fast"],
+        group: "generic",
+        since: "2.6.0",
+        summary: "Get the time to live for a key in milliseconds",
+        complexity: "O(1)",
+        handler: pttl,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "expiretime",
+        arity: 2,
+        flags: &["readonly", "fast"],
+        keys: KeySpec::Range(1, 1, 1),
+        acl: &["keyspace", "read", "fast"],
+        group: "generic",
+        since: "7.0.0",
+        summary: "Get the expiration Unix timestamp for a key",
+        complexity: "O(1)",
+        handler: expiretime,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "pexpiretime",
+        arity: 2,
+        flags: &["readonly", "fast"],
+        keys: KeySpec::Range(1, 1, 1),
+        acl: &["keyspace", "read", "fast"],
+        group: "generic",
+        since: "7.0.0",
+        summary: "Get the expiration Unix timestamp for a key in milliseconds",
+        complexity: "O(1)",
+        handler: pexpiretime,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "persist",
+        arity: 2,
+        flags: &["write", "fast"],
+        keys: KeySpec::Range(1, 1, 1),
+        acl: &["keyspace", "write", "fast"],
+        group: "generic",
+        since: "2.2.0",
+        summary: "Remove the expiration from a key",
+        complexity: "O(1)",
+        handler: persist,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "keys",
+        arity: 2,
+        flags: &["readonly"],
+        keys: KeySpec::None,
+        acl: &["keyspace", "read", "slow", "dangerous"],
+        group: "generic",
+        since: "1.0.0",
+        summary: "Find all keys matching the given pattern",
+        complexity: "O(N) with N being the number of keys in the database, under the assumption that the key names in the database and the given pattern have limited length.",
+        handler: keys,
+        lock: Lock::All,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "scan",
+        arity: -2,
+        flags: &["readonly"],
+        keys: KeySpec::None,
+        acl: &["keyspace", "read", "slow"],
+        group: "generic",
+        since: "2.8.0",
+        summary: "Incrementally iterate the keys space",
+        complexity: "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection.",
+        handler: scan,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "randomkey",
+        arity: 1,
+        flags: &["readonly"],
+        keys: KeySpec::None,
+        acl: &["keyspace", "read", "slow"],
+        group: "generic",
+        since: "1.0.0",
+        summary: "Return a random key from the keyspace",
+        complexity: "O(1)",
+        handler: randomkey,
+        lock: Lock::All,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "rename",
+        arity: 3,
+        flags: &["write"],
+        keys: KeySpec::Range(1, 2, 1),
+        acl: &["keyspace", "write", "slow"],
+        group: "generic",
+        since: "1.0.0",
+        summary: "Rename a key",
+        complexity: "O(1)",
+        handler: rename,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "renamenx",
+        arity: 3,
+        flags: &["write", "fast"],
+        keys: KeySpec::Range(1, 2, 1),
+        acl: &["keyspace", "write", "fast"],
+        group: "generic",
+        since: "1.0.0",
+        summary: "Rename a key, only if the new key does not exist",
+        complexity: "O(1)",
+        handler: renamenx,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "copy",
+        arity: -3,
+        flags: &["write", "denyoom"],
+        keys: KeySpec::Range(1, 2, 1),
+        acl: &["keyspace", "write", "slow"],
+        group: "generic",
+        since: "6.2.0",
+        summary: "Copy a key",
+        complexity: "O(N) worst case for collections, where N is the number of nested items. O(1) for string values.",
+        handler: copy,
+        lock: Lock::All,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "move",
+        arity: 3,
+        flags: &["write", "fast"],
+        keys: KeySpec::Range(1, 1, 1),
+        acl: &["keyspace", "write", "fast"],
+        group: "generic",
+        since: "1.0.0",
+        summary: "Move a key to another database",
+        complexity: "O(1)",
+        handler: move_cmd,
+        lock: Lock::All,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "touch",
+        arity: -2,
+        flags: &["readonly", "fast"],
+        keys: KeySpec::Range(1, -1, 1),
+        acl: &["keyspace", "read", "fast"],
+        group: "generic",
+        since: "3.2.1",
+        summary: "Alters the last access time of a key(s). Returns the number of existing keys specified.",
+        complexity: "O(N) where N is the number of keys that will be touched.",
+        handler: touch,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "dbsize",
+        arity: 1,
+        flags: &["readonly", "fast"],
+        keys: KeySpec::None,
+        acl: &["keyspace", "read", "fast"],
+        group: "server",
+        since: "1.0.0",
+        summary: "Return the number of keys in the selected database",
+        complexity: "O(1)",
+        handler: dbsize,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "flushdb",
+        arity: -1,
+        flags: &["write"],
+        keys: KeySpec::None,
+        acl: &["keyspace", "write", "slow", "dangerous"],
+        group: "server",
+        since: "1.0.0",
+        summary: "Remove all keys from the current database",
+        complexity: "O(N) where N is the number of keys in the selected database",
+        handler: flushdb,
+        lock: Lock::All,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "flushall",
+        arity: -1,
+        flags: &["write"],
+        keys: KeySpec::None,
+        acl: &["keyspace", "write", "slow", "dangerous"],
+        group: "server",
+        since: "1.0.0",
+        summary: "Remove all keys from all databases",
+        complexity: "O(N) where N is the total number of keys in all databases",
+        handler: flushall,
+        lock: Lock::All,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "swapdb",
+        arity: 3,
+        flags: &["write", "fast"],
+        keys: KeySpec::None,
+        acl: &["keyspace", "write", "fast", "dangerous"],
+        group: "server",
+        since: "4.0.0",
+        summary: "Swaps two Redis databases",
+        complexity: "O(N) where N is the count of clients watching or blocking on keys from both databases.",
+        handler: swapdb,
+        lock: Lock::All,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "object",
+        arity: -2,
+        flags: &[],
+        keys: KeySpec::None,
+        acl: &["slow"],
+        group: "generic",
+        since: "2.2.3",
+        summary: "A container for object introspection commands",
+        complexity: "Depends on subcommand.",
+        subcommands: &[
+            CommandSpec {
+                name: "object|idletime",
+                arity: 3,
+                flags: &["readonly"],
+                keys: KeySpec::Range(2, 2, 1),
+                acl: &["keyspace", "read", "slow"],
+                group: "generic",
+                since: "2.2.3",
+                summary: "Get the time since a Redis object was last accessed",
+                complexity: "O(1)",
+                handler: object_idletime,
+                ..CommandSpec::DEFAULT
+            },
+            CommandSpec {
+                name: "object|help",
+                arity: 2,
+                flags: &["loading", "stale"],
+                keys: KeySpec::None,
+                acl: &["keyspace", "slow"],
+                group: "generic",
+                since: "6.2.0",
+                summary: "Show helpful text about the different subcommands",
+                complexity: "O(1)",
+                handler: object_help,
+                ..CommandSpec::DEFAULT
+            },
+            CommandSpec {
+                name: "object|freq",
+                arity: 3,
+                flags: &["readonly"],
+                keys: KeySpec::Range(2, 2, 1),
+                acl: &["keyspace", "read", "slow"],
+                group: "generic",
+                since: "4.0.0",
+                summary: "Get the logarithmic access frequency counter of a Redis object",
+                complexity: "O(1)",
+                handler: object_freq,
+                ..CommandSpec::DEFAULT
+            },
+            CommandSpec {
+                name: "object|encoding",
+                arity: 3,
+                flags: &["readonly"],
+                keys: KeySpec::Range(2, 2, 1),
+                acl: &["keyspace", "read", "slow"],
+                group: "generic",
+                since: "2.2.3",
+                summary: "Inspect the internal encoding of a Redis object",
+                complexity: "O(1)",
+                handler: object_encoding,
+                ..CommandSpec::DEFAULT
+            },
+            CommandSpec {
+                name: "object|refcount",
+                arity: 3,
+                flags: &["readonly"],
+                keys: KeySpec::Range(2, 2, 1),
+                acl: &["keyspace", "read", "slow"],
+                group: "generic",
+                since: "2.2.3",
+                summary: "Get the number of references to the value of the key",
+                complexity: "O(1)",
+                handler: object_refcount,
+                ..CommandSpec::DEFAULT
+            },
+        ],
+        handler: object,
+        ..CommandSpec::DEFAULT
+    },
+];
+
+fn del(cx: &mut Cx) -> Reply {
+    let mut n = 0;
+    for key in &cx.args[1..] {
+        if cx.ks.remove(key).is_some() {
+            n += 1;
+        }
+    }
+    Reply::Int(n)
+}
+
+/// UNLINK: values are reference-counted bytes today, so freeing them inline is cheap.
+fn unlink(cx: &mut Cx) -> Reply {
+    del(cx)
+}
+
+fn exists(cx: &mut Cx) -> Reply {
+    let mut n = 0;
+    for key in &cx.args[1..] {
+        if cx.ks.get_notouch(key).is_some() {
+            n += 1;
+        }
+    }
+    Reply::Int(n)
+}
+
+/// TOUCH: a read lookup per key (updates the access time and hit/miss stats).
+fn touch(cx: &mut Cx) -> Reply {
+    let mut n = 0;
+    for key in &cx.args[1..] {
+        if cx.ks.get(key).is_some() {
+            n += 1;
+        }
+    }
+    Reply::Int(n)
+}
+
+fn type_cmd(cx: &mut Cx) -> Reply {
+    let name = cx
+        .ks
+        .get_notouch(&cx.args[1])
+        .map_or("none", |e| e.value.type_name());
+    Reply::status(name)
+}
+
+// ---- expiry ----
+
+/// NX / XX / GT / LT of the EXPIRE family.
+#[derive(Default)]
+struct ExpireFlags {
+    nx: bool,
+    xx: bool,
+    gt: bool,
+    lt: bool,
+}
+
+fn expire_flags(opts: &[Bytes]) -> Result<ExpireFlags, Reply> {
+    let mut f = ExpireFlags::default();
+    for o in opts {
+        if is(o, "NX") {
+            f.nx = true;
+        } else if is(o, "XX") {
+            f.xx = true;
+        } else if is(o, "GT") {
+            f.gt = true;
+        } else if is(o, "LT") {
+            f.lt = true;
+        } else {
+            return Err(errors::unsupported_option(o));
+        }
+    }
+    if f.nx && (f.xx || f.gt || f.lt) {
+        return Err(errors::err(errors::EXPIRE_NX_COMBO));
+    }
+    if f.gt && f.lt {
+        return Err(errors::err(errors::EXPIRE_GT_LT));
+    }
+    Ok(f)
+}
+
+/// EXPIRE / PEXPIRE / EXPIREAT / PEXPIREAT (Redis `expireGenericCommand`): options are
+/// checked before the number; a deadline at or before now deletes the key and replies 1.
+fn expire_generic(cx: &mut Cx, unit_ms: bool, absolute: bool) -> Reply {
+    let flags = match expire_flags(&cx.args[3..]) {
+        Ok(f) => f,
+        Err(e) => return e,
+    };
+    let mut when = match args::int(&cx.args[2]) {
+        Ok(n) => n,
+        Err(e) => return e,
+    };
+    let bad = || errors::invalid_expire(cx.spec.name);
+    if !unit_ms {
+        match when.checked_mul(1000) {
+            Some(ms) => when = ms,
+            None => return bad(),
+        }
+    }
+    let now = cx.now() as i64;
+    if !absolute {
+        match when.checked_add(now) {
+            Some(t) => when = t,
+            None => return bad(),
+        }
+    }
+    let key = &cx.args[1];
+    let db = cx.ks.db;
+    let current = match cx.ks.lookup_write_in(db, key) {
+        None => return Reply::Int(0),
+        Some(e) => e.expire_at().map(|t| t as i64),
+    };
+    let refused = (flags.nx && current.is_some())
+        || (flags.xx && current.is_none())
+        // No deadline counts as infinite: GT never beats it, LT always does.
+        || (flags.gt && current.is_none_or(|c| when <= c))
+        || (flags.lt && current.is_some_and(|c| when >= c));
+    if refused {
+        return Reply::Int(0);
+    }
+    if when <= now {
+        cx.ks.remove(key);
+    } else {
+        cx.ks.set_expire(key, Some(when as u64));
+    }
+    Reply::Int(1)
+}
+
+fn expire(cx: &mut Cx) -> Reply {
+    expire_generic(cx, false, false)
+}
+
+fn pexpire(cx: &mut Cx) -> Reply {
+    expire_generic(cx, true, false)
+}
+
+fn expireat(cx: &mut Cx) -> Reply {
+    expire_generic(cx, false, true)
+}
+
+fn pexpireat(cx: &mut Cx) -> Reply {
+    expire_generic(cx, true, true)
+}
+
+/// TTL / PTTL / EXPIRETIME / PEXPIRETIME: -2 missing, -1 no deadline; seconds are rounded
+/// to the nearest (`(ms + 500) / 1000`), as Redis does.
+fn ttl_generic(cx: &mut Cx, unit_ms: bool, absolute: bool) -> Reply {
+    let now = cx.now();
+    let Some(e) = cx.ks.get_notouch(&cx.args[1]) else {
+        return Reply::Int(-2);
+    };
+    let Some(at) = e.expire_at() else {
+        return Reply::Int(-1);
+    };
+    let ms = if absolute { at } else { at.saturating_sub(now) };
+    // Deadlines are at most i64::MAX, so neither the rounding nor the cast overflows.
+    let v = if unit_ms { ms } else { (ms + 500) / 1000 };
+    Reply::Int(v as i64)
+}
+
+fn ttl(cx: &mut Cx) -> Reply {
+    ttl_generic(cx, false, false)
+}
+
+fn pttl(cx: &mut Cx) -> Reply {
+    ttl_generic(cx, true, false)
+}
+
+fn expiretime(cx: &mut Cx) -> Reply {
+    ttl_generic(cx, false, true)
+}
+
+fn pexpiretime(cx: &mut Cx) -> Reply {
+    ttl_generic(cx, true, true)
+}
+
+fn persist(cx: &mut Cx) -> Reply {
+    let key = &cx.args[1];
+    let db = cx.ks.db;
+    let has_ttl = cx
+        .ks
+        .lookup_write_in(db, key)
+        .is_some_and(|e| e.expire_at().is_some());
+    if has_ttl {
+        cx.ks.set_expire(key, None);
+    }
+    Reply::Int(has_ttl as i64)
+}
+
+// ---- iteration ----
+
+fn keys(cx: &mut Cx) -> Reply {
+    let pattern = &cx.args[1];
+    let all = &pattern[..] == b"*";
+    let db = cx.ks.db;
+    let mut found = cx.ks.all_keys(db);
+    if !all {
+        found.retain(|k| glob_match(pattern, k, false));
+    }
+    Reply::strings(found)
+}
+
+fn scan(cx: &mut Cx) -> Reply {
+    let args = cx.args;
+    let cursor = match args::scan_cursor(&args[1]) {
+        Ok(c) => c,
+        Err(e) => return e,
+    };
+    let mut count: i64 = 10;
+    let mut pattern: Option<&[u8]> = None;
+    let mut type_name: Option<&[u8]> = None;
+    let mut i = 2;
+    while i < args.len() {
+        let has_value = i + 1 < args.len();
+        let a = &args[i];
+        if is(a, "COUNT") && has_value {
+            count = match args::int(&args[i + 1]) {
+                Ok(n) if n >= 1 => n,
+                Ok(_) => return errors::syntax(),
+                Err(e) => return e,
+            };
+        } else if is(a, "MATCH") && has_value {
+            // Exactly "*" matches everything: the same as no pattern.
+            pattern = Some(&args[i + 1][..]).filter(|p| *p != b"*");
+        } else if is(a, "TYPE") && has_value {
+            type_name = Some(&args[i + 1][..]);
+        } else {
+            return errors::syntax();
+        }
+        i += 2;
+    }
+    let db = cx.ks.db;
+    let mut found = Vec::new();
+    let next = cx.ks.scan(db, cursor, count as usize, &mut found);
+    let keys = found
+        .into_iter()
+        .filter(|(k, _)| pattern.is_none_or(|p| glob_match(p, k, false)))
+        .filter(|(_, t)| type_name.is_none_or(|want| want.eq_ignore_ascii_case(t.as_bytes())))
+        .map(|(k, _)| Reply::Bulk(k))
+        .collect();
+    Reply::Array(vec![
+        Reply::bulk_str(itoa::Buffer::new().format(next)),
+        Reply::Array(keys),
+    ])
+}
+
+fn randomkey(cx: &mut Cx) -> Reply {
+    let db = cx.ks.db;
+    Reply::opt_bulk(cx.ks.random_key(db))
+}
+
+fn dbsize(cx: &mut Cx) -> Reply {
+    let db = cx.ks.db;
+    Reply::Int(cx.ks.dbsize_in(db) as i64)
+}
+
+// ---- moving keys around ----
+
+/// RENAME / RENAMENX: the entry (value and deadline) moves as it is.
+fn rename_generic(cx: &mut Cx, nx: bool) -> Reply {
+    let (src, dst) = (&cx.args[1], &cx.args[2]);
+    let db = cx.ks.db;
+    if cx.ks.lookup_write_in(db, src).is_none() {
+        return errors::err(errors::NO_SUCH_KEY);
+    }
+    let done = if nx { Reply::Int(1) } else { Reply::OK };
+    if src == dst {
+        return if nx { Reply::Int(0) } else { done };
+    }
+    if nx && cx.ks.lookup_write_in(db, dst).is_some() {
+        return Reply::Int(0);
+    }
+    let Some(entry) = cx.ks.remove_in(db, src) else {
+        return errors::err(errors::NO_SUCH_KEY);
+    };
+    cx.ks.insert_entry_in(db, dst, entry);
+    done
+}
+
+fn rename(cx: &mut Cx) -> Reply {
+    rename_generic(cx, false)
+}
+
+fn renamenx(cx: &mut Cx) -> Reply {
+    rename_generic(cx, true)
+}
+
+fn move_cmd(cx: &mut Cx) -> Reply {
+    let key = &cx.args[1];
+    let src = cx.ks.db;
+    let dst = match args::db_id(&cx.args[2], cx.srv.ks.databases()) {
+        Ok(d) => d,
+        Err(e) => return e,
+    };
+    if src == dst {
+        return errors::err(errors::SAME_OBJECT);
+    }
+    if cx.ks.lookup_write_in(src, key).is_none() || cx.ks.lookup_write_in(dst, key).is_some() {
+        return Reply::Int(0);
+    }
+    match cx.ks.remove_in(src, key) {
+        Some(entry) => {
+            cx.ks.insert_entry_in(dst, key, entry);
+            Reply::Int(1)
+        }
+        None => Reply::Int(0),
+    }
+}
+
+fn copy(cx: &mut Cx) -> Reply {
+    let args = cx.args;
+    let (src, dst) = (&args[1], &args[2]);
+    let src_db = cx.ks.db;
+    let mut dst_db = src_db;
+    let mut replace = false;
+    let mut i = 3;
+    while i < args.len() {
+        if is(&args[i], "REPLACE") {
+            replace = true;
+        } else if is(&args[i], "DB") && i + 1 < args.len() {
+            dst_db = match args::db_id(&args[i + 1], cx.srv.ks.databases()) {
+                Ok(d) => d,
+                Err(e) => return e,
+            };
+            i += 1;
+        } else {
+            return errors::syntax();
+        }
+        i += 1;
+    }
+    if src_db == dst_db && src == dst {
+        return errors::err(errors::SAME_OBJECT);
+    }
+    if cx.ks.get(src).is_none() {
+        return Reply::Int(0);
+    }
+    if cx.ks.lookup_write_in(dst_db, dst).is_some() && !replace {
+        return Reply::Int(0);
+    }
+    // Cloned only once the copy is certain (collections can be large).
+    let Some((value, deadline)) = cx.ks.peek(src).map(|e| (e.value.clone(), e.expire_at())) else {
+        return Reply::Int(0);
+    };
+    cx.ks.set_in(dst_db, dst, value, deadline);
+    Reply::Int(1)
+}
+
+// ---- whole databases ----
+
+/// FLUSHDB/FLUSHALL's optional SYNC|ASYNC; no option follows `lazyfree-lazy-user-flush`.
+fn flush_async(cx: &Cx) -> Result<bool, Reply> {
+    match cx.args {
+        [_] => Ok(cx
+            .srv
+            .config
+            .get("lazyfree-lazy-user-flush")
+            .is_some_and(|v| v == "yes")),
+        [_, a] if is(a, "SYNC") => Ok(false),
+        [_, a] if is(a, "ASYNC") => Ok(true),
+        _ => Err(errors::syntax()),
+    }
+}
+
+/// Empties `dbs`; with `lazy`, the detached data is freed on a helper thread.
+fn flush(cx: &mut Cx, dbs: std::ops::Range<usize>, lazy: bool) {
+    if !lazy {
+        for db in dbs {
+            cx.ks.flush_db(db);
+        }
+        return;
+    }
+    let mut garbage = Vec::new();
+    for db in dbs {
+        garbage.extend(cx.ks.flush_db_lazy(db).1);
+    }
+    if garbage.is_empty() {
+        return;
+    }
+    // If no thread can be spawned, dropping here is still correct, only slower.
+    let _ = std::thread::Builder::new()
+        .name("lazyfree".into())
+        .spawn(move || drop(garbage));
+}
+
+fn flushdb(cx: &mut Cx) -> Reply {
+    match flush_async(cx) {
+        Ok(lazy) => {
+            let db = cx.ks.db;
+            flush(cx, db..db + 1, lazy);
+            Reply::OK
+        }
+        Err(e) => e,
+    }
+}
+
+fn flushall(cx: &mut Cx) -> Reply {
+    match flush_async(cx) {
+        Ok(lazy) => {
+            flush(cx, 0..cx.srv.ks.databases(), lazy);
+            Reply::OK
+        }
+        Err(e) => e,
+    }
+}
+
+fn swapdb(cx: &mut Cx) -> Reply {
+    let ids = args::int32(&cx.args[1], Some(errors::INVALID_FIRST_DB))
+        .and_then(|a| args::int32(&cx.args[2], Some(errors::INVALID_SECOND_DB)).map(|b| (a, b)));
+    let (a, b) = match ids {
+        Ok(ids) => ids,
+        Err(e) => return e,
+    };
+    let n = cx.srv.ks.databases();
+    let index = |i: i32| usize::try_from(i).ok().filter(|&i| i < n);
+    let (Some(a), Some(b)) = (index(a), index(b)) else {
+        return errors::err(errors::DB_INDEX);
+    };
+    cx.ks.swap_dbs(a, b);
+    Reply::OK
+}
+
+// ---- OBJECT ----
+
+/// The configured eviction policy (`noeviction` when the parameter is unknown).
+fn maxmemory_policy(cx: &Cx) -> String {
+    cx.srv
+        .config
+        .get("maxmemory-policy")
+        .unwrap_or_else(|| "noeviction".into())
+}
+
+fn lfu_policy(cx: &Cx) -> bool {
+    maxmemory_policy(cx).contains("lfu")
+}
+
+/// Redis shares the integer objects 0..9999 (refcount `INT_MAX`) unless an LRU/LFU policy
+/// with a memory limit needs per-object access data.
+fn shared_integers(cx: &Cx) -> bool {
+    let policy = maxmemory_policy(cx);
+    cx.srv.config.get_i64("maxmemory") == 0 || !(policy.contains("lru") || policy.contains("lfu"))
+}
+
+fn object(cx: &mut Cx) -> Reply {
+    match cx.args.get(1) {
+        Some(sub) => errors::unknown_subcommand("object", sub),
+        None => errors::wrong_args("object"),
+    }
+}
+
+fn object_encoding(cx: &mut Cx) -> Reply {
+    match cx.ks.get_notouch(&cx.args[2]) {
+        Some(e) => Reply::bulk_static(e.value.encoding()),
+        None => Reply::Nil,
+    }
+}
+
+fn object_refcount(cx: &mut Cx) -> Reply {
+    let shared_ok = shared_integers(cx);
+    match cx.ks.get_notouch(&cx.args[2]) {
+        Some(e) => match &e.value {
+            Value::Str(StrVal::Int(i)) if shared_ok && (0..10_000).contains(i) => {
+                Reply::Int(i32::MAX as i64)
+            }
+            _ => Reply::Int(1),
+        },
+        None => Reply::Nil,
+    }
+}
+
+/// Seconds since the last access, at Redis's LRU clock resolution (whole seconds).
+fn idle_seconds(now_ms: u64, lru_ms: u64) -> u64 {
+    (now_ms / 1000).saturating_sub(lru_ms / 1000)
+}
+
+fn object_idletime(cx: &mut Cx) -> Reply {
+    let now = cx.now();
+    let lfu = lfu_policy(cx);
+    match cx.ks.get_notouch(&cx.args[2]) {
+        None => Reply::Nil,
+        Some(_) if lfu => errors::err(errors::LFU_SELECTED),
+        Some(e) => Reply::Int(idle_seconds(now, e.lru_ms) as i64),
+    }
+}
+
+/// Redis's LFU counter starts at 5 (`LFU_INIT_VAL`) and decays by one per idle minute
+/// (`lfu-decay-time` 1). Access counting is not tracked, so this reports the decayed
+/// initial value.
+fn object_freq(cx: &mut Cx) -> Reply {
+    const LFU_INIT_VAL: u64 = 5;
+    let now = cx.now();
+    let lfu = lfu_policy(cx);
+    match cx.ks.get_notouch(&cx.args[2]) {
+        None => Reply::Nil,
+        Some(_) if !lfu => errors::err(errors::LFU_NOT_SELECTED),
+        Some(e) => {
+            let idle_min = idle_seconds(now, e.lru_ms) / 60;
+            Reply::Int(LFU_INIT_VAL.saturating_sub(idle_min) as i64)
+        }
+    }
+}
+
+fn object_help(_cx: &mut Cx) -> Reply {
+    const HELP: &[&str] = &[
+        "OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "ENCODING <key>",
+        "    Return the kind of internal representation used in order to store the value",
+        "    associated with a <key>.",
+        "FREQ <key>",
+        "    Return the access frequency index of the <key>. The returned integer is",
+        "    proportional to the logarithm of the recent access frequency of the key.",
+        "IDLETIME <key>",
+        "    Return the idle time of the <key>, that is the approximated number of",
+        "    seconds elapsed since the last access to the key.",
+        "REFCOUNT <key>",
+        "    Return the number of references of the value associated with the specified",
+        "    <key>.",
+        "HELP",
+        "    Prints this help.",
+    ];
+    Reply::Array(HELP.iter().map(|l| Reply::status(l)).collect())
+}

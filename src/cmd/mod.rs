@@ -54,7 +54,7 @@ fn families() -> [&'static [CommandSpec]; 7] {
 pub struct Registry {
     /// Top-level commands and subcommands, each with a stable id (index).
     pub specs: Vec<&'static CommandSpec>,
-    by_name: HashMap<Vec<u8>, usize>,
+    by_name: HashMap<Vec<u8>, usize, ahash::RandomState>,
 }
 
 impl Registry {
@@ -108,7 +108,7 @@ pub fn registry() -> &'static Registry {
     static REG: OnceLock<Registry> = OnceLock::new();
     REG.get_or_init(|| {
         let mut specs = Vec::new();
-        let mut by_name = HashMap::new();
+        let mut by_name = HashMap::default();
         for fam in families() {
             for spec in fam {
                 for s in std::iter::once(spec).chain(spec.subcommands.iter()) {
@@ -158,14 +158,11 @@ fn dispatch_inner(srv: &Arc<Shared>, sess: &mut Session, args: Vec<Bytes>) -> Re
         }
     };
     if !spec.arity_ok(args.len()) {
-        transactions::flag_abort(sess);
-        srv.cmdstats[id].rejected.fetch_add(1, Ordering::Relaxed);
-        return errors::wrong_args(spec.name);
+        let msg = format!("wrong number of arguments for '{}' command", spec.name);
+        return reject(srv, sess, id, spec, &msg, "ERR ");
     }
     if !sess.authenticated && !allowed_unauthenticated(spec) {
-        transactions::flag_abort(sess);
-        srv.cmdstats[id].rejected.fetch_add(1, Ordering::Relaxed);
-        return errors::err(errors::NOAUTH);
+        return reject(srv, sess, id, spec, errors::NOAUTH, "");
     }
     {
         let mut info = sess.handle.info.lock();
@@ -184,6 +181,10 @@ fn dispatch_inner(srv: &Arc<Shared>, sess: &mut Session, args: Vec<Bytes>) -> Re
     let now = srv.clock.now_ms();
     let mut access = match spec.lock {
         Lock::All => srv.ks.exclusive(sess.db, now),
+        // The common single-key shape needs no index vector.
+        Lock::Keys if matches!(spec.keys, KeySpec::Range(1, 1, _)) && args.len() > 1 => {
+            srv.ks.shared(sess.db, &[&args[1][..]], now)
+        }
         Lock::Keys => {
             let idx = spec.key_indices(&args);
             let keys: Vec<&[u8]> = idx.iter().map(|&i| &args[i][..]).collect();
@@ -191,6 +192,29 @@ fn dispatch_inner(srv: &Arc<Shared>, sess: &mut Session, args: Vec<Bytes>) -> Re
         }
     };
     execute(srv, sess, &mut access, id, spec, &args)
+}
+
+/// Refuses a command before it runs (Redis `rejectCommand`): the transaction is flagged, and
+/// a rejected EXEC itself discards the transaction with `EXECABORT … because of: <msg>`.
+fn reject(
+    srv: &Arc<Shared>,
+    sess: &mut Session,
+    id: usize,
+    spec: &'static CommandSpec,
+    msg: &str,
+    prefix: &str,
+) -> Reply {
+    transactions::flag_abort(sess);
+    srv.cmdstats[id].rejected.fetch_add(1, Ordering::Relaxed);
+    if spec.name == "exec" {
+        sess.multi = None;
+        if !sess.watched.is_empty() {
+            let mut access = srv.ks.exclusive(sess.db, srv.clock.now_ms());
+            transactions::forget_watches(sess, &mut access);
+        }
+        return Reply::error(format!("EXECABORT Transaction discarded because of: {msg}"));
+    }
+    Reply::error(format!("{prefix}{msg}"))
 }
 
 /// Runs a resolved command with a keyspace view already locked (EXEC reuses this).

@@ -7,7 +7,7 @@ pub mod ld;
 use super::args::{self, is};
 use super::errors;
 use super::{CommandSpec, Cx, KeySpec};
-use crate::engine::{StrVal, Value};
+use crate::engine::{Entry, StrVal, Value};
 use crate::protocol::Reply;
 use bytes::{Bytes, BytesMut};
 
@@ -329,6 +329,12 @@ fn read_str(cx: &mut Cx, key: &[u8]) -> Result<Option<Bytes>, Reply> {
     }
 }
 
+/// Redis's `lookupKeyWrite`: expires and touches the access time, no stats, no WATCH signal.
+fn lookup_write<'e>(cx: &'e mut Cx, key: &[u8]) -> Option<&'e mut Entry> {
+    let db = cx.ks.db;
+    cx.ks.lookup_write_in(db, key)
+}
+
 /// Option names compared as C strings, as Redis does: `"nx\0junk"` is `NX`.
 fn opt(arg: &[u8], name: &str) -> bool {
     let end = arg.iter().position(|&b| b == 0).unwrap_or(arg.len());
@@ -471,7 +477,7 @@ fn set_generic(
     };
     // Only NX/XX need the lookup: plain SET stays one hash operation. NX aborts when the
     // key exists, XX when it does not (they never come together).
-    if flags & (NX | XX) != 0 && (flags & NX != 0) == cx.ks.exists(key) {
+    if flags & (NX | XX) != 0 && (flags & NX != 0) == lookup_write(cx, key).is_some() {
         return old.map_or(abort, Reply::opt_bulk);
     }
     let value = new_value(value);
@@ -594,7 +600,8 @@ fn mset_generic(cx: &mut Cx, nx: bool) -> Reply {
         return errors::wrong_args(cx.spec.name);
     }
     // Every key's shard is locked (key spec 1,-1,2), so the check and the writes are atomic.
-    if nx && args[1..].iter().step_by(2).any(|k| cx.ks.exists(k)) {
+    let mut keys = args[1..].iter().step_by(2);
+    if nx && keys.any(|k| lookup_write(cx, k).is_some()) {
         return Reply::Int(0);
     }
     for kv in args[1..].chunks_exact(2) {
@@ -620,7 +627,7 @@ fn msetnx(cx: &mut Cx) -> Reply {
 fn append(cx: &mut Cx) -> Reply {
     let args = cx.args;
     let (key, tail) = (&args[1], &args[2]);
-    let cur = match cx.ks.peek(key) {
+    let cur = match lookup_write(cx, key) {
         None => {
             // A new key is stored as SET would store it (may be int-encoded).
             cx.ks.set(key, new_value(tail), None);
@@ -661,7 +668,7 @@ fn setrange(cx: &mut Cx) -> Reply {
         Ok(o) => o as u64,
         Err(e) => return e,
     };
-    let existing = match cx.ks.peek(key) {
+    let existing = match lookup_write(cx, key) {
         None => None,
         Some(e) => match as_str(&e.value) {
             Some(s) => Some(s.len() as u64),
@@ -737,7 +744,7 @@ fn substring(len: usize, start: i64, end: i64) -> Option<(usize, usize)> {
 
 /// Adds `delta` to the integer at `key` (INCR/DECR/INCRBY/DECRBY), keeping its TTL.
 pub fn incr_by(cx: &mut Cx, key: &[u8], delta: i64) -> Reply {
-    let cur = match cx.ks.peek(key) {
+    let cur = match lookup_write(cx, key) {
         None => None,
         Some(e) => match as_str(&e.value) {
             Some(StrVal::Int(i)) => Some(*i),
@@ -813,7 +820,7 @@ pub fn add_float_text(cur: Option<ld::Parsed>, incr: &[u8]) -> Result<String, Re
 fn incrbyfloat(cx: &mut Cx) -> Reply {
     let args = cx.args;
     let key = &args[1];
-    let (exists, cur) = match cx.ks.peek(key) {
+    let (exists, cur) = match lookup_write(cx, key) {
         None => (false, Some(ld::Parsed::Finite(ld::LongDouble::ZERO))),
         Some(e) => match as_str(&e.value) {
             Some(s) => (true, stored_long_double(s)),

@@ -3,7 +3,7 @@
 
 use super::errors;
 use super::{registry, CommandSpec, Cx, KeySpec, Lock};
-use crate::engine::shard_of;
+use crate::engine::{shard_of, Access};
 use crate::protocol::Reply;
 use crate::server::session::{Multi, Session};
 use std::sync::atomic::Ordering;
@@ -108,12 +108,17 @@ fn multi(cx: &mut Cx) -> Reply {
 
 /// Forgets every watched key of a session.
 pub fn unwatch_all(cx: &mut Cx) {
-    let flag = cx.sess.watch_dirty.clone();
-    for (db, key, _) in std::mem::take(&mut cx.sess.watched) {
-        cx.ks.unwatch_in(db, &key, &flag);
+    forget_watches(cx.sess, cx.ks);
+}
+
+/// Forgets every watched key of a session, given a view that can reach their shards.
+pub fn forget_watches(sess: &mut Session, ks: &mut Access) {
+    let flag = sess.watch_dirty.clone();
+    for (db, key, _) in std::mem::take(&mut sess.watched) {
+        ks.unwatch_in(db, &key, &flag);
     }
-    cx.sess.watch_dirty.store(false, Ordering::Release);
-    cx.sess.handle.info.lock().watch = 0;
+    sess.watch_dirty.store(false, Ordering::Release);
+    sess.handle.info.lock().watch = 0;
 }
 
 /// True if a watched key was modified, or has expired since it was watched.
@@ -176,8 +181,11 @@ fn watch(cx: &mut Cx) -> Reply {
         if cx.sess.watched.iter().any(|(d, k, _)| *d == db && k == key) {
             continue;
         }
+        // Reclaim an already-expired key before registering, so its later removal by the
+        // sweep cannot look like a modification (Redis ignores keys expired at WATCH time).
         let now = cx.now();
         let expired = cx.ks.shard_at(db, shard_of(key)).is_expired(key, now);
+        cx.ks.peek(key);
         cx.ks.watch(key, flag.clone());
         cx.sess
             .watched

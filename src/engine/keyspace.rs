@@ -1,6 +1,6 @@
 //! Databases, shard selection and the per-command [`Access`] view.
 
-use super::shard::{Shard, WatchFlag};
+use super::shard::{Shard, ShardData, WatchFlag};
 use super::value::{Entry, Value};
 use crate::types::placement::{mix64, tag_hash};
 use bytes::Bytes;
@@ -56,13 +56,18 @@ impl Keyspace {
     /// ascending order (deadlock-free), nothing else is.
     pub fn shared<'a>(&'a self, db: usize, keys: &[&[u8]], now: u64) -> Access<'a> {
         let gate = Gate::Shared(self.gate.read());
-        let mut idx: Vec<usize> = keys.iter().map(|k| shard_of(k)).collect();
-        idx.sort_unstable();
-        idx.dedup();
-        let locked = idx
-            .into_iter()
-            .map(|s| (db * SHARDS + s, self.dbs[db][s].lock()))
-            .collect();
+        let locked = if let [key] = keys {
+            // The common single-key command: no index vector.
+            let s = shard_of(key);
+            vec![(db * SHARDS + s, self.dbs[db][s].lock())]
+        } else {
+            let mut idx: Vec<usize> = keys.iter().map(|k| shard_of(k)).collect();
+            idx.sort_unstable();
+            idx.dedup();
+            idx.into_iter()
+                .map(|s| (db * SHARDS + s, self.dbs[db][s].lock()))
+                .collect()
+        };
         Access {
             ks: self,
             _gate: gate,
@@ -86,7 +91,11 @@ impl Keyspace {
         }
     }
 
-    /// Shared gate only; the caller visits shards one at a time (SCAN, DBSIZE, sweep).
+    /// Shared gate only; the caller visits shards one at a time (sweep, tests).
+    ///
+    /// This and `dbsize`/`db_counts` take the gate themselves: never call them while holding
+    /// an `Access` (a recursive read of the gate deadlocks once a writer queues). Command
+    /// handlers use `Access::visit_shard`, `Access::dbsize_in` and `Access::db_counts_in`.
     pub fn with_shard<R>(&self, db: usize, shard: usize, f: impl FnOnce(&mut Shard) -> R) -> R {
         let _g = self.gate.read();
         f(&mut self.dbs[db][shard].lock())
@@ -172,6 +181,23 @@ impl<'a> Access<'a> {
         &mut self.locked[pos].1
     }
 
+    /// Runs `f` on one shard of a db: the shard is used as held if the command locked it,
+    /// otherwise locked just for `f`. Commands that visit shards one at a time (SCAN, DBSIZE)
+    /// hold no other shard, so lock order cannot be violated; exclusive commands have the
+    /// keyspace to themselves and avoid piling up hundreds of guards.
+    pub fn visit_shard<R>(&mut self, db: usize, s: usize, f: impl FnOnce(&mut Shard) -> R) -> R {
+        let id = db * SHARDS + s;
+        if let Some(p) = self.locked.iter().position(|(i, _)| *i == id) {
+            return f(&mut self.locked[p].1);
+        }
+        debug_assert!(
+            self.exclusive || self.locked.is_empty(),
+            "visiting a shard while holding others"
+        );
+        let mut guard = self.ks.dbs[db][s].lock();
+        f(&mut guard)
+    }
+
     fn shard_in(&mut self, db: usize, key: &[u8]) -> &mut Shard {
         self.shard_at(db, shard_of(key))
     }
@@ -213,6 +239,30 @@ impl<'a> Access<'a> {
         }
     }
 
+    /// Read lookup that counts hits/misses but leaves the access time alone (Redis's
+    /// `LOOKUP_NOTOUCH`: EXISTS, TYPE, TTL, OBJECT).
+    pub fn get_notouch(&mut self, key: &[u8]) -> Option<&Entry> {
+        let db = self.db;
+        let stats = &self.ks.stats;
+        let found = self.get_in(db, key);
+        let counter = if found.is_some() {
+            &stats.hits
+        } else {
+            &stats.misses
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+        found.map(|e| &*e)
+    }
+
+    /// Write lookup (Redis `lookupKeyWrite`): expires, touches the access time, no stats and
+    /// no WATCH signal (callers signal through the mutation they then make, if any).
+    pub fn lookup_write_in(&mut self, db: usize, key: &[u8]) -> Option<&mut Entry> {
+        let now = self.now;
+        let e = self.get_in(db, key)?;
+        e.lru_ms = now;
+        Some(e)
+    }
+
     /// Lookup without touching stats or LRU (EXISTS-style checks, TYPE, TTL).
     pub fn peek(&mut self, key: &[u8]) -> Option<&Entry> {
         let db = self.db;
@@ -221,6 +271,10 @@ impl<'a> Access<'a> {
 
     pub fn exists(&mut self, key: &[u8]) -> bool {
         self.peek(key).is_some()
+    }
+
+    pub fn exists_in(&mut self, db: usize, key: &[u8]) -> bool {
+        self.get_in(db, key).is_some()
     }
 
     /// Lookup for modification: signals WATCHers, so call it only when about to write.
@@ -251,7 +305,16 @@ impl<'a> Access<'a> {
         self.expire_if_needed(db, key);
         let sh = self.shard_in(db, key);
         sh.signal(key);
-        sh.insert(Bytes::copy_from_slice(key), value, expire_at, now)
+        sh.insert_slice(key, value, expire_at, now)
+    }
+
+    /// Stores a whole entry (value and deadline as they are), replacing any previous one:
+    /// RENAME and MOVE carry an entry from one name or db to another.
+    pub fn insert_entry_in(&mut self, db: usize, key: &[u8], entry: Entry) -> Option<Entry> {
+        self.expire_if_needed(db, key);
+        let sh = self.shard_in(db, key);
+        sh.signal(key);
+        sh.insert_entry(Bytes::copy_from_slice(key), entry)
     }
 
     /// Replaces the value but keeps the key's deadline (KEEPTTL, in-place edits).
@@ -300,30 +363,140 @@ impl<'a> Access<'a> {
         let now = self.now;
         let mut out = Vec::new();
         for s in 0..SHARDS {
-            let sh = self.shard_at(db, s);
-            out.extend(
-                sh.keys()
-                    .filter(|(_, e)| e.expire_at.is_none_or(|t| now <= t))
-                    .map(|(k, _)| k.clone()),
-            );
+            self.visit_shard(db, s, |sh| {
+                out.extend(
+                    sh.keys()
+                        .filter(|(_, e)| !e.is_expired(now))
+                        .map(|(k, _)| k.clone()),
+                )
+            });
         }
         out
     }
 
-    /// Number of keys in a db (exclusive mode).
+    /// Number of keys in a db, logically expired ones not yet removed included (as Redis's
+    /// DBSIZE). Visits shards one at a time, so it needs no exclusive access.
     pub fn dbsize_in(&mut self, db: usize) -> usize {
-        (0..SHARDS).map(|s| self.shard_at(db, s).len()).sum()
+        (0..SHARDS)
+            .map(|s| self.visit_shard(db, s, |sh| sh.len()))
+            .sum()
+    }
+
+    /// Keys and keys-with-deadline of a db (INFO keyspace from inside a command).
+    pub fn db_counts_in(&mut self, db: usize) -> (usize, usize) {
+        (0..SHARDS).fold((0, 0), |(k, e), s| {
+            self.visit_shard(db, s, |sh| (k + sh.len(), e + sh.expires_len()))
+        })
+    }
+
+    /// One SCAN step over `db` (see `SCAN_SLICES`): visits whole slices, one shard at a time,
+    /// until at least `count` keys were collected or the db is exhausted. Appends live keys
+    /// with their type names to `out`; returns the next cursor, 0 when the iteration is over.
+    ///
+    /// Guarantee: a key present for the whole iteration is returned (exactly once), because
+    /// its (shard, slice) position never changes and the cursor only moves forward over them.
+    pub fn scan(
+        &mut self,
+        db: usize,
+        cursor: u64,
+        count: usize,
+        out: &mut Vec<(Bytes, &'static str)>,
+    ) -> u64 {
+        const END: u64 = (SHARDS * SCAN_SLICES) as u64;
+        if cursor >= END {
+            return 0;
+        }
+        let now = self.now;
+        let count = count.max(1);
+        let mut shard = cursor as usize / SCAN_SLICES;
+        let mut slice = cursor as usize % SCAN_SLICES;
+        while shard < SHARDS {
+            let want = count.saturating_sub(out.len()).max(1);
+            let step = self.visit_shard(db, shard, |sh| sh.scan_slices(slice, want, now, out));
+            self.ks
+                .stats
+                .expired
+                .fetch_add(step.expired as u64, Ordering::Relaxed);
+            if let Some(next) = step.next_slice {
+                return (shard * SCAN_SLICES + next) as u64;
+            }
+            shard += 1;
+            slice = 0;
+            if out.len() >= count {
+                break;
+            }
+        }
+        if shard >= SHARDS {
+            0
+        } else {
+            (shard * SCAN_SLICES) as u64
+        }
+    }
+
+    /// A uniformly chosen live key of `db`; expired keys met on the way are removed
+    /// (exclusive mode).
+    pub fn random_key(&mut self, db: usize) -> Option<Bytes> {
+        use rand::Rng;
+        let now = self.now;
+        loop {
+            let sizes: Vec<usize> = (0..SHARDS)
+                .map(|s| self.visit_shard(db, s, |sh| sh.len()))
+                .collect();
+            let total: usize = sizes.iter().sum();
+            if total == 0 {
+                return None;
+            }
+            let mut r = rand::thread_rng().gen_range(0..total);
+            let s = sizes.iter().position(|&n| {
+                if r < n {
+                    true
+                } else {
+                    r -= n;
+                    false
+                }
+            })?;
+            let (key, expired) = self.visit_shard(db, s, |sh| {
+                sh.nth(r).map(|(k, e)| (k.clone(), e.is_expired(now)))
+            })?;
+            if !expired {
+                return Some(key);
+            }
+            self.visit_shard(db, s, |sh| {
+                sh.remove(&key);
+                sh.signal(&key);
+            });
+            self.ks.stats.expired.fetch_add(1, Ordering::Relaxed);
+        }
     }
 
     /// Removes every key of a db, signalling watchers of keys that existed.
     pub fn flush_db(&mut self, db: usize) -> usize {
         (0..SHARDS)
             .map(|s| {
-                let sh = self.shard_at(db, s);
-                sh.signal_all(true);
-                sh.clear()
+                self.visit_shard(db, s, |sh| {
+                    sh.signal_all(true);
+                    sh.clear()
+                })
             })
             .sum()
+    }
+
+    /// Like `flush_db`, but hands back the detached contents so the caller can free them
+    /// off the command path (`FLUSHDB ASYNC`).
+    pub fn flush_db_lazy(&mut self, db: usize) -> (usize, Vec<ShardData>) {
+        let mut removed = 0;
+        let mut garbage = Vec::new();
+        for s in 0..SHARDS {
+            self.visit_shard(db, s, |sh| {
+                if sh.is_empty() {
+                    return;
+                }
+                sh.signal_all(true);
+                removed += sh.len();
+                garbage.push(sh.take_data());
+            });
+        }
+        (removed, garbage)
     }
 
     /// Exchanges two databases' contents (exclusive mode).
@@ -348,5 +521,318 @@ impl<'a> Access<'a> {
             let (x, y) = self.locked.split_at_mut(hi);
             x[lo].1.swap_data(&mut y[0].1);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::value::StrVal;
+    use std::collections::HashSet;
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+
+    fn v(s: &str) -> Value {
+        Value::Str(StrVal::from_set(Bytes::copy_from_slice(s.as_bytes())))
+    }
+
+    fn check_all(ks: &Keyspace) {
+        for db in 0..ks.databases() {
+            for s in 0..SHARDS {
+                ks.with_shard(db, s, |sh| sh.check_invariants());
+            }
+        }
+    }
+
+    /// Runs a full SCAN of `db` with `count`, calling `between` after every step.
+    fn full_scan(
+        ks: &Keyspace,
+        db: usize,
+        count: usize,
+        now: u64,
+        mut between: impl FnMut(usize),
+    ) -> Vec<Bytes> {
+        let mut seen = Vec::new();
+        let mut cursor = 0;
+        let mut calls = 0;
+        loop {
+            let mut out = Vec::new();
+            cursor = ks.shared(db, &[], now).scan(db, cursor, count, &mut out);
+            seen.extend(out.into_iter().map(|(k, _)| k));
+            calls += 1;
+            assert!(calls <= SHARDS * SCAN_SLICES + 1, "SCAN does not terminate");
+            if cursor == 0 {
+                return seen;
+            }
+            between(calls);
+        }
+    }
+
+    #[test]
+    fn scan_returns_every_key_exactly_once() {
+        let ks = Keyspace::new(2);
+        {
+            let mut a = ks.exclusive(0, 0);
+            for i in 0..3000 {
+                a.set(format!("key:{i:06}").as_bytes(), v("x"), None);
+            }
+            // Keys sharing a hash tag live in one shard but spread over its slices.
+            for i in 0..300 {
+                a.set(format!("{{tag}}:{i}").as_bytes(), v("x"), None);
+            }
+        }
+        for count in [1, 10, 97, 100_000] {
+            let seen = full_scan(&ks, 0, count, 0, |_| {});
+            let uniq: HashSet<_> = seen.iter().cloned().collect();
+            assert_eq!(uniq.len(), 3300, "count {count}");
+            assert_eq!(seen.len(), 3300, "duplicates with count {count}");
+        }
+        // The other db is empty: a single call ends it.
+        let mut out = Vec::new();
+        assert_eq!(ks.shared(1, &[], 0).scan(1, 0, 10, &mut out), 0);
+        assert!(out.is_empty());
+    }
+
+    #[test]
+    fn scan_covers_stable_keys_under_churn() {
+        let ks = Keyspace::new(1);
+        let stable: Vec<Vec<u8>> = (0..2000)
+            .map(|i| format!("stable:{i}").into_bytes())
+            .collect();
+        {
+            let mut a = ks.exclusive(0, 0);
+            for k in &stable {
+                a.set(k, v("s"), None);
+            }
+            for i in 0..2000 {
+                a.set(format!("churn:{i}").as_bytes(), v("c"), None);
+            }
+        }
+        let seen = full_scan(&ks, 0, 25, 0, |call| {
+            // Between calls, remove old churn keys and add new ones.
+            let mut a = ks.exclusive(0, 0);
+            for j in 0..20 {
+                let n = call * 20 + j;
+                a.remove(format!("churn:{n}").as_bytes());
+                a.set(format!("new:{n}").as_bytes(), v("n"), None);
+            }
+        });
+        let seen: HashSet<Vec<u8>> = seen.into_iter().map(|k| k.to_vec()).collect();
+        for k in &stable {
+            assert!(seen.contains(k), "missed {}", String::from_utf8_lossy(k));
+        }
+        check_all(&ks);
+    }
+
+    #[test]
+    fn scan_concurrent_with_writers() {
+        let ks = Arc::new(Keyspace::new(1));
+        {
+            let mut a = ks.exclusive(0, 0);
+            for i in 0..1000 {
+                a.set(format!("stable:{i}").as_bytes(), v("s"), None);
+            }
+        }
+        let stop = Arc::new(AtomicBool::new(false));
+        let writer = {
+            let (ks, stop) = (ks.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut i = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    let key = format!("churn:{}", i % 500);
+                    if i.is_multiple_of(7) {
+                        // Whole-keyspace writers interleave with the scanner too.
+                        ks.exclusive(0, 0).remove(key.as_bytes());
+                    } else {
+                        let k = key.as_bytes();
+                        ks.shared(0, &[k], 0).set(k, v("c"), None);
+                    }
+                    i += 1;
+                }
+            })
+        };
+        for _ in 0..5 {
+            let seen: HashSet<Bytes> = full_scan(&ks, 0, 10, 0, |_| {}).into_iter().collect();
+            let stable = seen.iter().filter(|k| k.starts_with(b"stable:")).count();
+            assert_eq!(stable, 1000);
+        }
+        stop.store(true, Ordering::Relaxed);
+        writer.join().expect("writer");
+        check_all(&ks);
+    }
+
+    #[test]
+    fn scan_skips_and_removes_expired_keys() {
+        let ks = Keyspace::new(1);
+        {
+            let mut a = ks.exclusive(0, 0);
+            for i in 0..100 {
+                let deadline = (i % 2 == 0).then_some(1000);
+                a.set(format!("k{i}").as_bytes(), v("x"), deadline);
+            }
+        }
+        // At the deadline keys are still live (expired only when now > deadline).
+        assert_eq!(full_scan(&ks, 0, 10, 1000, |_| {}).len(), 100);
+        let seen = full_scan(&ks, 0, 10, 1001, |_| {});
+        assert_eq!(seen.len(), 50);
+        assert_eq!(ks.dbsize(0), 50);
+        assert_eq!(ks.stats.expired.load(Ordering::Relaxed), 50);
+        check_all(&ks);
+    }
+
+    #[test]
+    fn scan_cursor_past_the_end_finishes() {
+        let ks = Keyspace::new(1);
+        ks.exclusive(0, 0).set(b"k", v("x"), None);
+        let mut out = Vec::new();
+        let end = (SHARDS * SCAN_SLICES) as u64;
+        assert_eq!(ks.shared(0, &[], 0).scan(0, end, 10, &mut out), 0);
+        assert_eq!(ks.shared(0, &[], 0).scan(0, u64::MAX, 10, &mut out), 0);
+        assert!(out.is_empty());
+    }
+
+    #[test]
+    fn sweep_removes_due_keys_everywhere_and_signals_watchers() {
+        let ks = Keyspace::new(3);
+        let flag = Arc::new(AtomicBool::new(false));
+        {
+            let mut a = ks.exclusive(0, 0);
+            for db in 0..3 {
+                for i in 0..50 {
+                    a.set_in(db, format!("d{i}").as_bytes(), v("x"), Some(100 + i));
+                    a.set_in(db, format!("p{i}").as_bytes(), v("x"), None);
+                }
+            }
+            a.db = 2;
+            a.watch(b"d0", flag.clone());
+        }
+        // now=100: nothing is past its deadline yet.
+        assert_eq!(ks.sweep(100, usize::MAX), 0);
+        // now=110: deadlines 100..=109 are due in each db.
+        assert_eq!(ks.sweep(110, usize::MAX), 30);
+        assert!(flag.load(Ordering::Acquire));
+        assert_eq!(ks.stats.expired.load(Ordering::Relaxed), 30);
+        // A per-shard limit bounds one pass; repeated passes finish the job.
+        let mut removed = 0;
+        loop {
+            let n = ks.sweep(10_000, 1);
+            if n == 0 {
+                break;
+            }
+            removed += n;
+        }
+        assert_eq!(removed, 120);
+        for db in 0..3 {
+            assert_eq!(ks.db_counts(db), (50, 0));
+        }
+        check_all(&ks);
+    }
+
+    #[test]
+    fn lazy_expiry_on_access() {
+        let ks = Keyspace::new(1);
+        let mut a = ks.exclusive(0, 10);
+        a.set(b"k", v("x"), Some(10));
+        assert!(a.get(b"k").is_some());
+        a.now = 11;
+        assert!(a.get(b"k").is_none());
+        assert_eq!(a.dbsize_in(0), 0);
+        assert_eq!(ks.stats.expired.load(Ordering::Relaxed), 1);
+    }
+
+    #[test]
+    fn set_replaces_deadline_and_entry_moves_keep_it() {
+        let ks = Keyspace::new(2);
+        let mut a = ks.exclusive(0, 0);
+        a.set(b"k", v("1"), Some(50));
+        a.set(b"k", v("2"), Some(60));
+        a.set_keep_ttl(b"k", v("3"));
+        assert_eq!(a.peek(b"k").and_then(|e| e.expire_at()), Some(60));
+        let e = a.remove(b"k").expect("present");
+        a.insert_entry_in(1, b"moved", e);
+        assert_eq!(a.get_in(1, b"moved").and_then(|e| e.expire_at()), Some(60));
+        assert!(!a.set_expire(b"nope", Some(1)));
+        drop(a);
+        check_all(&ks);
+    }
+
+    #[test]
+    fn swap_and_flush_keep_indexes_consistent() {
+        let ks = Keyspace::new(3);
+        {
+            let mut a = ks.exclusive(0, 0);
+            for i in 0..200 {
+                a.set_in(0, format!("a{i}").as_bytes(), v("x"), Some(1000 + i));
+                a.set_in(1, format!("b{i}").as_bytes(), v("x"), None);
+            }
+            a.swap_dbs(0, 1);
+            assert_eq!(a.dbsize_in(0), 200);
+            assert_eq!(a.db_counts_in(1), (200, 200));
+            assert!(a.get_in(0, b"b7").is_some() && a.get_in(1, b"a7").is_some());
+        }
+        check_all(&ks);
+        assert_eq!(ks.db_counts(1), (200, 200));
+        {
+            let mut a = ks.exclusive(0, 0);
+            let (n, garbage) = a.flush_db_lazy(1);
+            assert_eq!(n, 200);
+            assert!(!garbage.is_empty());
+            assert_eq!(a.flush_db(0), 200);
+            assert_eq!(a.flush_db(2), 0);
+        }
+        check_all(&ks);
+        assert_eq!(ks.db_counts(0), (0, 0));
+        assert_eq!(ks.db_counts(1), (0, 0));
+    }
+
+    #[test]
+    fn random_key_returns_live_keys_only() {
+        let ks = Keyspace::new(1);
+        let mut a = ks.exclusive(0, 0);
+        assert!(a.random_key(0).is_none());
+        for i in 0..20 {
+            a.set(format!("dead{i}").as_bytes(), v("x"), Some(5));
+        }
+        a.now = 6;
+        assert!(a.random_key(0).is_none());
+        assert_eq!(a.dbsize_in(0), 0);
+        a.set(b"live", v("x"), None);
+        for i in 0..20 {
+            a.set(format!("dead{i}").as_bytes(), v("x"), Some(5));
+        }
+        for _ in 0..5 {
+            assert_eq!(a.random_key(0).as_deref(), Some(&b"live"[..]));
+        }
+        drop(a);
+        check_all(&ks);
+    }
+
+    #[test]
+    fn random_key_reaches_every_key() {
+        let ks = Keyspace::new(1);
+        let mut a = ks.exclusive(0, 0);
+        for i in 0..8 {
+            a.set(format!("k{i}").as_bytes(), v("x"), None);
+        }
+        let mut seen = HashSet::new();
+        for _ in 0..2000 {
+            seen.insert(a.random_key(0).expect("non-empty"));
+        }
+        assert_eq!(seen.len(), 8);
+    }
+
+    #[test]
+    fn notouch_lookup_counts_stats_but_keeps_lru() {
+        let ks = Keyspace::new(1);
+        let mut a = ks.exclusive(0, 100);
+        a.set(b"k", v("x"), None);
+        a.now = 5000;
+        assert!(a.get_notouch(b"k").is_some());
+        assert!(a.get_notouch(b"missing").is_none());
+        assert_eq!(a.peek(b"k").map(|e| e.lru_ms), Some(100));
+        assert!(a.lookup_write_in(0, b"k").is_some());
+        assert_eq!(a.peek(b"k").map(|e| e.lru_ms), Some(5000));
+        assert_eq!(ks.stats.hits.load(Ordering::Relaxed), 1);
+        assert_eq!(ks.stats.misses.load(Ordering::Relaxed), 1);
     }
 }

@@ -11,5 +11,5 @@ pub mod shard;
 pub mod value;
 
 pub use keyspace::{scan_slice, shard_of, Access, Keyspace, KeyspaceStats, SCAN_SLICES, SHARDS};
-pub use shard::Shard;
+pub use shard::{ScanStep, Shard, ShardData};
 pub use value::{Entry, StrVal, Value};

@@ -1,5 +1,10 @@
 //! One shard of one database: the key map, its expiry index and WATCH registrations.
+//!
+//! Invariant (checked by `check_invariants` in tests): `expires` holds exactly one
+//! `(deadline, key)` pair for every entry whose `expire_at` is `Some(deadline)`, and nothing
+//! else. Every mutation of a deadline goes through this type so the two never drift.
 
+use super::keyspace::{scan_slice, SCAN_SLICES};
 use super::value::{Entry, Value};
 use ahash::RandomState;
 use bytes::Bytes;
@@ -9,13 +14,30 @@ use std::sync::Arc;
 
 pub type WatchFlag = Arc<AtomicBool>;
 
+type Map = HashMap<Bytes, Entry, RandomState>;
+
 #[derive(Default)]
 pub struct Shard {
-    map: HashMap<Bytes, Entry, RandomState>,
+    map: Map,
     /// Ordered (deadline, key) index so the active sweep finds due keys without scanning.
     expires: BTreeSet<(u64, Bytes)>,
     /// Clients watching a key: their dirty flags are raised on every modification.
     watchers: HashMap<Bytes, Vec<WatchFlag>, RandomState>,
+}
+
+/// A shard's former contents, detached by `take_data` so a lazy flush can free them on
+/// another thread (`FLUSHALL ASYNC`).
+pub struct ShardData {
+    _map: Map,
+    _expires: BTreeSet<(u64, Bytes)>,
+}
+
+/// The result of one shard's part of a SCAN step.
+pub struct ScanStep {
+    /// The slice to resume from in this shard, or `None` when the shard is finished.
+    pub next_slice: Option<usize>,
+    /// Logically expired keys met (and removed) on the way.
+    pub expired: usize,
 }
 
 impl Shard {
@@ -38,8 +60,14 @@ impl Shard {
         self.map.get_mut(key)
     }
 
+    /// True if `key` is present but its deadline has passed (`now > deadline`).
+    #[inline]
     pub fn is_expired(&self, key: &[u8], now: u64) -> bool {
-        matches!(self.map.get(key), Some(e) if e.expire_at.is_some_and(|t| now > t))
+        // Most shards of most workloads hold no deadline at all: skip the lookup.
+        if self.expires.is_empty() {
+            return false;
+        }
+        matches!(self.map.get(key), Some(e) if e.is_expired(now))
     }
 
     /// Inserts or replaces a value, setting its deadline; returns the previous entry.
@@ -50,26 +78,69 @@ impl Shard {
         expire_at: Option<u64>,
         now: u64,
     ) -> Option<Entry> {
-        if let Some(t) = expire_at {
-            self.expires.insert((t, key.clone()));
-        }
-        let old = self.map.insert(
-            key.clone(),
+        self.insert_entry(
+            key,
             Entry {
                 value,
                 expire_at,
                 lru_ms: now,
             },
-        );
-        if let Some(Entry {
-            expire_at: Some(t), ..
-        }) = &old
-        {
-            if Some(*t) != expire_at {
-                self.expires.remove(&(*t, key));
+        )
+    }
+
+    /// Like `insert`, but copies the key only when it is new: replacing the value of an
+    /// existing key (the common `SET` case) allocates nothing.
+    pub fn insert_slice(
+        &mut self,
+        key: &[u8],
+        value: Value,
+        expire_at: Option<u64>,
+        now: u64,
+    ) -> Option<Entry> {
+        let Some(e) = self.map.get_mut(key) else {
+            return self.insert(Bytes::copy_from_slice(key), value, expire_at, now);
+        };
+        let old = Entry {
+            value: std::mem::replace(&mut e.value, value),
+            expire_at: e.expire_at,
+            lru_ms: e.lru_ms,
+        };
+        e.lru_ms = now;
+        if old.expire_at != expire_at {
+            e.expire_at = expire_at;
+            self.reindex(key, old.expire_at, expire_at);
+        }
+        Some(old)
+    }
+
+    /// Inserts or replaces a whole entry (value, deadline and access time kept as given:
+    /// RENAME and MOVE carry an entry over); returns the previous entry.
+    pub fn insert_entry(&mut self, key: Bytes, entry: Entry) -> Option<Entry> {
+        if let Some(t) = entry.expire_at {
+            self.expires.insert((t, key.clone()));
+        }
+        let new_at = entry.expire_at;
+        let old = self.map.insert(key.clone(), entry);
+        if let Some(t) = old.as_ref().and_then(|o| o.expire_at) {
+            if Some(t) != new_at {
+                self.expires.remove(&(t, key));
             }
         }
         old
+    }
+
+    /// Moves `key`'s index entry from deadline `old` to `new` (the map is already updated).
+    fn reindex(&mut self, key: &[u8], old: Option<u64>, new: Option<u64>) {
+        let Some((k, _)) = self.map.get_key_value(key) else {
+            return;
+        };
+        let k = k.clone();
+        if let Some(t) = old {
+            self.expires.remove(&(t, k.clone()));
+        }
+        if let Some(t) = new {
+            self.expires.insert((t, k));
+        }
     }
 
     pub fn remove(&mut self, key: &[u8]) -> Option<Entry> {
@@ -82,39 +153,86 @@ impl Shard {
 
     /// Sets or clears a key's deadline. Returns false if the key is absent.
     pub fn set_expire(&mut self, key: &[u8], at: Option<u64>) -> bool {
-        let Some((k, e)) = self.map.get_key_value(key) else {
+        let Some(e) = self.map.get_mut(key) else {
             return false;
         };
-        let k = k.clone();
         let old = e.expire_at;
-        if old == at {
-            return true;
+        if old != at {
+            e.expire_at = at;
+            self.reindex(key, old, at);
         }
-        if let Some(t) = old {
-            self.expires.remove(&(t, k.clone()));
-        }
-        if let Some(t) = at {
-            self.expires.insert((t, k.clone()));
-        }
-        self.map.get_mut(key).expect("present").expire_at = at;
         true
     }
 
-    /// Removes up to `limit` keys whose deadline has passed; returns them.
+    /// Removes up to `limit` keys whose deadline has passed (`deadline < now`); returns them.
     pub fn sweep(&mut self, now: u64, limit: usize) -> Vec<Bytes> {
         let mut out = Vec::new();
         while out.len() < limit {
-            let Some((t, _)) = self.expires.first() else {
-                break;
-            };
-            if *t >= now {
-                break;
+            match self.expires.first() {
+                Some((t, _)) if *t < now => {}
+                _ => break,
             }
             let (_, k) = self.expires.pop_first().expect("non-empty");
             self.map.remove(&k);
             out.push(k);
         }
         out
+    }
+
+    /// One shard's part of a SCAN step: starting at slice `from`, appends every key of whole
+    /// slices (with its type name) to `out` until at least `want` keys were visited or the
+    /// shard is done. Logically expired keys of the visited slices are removed, not returned.
+    pub fn scan_slices(
+        &mut self,
+        from: usize,
+        want: usize,
+        now: u64,
+        out: &mut Vec<(Bytes, &'static str)>,
+    ) -> ScanStep {
+        if self.map.is_empty() || from >= SCAN_SLICES {
+            return ScanStep {
+                next_slice: None,
+                expired: 0,
+            };
+        }
+        let mut counts = [0usize; SCAN_SLICES];
+        let mut found: Vec<(u8, &Bytes, &Entry)> = Vec::new();
+        for (k, e) in &self.map {
+            let sl = scan_slice(k);
+            if sl >= from {
+                counts[sl] += 1;
+                found.push((sl as u8, k, e));
+            }
+        }
+        // The last slice taken is the one where the running count reaches `want`.
+        let mut last = SCAN_SLICES - 1;
+        let mut seen = 0;
+        for (sl, n) in counts.iter().enumerate().skip(from) {
+            seen += n;
+            if seen >= want {
+                last = sl;
+                break;
+            }
+        }
+        let mut expired = Vec::new();
+        for (sl, k, e) in found {
+            if sl as usize > last {
+                continue;
+            }
+            if e.is_expired(now) {
+                expired.push(k.clone());
+            } else {
+                out.push((k.clone(), e.value.type_name()));
+            }
+        }
+        for k in &expired {
+            self.remove(k);
+            self.signal(k);
+        }
+        ScanStep {
+            next_slice: (last + 1 < SCAN_SLICES).then_some(last + 1),
+            expired: expired.len(),
+        }
     }
 
     pub fn keys(&self) -> impl Iterator<Item = (&Bytes, &Entry)> {
@@ -131,6 +249,14 @@ impl Shard {
         self.map = HashMap::default();
         self.expires.clear();
         n
+    }
+
+    /// Empties the shard, handing back its contents to be dropped elsewhere.
+    pub fn take_data(&mut self) -> ShardData {
+        ShardData {
+            _map: std::mem::take(&mut self.map),
+            _expires: std::mem::take(&mut self.expires),
+        }
     }
 
     /// Exchanges contents (for SWAPDB), leaving WATCH registrations with the shard so
@@ -176,5 +302,173 @@ impl Shard {
                 }
             }
         }
+    }
+
+    /// Panics if the expiry index and the map disagree (tests only).
+    #[cfg(test)]
+    pub fn check_invariants(&self) {
+        let mut with_ttl = 0;
+        for (k, e) in &self.map {
+            if let Some(t) = e.expire_at {
+                with_ttl += 1;
+                assert!(
+                    self.expires.contains(&(t, k.clone())),
+                    "key {k:?} with deadline {t} missing from the index"
+                );
+            }
+        }
+        assert_eq!(
+            with_ttl,
+            self.expires.len(),
+            "stale entries in the expiry index"
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::value::StrVal;
+
+    fn v(s: &str) -> Value {
+        Value::Str(StrVal::from_set(Bytes::copy_from_slice(s.as_bytes())))
+    }
+
+    fn b(s: &str) -> Bytes {
+        Bytes::copy_from_slice(s.as_bytes())
+    }
+
+    #[test]
+    fn expiry_index_follows_insert_replace_remove() {
+        let mut sh = Shard::default();
+        sh.insert(b("a"), v("1"), Some(100), 0);
+        sh.insert(b("b"), v("1"), None, 0);
+        sh.check_invariants();
+        // Replace with another deadline, the same deadline, then none.
+        sh.insert(b("a"), v("2"), Some(200), 0);
+        sh.check_invariants();
+        sh.insert(b("a"), v("3"), Some(200), 0);
+        sh.check_invariants();
+        sh.insert_slice(b"a", v("4"), Some(300), 0);
+        sh.check_invariants();
+        sh.insert_slice(b"a", v("4"), None, 0);
+        sh.check_invariants();
+        assert_eq!(sh.expires_len(), 0);
+        sh.insert_slice(b"c", v("x"), Some(5), 0);
+        sh.insert_slice(b"b", v("y"), Some(7), 0);
+        sh.check_invariants();
+        assert_eq!(sh.expires_len(), 2);
+        assert!(sh.remove(b"c").is_some());
+        assert!(sh.remove(b"c").is_none());
+        sh.check_invariants();
+        assert_eq!(sh.expires_len(), 1);
+    }
+
+    #[test]
+    fn insert_slice_returns_previous_entry() {
+        let mut sh = Shard::default();
+        assert!(sh.insert_slice(b"k", v("1"), Some(9), 3).is_none());
+        let old = sh.insert_slice(b"k", v("2"), None, 4).expect("old");
+        assert_eq!(old.value, v("1"));
+        assert_eq!(old.expire_at(), Some(9));
+        assert_eq!(sh.peek(b"k").map(|e| e.lru_ms), Some(4));
+        sh.check_invariants();
+    }
+
+    #[test]
+    fn set_expire_keeps_index_consistent() {
+        let mut sh = Shard::default();
+        assert!(!sh.set_expire(b"nope", Some(1)));
+        sh.insert(b("k"), v("1"), None, 0);
+        assert!(sh.set_expire(b"k", Some(10)));
+        sh.check_invariants();
+        assert!(sh.set_expire(b"k", Some(20)));
+        sh.check_invariants();
+        assert!(sh.set_expire(b"k", Some(20)));
+        sh.check_invariants();
+        assert!(sh.set_expire(b"k", None));
+        sh.check_invariants();
+        assert_eq!(sh.expires_len(), 0);
+    }
+
+    #[test]
+    fn insert_entry_carries_deadline() {
+        let mut sh = Shard::default();
+        sh.insert(b("dst"), v("old"), Some(50), 0);
+        let e = Entry {
+            value: v("new"),
+            expire_at: Some(70),
+            lru_ms: 1,
+        };
+        let old = sh.insert_entry(b("dst"), e).expect("replaced");
+        assert_eq!(old.expire_at(), Some(50));
+        sh.check_invariants();
+        assert_eq!(sh.peek(b"dst").and_then(|e| e.expire_at()), Some(70));
+    }
+
+    #[test]
+    fn swap_keeps_each_side_consistent() {
+        let (mut a, mut b2) = (Shard::default(), Shard::default());
+        a.insert(b("x"), v("1"), Some(10), 0);
+        b2.insert(b("y"), v("1"), None, 0);
+        a.swap_data(&mut b2);
+        a.check_invariants();
+        b2.check_invariants();
+        assert!(a.peek(b"y").is_some() && b2.peek(b"x").is_some());
+        assert_eq!((a.expires_len(), b2.expires_len()), (0, 1));
+    }
+
+    #[test]
+    fn sweep_removes_only_past_deadlines() {
+        let mut sh = Shard::default();
+        sh.insert(b("due"), v("1"), Some(99), 0);
+        sh.insert(b("edge"), v("1"), Some(100), 0);
+        sh.insert(b("later"), v("1"), Some(101), 0);
+        sh.insert(b("keep"), v("1"), None, 0);
+        // A key is expired when now > deadline: at now=100, only "due".
+        assert!(!sh.is_expired(b"edge", 100));
+        assert!(sh.is_expired(b"due", 100));
+        let gone = sh.sweep(100, usize::MAX);
+        assert_eq!(gone, vec![b("due")]);
+        sh.check_invariants();
+        // The limit bounds the work.
+        let gone = sh.sweep(1000, 1);
+        assert_eq!(gone, vec![b("edge")]);
+        let gone = sh.sweep(1000, 10);
+        assert_eq!(gone, vec![b("later")]);
+        assert_eq!(sh.len(), 1);
+        sh.check_invariants();
+    }
+
+    #[test]
+    fn scan_slices_visits_whole_slices_and_skips_expired() {
+        let mut sh = Shard::default();
+        for i in 0..200 {
+            let deadline = (i % 10 == 0).then_some(5);
+            sh.insert(b(&format!("k{i}")), v("1"), deadline, 0);
+        }
+        let mut out = Vec::new();
+        let mut from = 0;
+        let mut expired = 0;
+        loop {
+            let step = sh.scan_slices(from, 7, 10, &mut out);
+            expired += step.expired;
+            match step.next_slice {
+                Some(n) => {
+                    assert!(n > from);
+                    from = n;
+                }
+                None => break,
+            }
+        }
+        assert_eq!(expired, 20);
+        assert_eq!(out.len(), 180);
+        assert!(out.iter().all(|(_, t)| *t == "string"));
+        let mut names: Vec<_> = out.into_iter().map(|(k, _)| k).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), 180);
+        assert_eq!(sh.len(), 180);
+        sh.check_invariants();
     }
 }

@@ -99,6 +99,12 @@ impl Entry {
     pub fn expire_at(&self) -> Option<u64> {
         self.expire_at
     }
+
+    /// Logically expired: Redis's rule is `now > deadline`.
+    #[inline]
+    pub fn is_expired(&self, now: u64) -> bool {
+        self.expire_at.is_some_and(|t| now > t)
+    }
 }
 
 impl StrVal {

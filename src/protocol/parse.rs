@@ -33,15 +33,25 @@ pub enum Parsed {
 }
 
 /// A protocol error: Redis replies `-ERR Protocol error: <msg>` and closes the connection.
+/// The message is bytes because Redis echoes the offending byte raw (`got '\xff'`).
 #[derive(Debug, PartialEq, Eq, Clone)]
-pub struct ParseError(pub String);
+pub struct ParseError(pub Bytes);
 
 impl ParseError {
-    fn new(s: impl Into<String>) -> Self {
-        ParseError(s.into())
+    fn new(s: &'static str) -> Self {
+        ParseError(Bytes::from_static(s.as_bytes()))
     }
-    pub fn reply_text(&self) -> String {
-        format!("ERR Protocol error: {}", self.0)
+    /// The whole error reply line, `-ERR Protocol error: <msg>\r\n`, with CR/LF in the
+    /// message turned into spaces as Redis does.
+    pub fn reply_line(&self) -> Vec<u8> {
+        let mut out = b"-ERR Protocol error: ".to_vec();
+        out.extend(
+            self.0
+                .iter()
+                .map(|&c| if c == b'\r' || c == b'\n' { b' ' } else { c }),
+        );
+        out.extend_from_slice(b"\r\n");
+        out
     }
 }
 
@@ -84,88 +94,141 @@ pub fn parse_i64(s: &[u8]) -> Option<i64> {
     }
 }
 
-/// Parses one command from the front of `buf`, consuming it when complete.
+/// Parses one command from the front of `buf`, consuming it when complete. A connection
+/// should keep a [`Parser`] instead, so a frame arriving over many reads is not re-scanned.
 pub fn parse_command(buf: &mut BytesMut, limits: Limits) -> Result<Parsed, ParseError> {
-    if buf.is_empty() {
-        return Ok(Parsed::Incomplete { hint: 0 });
-    }
-    if buf[0] == b'*' {
-        parse_multibulk(buf, limits)
-    } else {
-        parse_inline(buf)
-    }
+    Parser::default().parse(buf, limits)
 }
 
-fn parse_multibulk(buf: &mut BytesMut, limits: Limits) -> Result<Parsed, ParseError> {
-    let data: &[u8] = buf;
-    let Some(cr) = find_cr(data, 0) else {
-        if data.len() > INLINE_MAX {
-            return Err(ParseError::new("too big mbulk count string"));
-        }
-        return Ok(Parsed::Incomplete { hint: 0 });
-    };
-    if cr + 1 >= data.len() {
-        return Ok(Parsed::Incomplete { hint: 0 });
-    }
-    let count = match parse_i64(&data[1..cr]) {
-        Some(n) if n <= i32::MAX as i64 => n,
-        _ => return Err(ParseError::new("invalid multibulk length")),
-    };
-    if !limits.authenticated && count > 10 {
-        return Err(ParseError::new("unauthenticated multibulk length"));
-    }
-    let mut pos = cr + 2;
-    if count <= 0 {
-        let _ = buf.split_to(pos);
-        return Ok(Parsed::Command(Vec::new()));
-    }
-    // Record argument spans first; slice them out only once the frame is complete.
-    let mut spans: Vec<(usize, usize)> = Vec::with_capacity(count.min(1024) as usize);
-    for _ in 0..count {
-        if pos >= data.len() {
+/// Request parser for one connection. It remembers how far it got into a multibulk frame
+/// that has not fully arrived (as Redis keeps `multibulklen`/`bulklen` per client), so each
+/// read resumes there: re-parsing from the start made a large frame arriving in pieces
+/// cost time quadratic in its size.
+#[derive(Debug, Default)]
+pub struct Parser {
+    /// Arguments of the frame in progress not parsed yet (0: no frame in progress).
+    remaining: usize,
+    /// Where parsing resumes in the buffer (the frame starts at offset 0).
+    pos: usize,
+    /// Argument spans parsed so far; sliced out once the frame is complete.
+    spans: Vec<(usize, usize)>,
+}
+
+/// Span vectors larger than this are not kept between frames.
+const KEEP_SPANS: usize = 1024;
+
+impl Parser {
+    /// Parses one command from the front of `buf`, consuming it when complete. Between
+    /// calls, `buf` may only grow at its end.
+    pub fn parse(&mut self, buf: &mut BytesMut, limits: Limits) -> Result<Parsed, ParseError> {
+        if buf.is_empty() {
             return Ok(Parsed::Incomplete { hint: 0 });
         }
-        let Some(cr) = find_cr(data, pos) else {
-            if data.len() - pos > INLINE_MAX {
-                return Err(ParseError::new("too big bulk count string"));
+        if self.remaining > 0 || buf[0] == b'*' {
+            let r = self.parse_multibulk(buf, limits);
+            if r.is_err() {
+                self.reset();
             }
-            return Ok(Parsed::Incomplete { hint: 0 });
-        };
-        if cr + 1 >= data.len() {
-            return Ok(Parsed::Incomplete { hint: 0 });
+            r
+        } else {
+            parse_inline(buf)
         }
-        if data[pos] != b'$' {
-            return Err(ParseError(format!(
-                "expected '$', got '{}'",
-                data[pos] as char
-            )));
-        }
-        let len = match parse_i64(&data[pos + 1..cr]) {
-            Some(n) if n >= 0 && n <= limits.max_bulk_len => n as usize,
-            _ => return Err(ParseError::new("invalid bulk length")),
-        };
-        if !limits.authenticated && len > 16384 {
-            return Err(ParseError::new("unauthenticated bulk length"));
-        }
-        let start = cr + 2;
-        // Redis skips the two bytes after the payload without checking they are CRLF.
-        let end = start + len + 2;
-        if end > data.len() {
-            return Ok(Parsed::Incomplete {
-                hint: end - data.len(),
-            });
-        }
-        spans.push((start, start + len));
-        pos = end;
     }
-    let frame = buf.split_to(pos).freeze();
-    Ok(Parsed::Command(
-        spans.into_iter().map(|(s, e)| frame.slice(s..e)).collect(),
-    ))
+
+    fn reset(&mut self) {
+        self.remaining = 0;
+        self.pos = 0;
+        self.spans.clear();
+        if self.spans.capacity() > KEEP_SPANS {
+            self.spans = Vec::new();
+        }
+    }
+
+    fn parse_multibulk(
+        &mut self,
+        buf: &mut BytesMut,
+        limits: Limits,
+    ) -> Result<Parsed, ParseError> {
+        let data: &[u8] = buf;
+        if self.remaining == 0 {
+            let Some(cr) = find_cr(data, 0) else {
+                if data.len() > INLINE_MAX {
+                    return Err(ParseError::new("too big mbulk count string"));
+                }
+                return Ok(Parsed::Incomplete { hint: 0 });
+            };
+            if cr + 1 >= data.len() {
+                return Ok(Parsed::Incomplete { hint: 0 });
+            }
+            let count = match parse_i64(&data[1..cr]) {
+                Some(n) if n <= i32::MAX as i64 => n,
+                _ => return Err(ParseError::new("invalid multibulk length")),
+            };
+            if !limits.authenticated && count > 10 {
+                return Err(ParseError::new("unauthenticated multibulk length"));
+            }
+            if count <= 0 {
+                let _ = buf.split_to(cr + 2);
+                return Ok(Parsed::Command(Vec::new()));
+            }
+            self.remaining = count as usize;
+            self.pos = cr + 2;
+            self.spans.reserve(self.remaining.min(KEEP_SPANS));
+        }
+        while self.remaining > 0 {
+            let pos = self.pos;
+            if pos >= data.len() {
+                return Ok(Parsed::Incomplete { hint: 0 });
+            }
+            let Some(cr) = find_cr(data, pos) else {
+                if data.len() - pos > INLINE_MAX {
+                    return Err(ParseError::new("too big bulk count string"));
+                }
+                return Ok(Parsed::Incomplete { hint: 0 });
+            };
+            if cr + 1 >= data.len() {
+                return Ok(Parsed::Incomplete { hint: 0 });
+            }
+            if data[pos] != b'$' {
+                let mut msg = b"expected '$', got '".to_vec();
+                msg.extend_from_slice(&[data[pos], b'\'']);
+                return Err(ParseError(msg.into()));
+            }
+            let len = match parse_i64(&data[pos + 1..cr]) {
+                Some(n) if n >= 0 && n <= limits.max_bulk_len => n as usize,
+                _ => return Err(ParseError::new("invalid bulk length")),
+            };
+            if !limits.authenticated && len > 16384 {
+                return Err(ParseError::new("unauthenticated bulk length"));
+            }
+            let start = cr + 2;
+            // Redis skips the two bytes after the payload without checking they are CRLF.
+            let end = start + len + 2;
+            if end > data.len() {
+                return Ok(Parsed::Incomplete {
+                    hint: end - data.len(),
+                });
+            }
+            self.spans.push((start, start + len));
+            self.pos = end;
+            self.remaining -= 1;
+        }
+        let frame = buf.split_to(self.pos).freeze();
+        let args = self
+            .spans
+            .drain(..)
+            .map(|(s, e)| frame.slice(s..e))
+            .collect();
+        self.reset();
+        Ok(Parsed::Command(args))
+    }
 }
 
 fn parse_inline(buf: &mut BytesMut) -> Result<Parsed, ParseError> {
-    let Some(nl) = buf.iter().position(|&c| c == b'\n') else {
+    // Redis finds the line end with strchr, which stops at a NUL byte: a NUL before the
+    // newline means "no complete line yet" (until the inline size limit is reached).
+    let end = buf.iter().position(|&c| c == b'\n' || c == 0);
+    let Some(nl) = end.filter(|&i| buf[i] == b'\n') else {
         if buf.len() > INLINE_MAX {
             return Err(ParseError::new("too big inline request"));
         }
@@ -354,6 +417,67 @@ mod tests {
         );
         assert_eq!(parse(b"\r\n").unwrap(), args(&[]));
         assert_eq!(parse(b"PING").unwrap(), Parsed::Incomplete { hint: 0 });
+    }
+
+    #[test]
+    fn error_lines_echo_raw_bytes() {
+        // Redis prints the offending byte as it is, and maps CR/LF to spaces.
+        assert_eq!(
+            parse(b"*1\r\n\xff3\r\n").unwrap_err().reply_line(),
+            b"-ERR Protocol error: expected '$', got '\xff'\r\n"
+        );
+        assert_eq!(
+            parse(b"*1\r\n\r\n").unwrap_err().reply_line(),
+            b"-ERR Protocol error: expected '$', got ' '\r\n"
+        );
+    }
+
+    #[test]
+    fn inline_nul_hides_the_newline() {
+        // strchr in Redis stops at NUL: the line is never complete.
+        assert_eq!(
+            parse(b"PING\x00x\r\n").unwrap(),
+            Parsed::Incomplete { hint: 0 }
+        );
+        let mut big = b"PING\x00\n".to_vec();
+        big.resize(INLINE_MAX + 10, b'a');
+        assert_eq!(parse(&big).unwrap_err().0, "too big inline request");
+        assert_eq!(parse(b"PING\r\n\x00").unwrap(), args(&["PING"]));
+    }
+
+    #[test]
+    fn resumes_a_frame_split_anywhere() {
+        let frame = b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$5\r\nhello\r\nPING\r\n";
+        for cut in 1..frame.len() {
+            let mut p = Parser::default();
+            let mut b = BytesMut::from(&frame[..cut]);
+            let first = p.parse(&mut b, Limits::default()).unwrap();
+            b.extend_from_slice(&frame[cut..]);
+            let got = match first {
+                Parsed::Command(a) if !a.is_empty() => Parsed::Command(a),
+                _ => p.parse(&mut b, Limits::default()).unwrap(),
+            };
+            assert_eq!(got, args(&["SET", "k", "hello"]), "cut at {cut}");
+            assert_eq!(p.parse(&mut b, Limits::default()).unwrap(), args(&["PING"]));
+            assert!(b.is_empty());
+        }
+    }
+
+    #[test]
+    fn error_mid_frame_resets_the_parser() {
+        let mut p = Parser::default();
+        let mut b = BytesMut::from(&b"*2\r\n$3\r\nGET\r\n"[..]);
+        assert_eq!(
+            p.parse(&mut b, Limits::default()).unwrap(),
+            Parsed::Incomplete { hint: 0 }
+        );
+        b.extend_from_slice(b"x1\r\n");
+        assert_eq!(
+            p.parse(&mut b, Limits::default()).unwrap_err().0,
+            "expected '$', got 'x'"
+        );
+        let mut b = BytesMut::from(&b"PING\r\n"[..]);
+        assert_eq!(p.parse(&mut b, Limits::default()).unwrap(), args(&["PING"]));
     }
 
     #[test]

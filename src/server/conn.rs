@@ -5,7 +5,7 @@ use super::pause::PauseMode;
 use super::session::Session;
 use super::state::Shared;
 use crate::cmd;
-use crate::protocol::{parse_command, write_reply, Limits, Parsed, Reply};
+use crate::protocol::{write_reply, Limits, Parsed, Parser};
 use bytes::{Bytes, BytesMut};
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
@@ -73,13 +73,32 @@ async fn wait_for_pause(srv: &Shared, args: &[Bytes]) {
 async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> std::io::Result<()> {
     let mut inbuf = BytesMut::with_capacity(READ_CHUNK);
     let mut out = BytesMut::with_capacity(READ_CHUNK);
+    let mut parser = Parser::default();
     let handle = sess.handle.clone();
     loop {
         if inbuf.capacity() - inbuf.len() < READ_CHUNK / 2 {
             inbuf.reserve(READ_CHUNK);
         }
+        // `timeout` (seconds, 0 = never) closes idle clients, as Redis does; clients in
+        // MULTI are idle like any other.
+        let idle = srv.config.get_i64("timeout");
+        let read = async {
+            if idle > 0 {
+                match tokio::time::timeout(
+                    Duration::from_secs(idle as u64),
+                    stream.read_buf(&mut inbuf),
+                )
+                .await
+                {
+                    Ok(r) => r,
+                    Err(_) => Ok(0),
+                }
+            } else {
+                stream.read_buf(&mut inbuf).await
+            }
+        };
         let n = tokio::select! {
-            r = stream.read_buf(&mut inbuf) => r?,
+            r = read => r?,
             _ = handle.kill.notified() => 0,
         };
         if n == 0 || handle.is_killed() {
@@ -88,10 +107,12 @@ async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> s
         srv.stats
             .net_input_bytes
             .fetch_add(n as u64, Ordering::Relaxed);
+        // Read the limits once per read batch: a config lookup allocates, too slow per command.
         let qlimit = srv
             .config
             .get_i64("client-query-buffer-limit")
             .max(1024 * 1024) as usize;
+        let max_bulk_len = srv.config.get_i64("proto-max-bulk-len");
         if inbuf.len() > qlimit {
             // Redis logs and closes without a reply.
             tracing::warn!("closing client that reached max query buffer length");
@@ -99,10 +120,10 @@ async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> s
         }
         loop {
             let limits = Limits {
-                max_bulk_len: srv.config.get_i64("proto-max-bulk-len"),
+                max_bulk_len,
                 authenticated: sess.authenticated,
             };
-            match parse_command(&mut inbuf, limits) {
+            match parser.parse(&mut inbuf, limits) {
                 Ok(Parsed::Command(args)) => {
                     if args.is_empty() {
                         continue;
@@ -127,12 +148,16 @@ async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> s
                 }
                 Ok(Parsed::Incomplete { hint }) => {
                     if hint > 0 {
-                        inbuf.reserve(hint.min(qlimit));
+                        // Grow toward a declared bulk at most by what already arrived: a
+                        // header declaring 500 MB whose data never comes must not make us
+                        // allocate 500 MB; a real large value still grows geometrically.
+                        inbuf.reserve(hint.min(qlimit).min(inbuf.len().max(READ_CHUNK)));
                     }
                     break;
                 }
                 Err(e) => {
-                    write_reply(&mut out, &Reply::error(e.reply_text()), sess.resp3);
+                    srv.stats.error_replies.fetch_add(1, Ordering::Relaxed);
+                    out.extend_from_slice(&e.reply_line());
                     flush(stream, &mut out, srv).await?;
                     return Ok(());
                 }

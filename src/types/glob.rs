@@ -1,21 +1,35 @@
 //! Redis glob matching (util.c `stringmatchlen`): `*`, `?`, `[...]` with ranges and `^`,
-//! and `\` escapes; binary safe.
+//! and `\` escapes; binary safe. The structure follows Redis step by step because its edge
+//! cases are observable: an empty string matches no pattern that has to be "walked" (even
+//! `*`; KEYS and SCAN special-case the exact pattern `*` before calling this), an
+//! unterminated `[` class ends at the pattern's end, and class ranges compare bytes as C's
+//! signed `char`.
 
 pub fn glob_match(pattern: &[u8], s: &[u8], nocase: bool) -> bool {
-    matches(pattern, s, nocase, 0)
+    let mut skip_longer = false;
+    matches(pattern, s, nocase, &mut skip_longer, 0)
 }
 
-fn lower(c: u8, nocase: bool) -> u8 {
+#[inline]
+fn same(a: u8, b: u8, nocase: bool) -> bool {
     if nocase {
-        c.to_ascii_lowercase()
+        a.eq_ignore_ascii_case(&b)
     } else {
-        c
+        a == b
     }
 }
 
-fn matches(p: &[u8], s: &[u8], nocase: bool, depth: usize) -> bool {
+/// A byte as C's (signed) `char`, lowered like `tolower` in the C locale.
+fn signed_char(c: u8, nocase: bool) -> i32 {
+    let c = if nocase { c.to_ascii_lowercase() } else { c };
+    c as i8 as i32
+}
+
+/// `skip_longer` is Redis's fix for exponential backtracking: once the rest of the pattern
+/// after a `*` matched nowhere in the remaining string, no earlier `*` can help either.
+fn matches(p: &[u8], s: &[u8], nocase: bool, skip_longer: &mut bool, nesting: usize) -> bool {
     // Redis caps recursion to avoid pathological patterns.
-    if depth > 1000 {
+    if nesting > 1000 {
         return false;
     }
     let (mut pi, mut si) = (0usize, 0usize);
@@ -28,11 +42,16 @@ fn matches(p: &[u8], s: &[u8], nocase: bool, depth: usize) -> bool {
                 if pi + 1 == p.len() {
                     return true;
                 }
-                for start in si..s.len() {
-                    if matches(&p[pi + 1..], &s[start..], nocase, depth + 1) {
+                while si < s.len() {
+                    if matches(&p[pi + 1..], &s[si..], nocase, skip_longer, nesting + 1) {
                         return true;
                     }
+                    if *skip_longer {
+                        return false;
+                    }
+                    si += 1;
                 }
+                *skip_longer = true;
                 return false;
             }
             b'?' => si += 1,
@@ -44,28 +63,33 @@ fn matches(p: &[u8], s: &[u8], nocase: bool, depth: usize) -> bool {
                 }
                 let mut matched = false;
                 loop {
-                    if pi >= p.len() {
-                        pi -= 1; // Redis treats an unterminated class as ending here.
-                        break;
-                    }
-                    if p[pi] == b'\\' && pi + 1 < p.len() {
+                    let left = p.len() - pi;
+                    if left >= 2 && p[pi] == b'\\' {
                         pi += 1;
                         if p[pi] == s[si] {
                             matched = true;
                         }
-                    } else if p[pi] == b']' {
+                    } else if left >= 1 && p[pi] == b']' {
                         break;
-                    } else if pi + 2 < p.len() && p[pi + 1] == b'-' {
-                        let (mut a, mut b) = (lower(p[pi], nocase), lower(p[pi + 2], nocase));
+                    } else if left == 0 {
+                        // Unterminated class: it ends with the pattern.
+                        pi -= 1;
+                        break;
+                    } else if left >= 3 && p[pi + 1] == b'-' {
+                        let (mut a, mut b) = (p[pi] as i8 as i32, p[pi + 2] as i8 as i32);
                         if a > b {
                             std::mem::swap(&mut a, &mut b);
                         }
-                        let c = lower(s[si], nocase);
+                        if nocase {
+                            a = signed_char(a as u8, true);
+                            b = signed_char(b as u8, true);
+                        }
+                        let c = signed_char(s[si], nocase);
                         pi += 2;
                         if c >= a && c <= b {
                             matched = true;
                         }
-                    } else if lower(p[pi], nocase) == lower(s[si], nocase) {
+                    } else if same(p[pi], s[si], nocase) {
                         matched = true;
                     }
                     pi += 1;
@@ -78,25 +102,25 @@ fn matches(p: &[u8], s: &[u8], nocase: bool, depth: usize) -> bool {
                 }
                 si += 1;
             }
-            b'\\' if pi + 1 < p.len() => {
-                pi += 1;
-                if lower(p[pi], nocase) != lower(s[si], nocase) {
-                    return false;
-                }
-                si += 1;
-            }
             c => {
-                if lower(c, nocase) != lower(s[si], nocase) {
+                let c = if c == b'\\' && pi + 1 < p.len() {
+                    pi += 1;
+                    p[pi]
+                } else {
+                    c
+                };
+                if !same(c, s[si], nocase) {
                     return false;
                 }
                 si += 1;
             }
         }
         pi += 1;
-    }
-    if si == s.len() {
-        while pi < p.len() && p[pi] == b'*' {
-            pi += 1;
+        if si == s.len() {
+            while pi < p.len() && p[pi] == b'*' {
+                pi += 1;
+            }
+            break;
         }
     }
     pi == p.len() && si == s.len()
@@ -114,11 +138,50 @@ mod tests {
         assert!(m(b"h[ae]llo", b"hallo", false));
         assert!(!m(b"h[^e]llo", b"hello", false));
         assert!(m(b"h[a-b]llo", b"hbllo", false));
+        assert!(m(b"h[b-a]llo", b"hbllo", false));
         assert!(m(b"prefix:*", b"prefix:", false));
         assert!(!m(b"prefix:*", b"prefi", false));
         assert!(m(b"a\\*b", b"a*b", false));
+        assert!(!m(b"a\\*b", b"axb", false));
         assert!(m(b"HELLO", b"hello", true));
         assert!(!m(b"a", b"", false));
         assert!(m(b"", b"", false));
+        assert!(!m(b"", b"a", false));
+    }
+
+    #[test]
+    fn redis_edge_cases() {
+        // stringmatchlen never walks an empty string, so even "*" does not match it.
+        assert!(!m(b"*", b"", false));
+        assert!(!m(b"**", b"", false));
+        // Trailing stars match nothing after the string is used up.
+        assert!(m(b"a**", b"a", false));
+        assert!(m(b"a*", b"a", false));
+        assert!(m(b"*a*", b"a", false));
+        // Unterminated class ends with the pattern.
+        assert!(!m(b"[", b"a", false));
+        assert!(m(b"[^", b"a", false));
+        assert!(m(b"[a", b"a", false));
+        assert!(m(b"x[ab", b"xb", false));
+        // Escapes inside classes; a trailing backslash is literal.
+        assert!(m(b"[\\]]", b"]", false));
+        assert!(m(b"a\\", b"a\\", false));
+        // Ranges swap before lowering, as Redis does.
+        assert!(!m(b"[Z-a]", b"b", true));
+        assert!(m(b"[Z-a]", b"_", false));
+        assert!(m(b"[A-C]", b"b", true));
+        // Signed char ranges: 0xff is -1 in C, so [a-\xff] is [-1..97].
+        assert!(!m(b"[a-\xff]", b"b", false));
+        assert!(m(b"[a-\xff]", b"\xff", false));
+        assert!(m(b"[a-\xff]", b"A", false));
+    }
+
+    #[test]
+    fn pathological_patterns_are_fast() {
+        let s = vec![b'a'; 5000];
+        let p = b"*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*b";
+        let t = std::time::Instant::now();
+        assert!(!m(p, &s, false));
+        assert!(t.elapsed().as_secs() < 2);
     }
 }
