@@ -1,0 +1,156 @@
+//! Clients blocked on keys (BLPOP, BZPOPMIN, XREAD BLOCK…), DESIGN.md §4.
+//!
+//! A blocking command that finds nothing registers a [`Waiter`] on each of its keys and its
+//! connection awaits the waiter's reply. A write that may satisfy waiters marks the key
+//! ready (`Access::signal_ready`); once that write's locks are released the dispatcher
+//! serves the waiters of each ready key in FIFO order of blocking (Redis's order) by
+//! re-running each waiter's command without blocking. A waiter is served at most once: its
+//! state moves from `WAITING` to `SERVED` or `TIMED_OUT` by compare-and-swap, and only the
+//! winner of that race produces or consumes a reply.
+
+use crate::protocol::Reply;
+use bytes::Bytes;
+use parking_lot::Mutex;
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::Arc;
+use tokio::sync::oneshot;
+
+const WAITING: u8 = 0;
+const SERVED: u8 = 1;
+const GONE: u8 = 2;
+
+pub struct Waiter {
+    pub id: u64,
+    pub db: usize,
+    /// The command to re-run when a key becomes ready (possibly rewritten at block time,
+    /// e.g. `XREAD … $` resolved to a concrete ID).
+    pub args: Vec<Bytes>,
+    /// The keys it waits on.
+    pub keys: Vec<Bytes>,
+    /// The blocked client's session id.
+    pub client_id: u64,
+    /// Whether the blocked client speaks RESP3 (replies are encoded by its connection, but
+    /// some commands shape replies by protocol).
+    pub resp3: bool,
+    state: AtomicU8,
+    tx: Mutex<Option<oneshot::Sender<Reply>>>,
+}
+
+impl Waiter {
+    pub fn is_waiting(&self) -> bool {
+        self.state.load(Ordering::Acquire) == WAITING
+    }
+
+    /// Claims the waiter for serving; false if it already timed out, left or was served.
+    pub fn claim(&self) -> bool {
+        self.state.compare_exchange(WAITING, SERVED, Ordering::AcqRel, Ordering::Acquire).is_ok()
+    }
+
+    /// Delivers the reply of a claimed waiter.
+    pub fn deliver(&self, reply: Reply) {
+        if let Some(tx) = self.tx.lock().take() {
+            let _ = tx.send(reply);
+        }
+    }
+
+    /// Gives up waiting (timeout, disconnect); false if a reply is already on its way.
+    pub fn abandon(&self) -> bool {
+        self.state.compare_exchange(WAITING, GONE, Ordering::AcqRel, Ordering::Acquire).is_ok()
+    }
+}
+
+#[derive(Default)]
+pub struct Blocking {
+    next_id: AtomicU64,
+    /// (db, key) → waiters in blocking order.
+    queues: Mutex<HashMap<(usize, Bytes), VecDeque<Arc<Waiter>>, ahash::RandomState>>,
+    /// Number of clients currently blocked (INFO `blocked_clients`).
+    pub blocked: AtomicU64,
+}
+
+impl Blocking {
+    /// Registers a waiter on every key; returns it and the receiver of its reply.
+    pub fn block(
+        &self,
+        db: usize,
+        keys: Vec<Bytes>,
+        args: Vec<Bytes>,
+        client_id: u64,
+        resp3: bool,
+    ) -> (Arc<Waiter>, oneshot::Receiver<Reply>) {
+        let (tx, rx) = oneshot::channel();
+        let w = Arc::new(Waiter {
+            id: self.next_id.fetch_add(1, Ordering::Relaxed),
+            db,
+            args,
+            keys,
+            client_id,
+            resp3,
+            state: AtomicU8::new(WAITING),
+            tx: Mutex::new(Some(tx)),
+        });
+        let mut q = self.queues.lock();
+        for k in &w.keys {
+            q.entry((db, k.clone())).or_default().push_back(w.clone());
+        }
+        self.blocked.fetch_add(1, Ordering::Relaxed);
+        (w, rx)
+    }
+
+    /// Removes a waiter from every queue it is in (after it was served or gave up).
+    pub fn remove(&self, w: &Arc<Waiter>) {
+        let mut q = self.queues.lock();
+        for k in &w.keys {
+            let key = (w.db, k.clone());
+            if let Some(v) = q.get_mut(&key) {
+                v.retain(|x| !Arc::ptr_eq(x, w));
+                if v.is_empty() {
+                    q.remove(&key);
+                }
+            }
+        }
+        self.blocked.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.blocked.load(Ordering::Relaxed) == 0
+    }
+
+    /// The waiters of a key, oldest first, that are still waiting.
+    pub fn waiters(&self, db: usize, key: &[u8]) -> Vec<Arc<Waiter>> {
+        let q = self.queues.lock();
+        q.get(&(db, Bytes::copy_from_slice(key)))
+            .map(|v| v.iter().filter(|w| w.is_waiting()).cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Moves every waiter of db `a` to db `b` and vice versa (SWAPDB wakes/moves blocked
+    /// clients as Redis does by re-checking keys).
+    pub fn keys_in_db(&self, db: usize) -> Vec<Bytes> {
+        self.queues.lock().keys().filter(|(d, _)| *d == db).map(|(_, k)| k.clone()).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fifo_and_single_claim() {
+        let b = Blocking::default();
+        let (w1, _r1) = b.block(0, vec![Bytes::from_static(b"k")], vec![], 1, false);
+        let (w2, _r2) = b.block(0, vec![Bytes::from_static(b"k")], vec![], 2, false);
+        let ws = b.waiters(0, b"k");
+        assert_eq!(ws.iter().map(|w| w.client_id).collect::<Vec<_>>(), vec![1, 2]);
+        assert!(w1.claim());
+        assert!(!w1.claim());
+        assert!(!w1.abandon(), "a served waiter cannot also time out");
+        assert!(w2.abandon());
+        assert!(!w2.claim(), "a waiter that gave up is never served");
+        b.remove(&w1);
+        b.remove(&w2);
+        assert!(b.waiters(0, b"k").is_empty());
+        assert!(b.is_empty());
+    }
+}
