@@ -59,6 +59,30 @@ pub fn db_index(arg: &[u8], databases: usize) -> Result<usize, Reply> {
     Ok(n as usize)
 }
 
+/// `addReplyHelp`: the container's usage line, the given lines, then `HELP`, all as status
+/// strings.
+pub fn help(container: &str, lines: &[&'static str]) -> Reply {
+    let mut out = Vec::with_capacity(lines.len() + 3);
+    out.push(Reply::Status(
+        format!("{container} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:").into(),
+    ));
+    out.extend(lines.iter().map(|l| Reply::status(l)));
+    out.push(Reply::status("HELP"));
+    out.push(Reply::status("    Prints this help."));
+    Reply::Array(out)
+}
+
+/// Redis `getTimeoutFromObjectOrReply` in milliseconds: a non-negative integer. Returns the
+/// duration, not the deadline.
+pub fn timeout_ms(arg: &[u8]) -> Result<u64, Reply> {
+    let t = parse_i64(arg)
+        .ok_or_else(|| errors::err("ERR timeout is not an integer or out of range"))?;
+    if t < 0 {
+        return Err(errors::err("ERR timeout is negative"));
+    }
+    Ok(t as u64)
+}
+
 /// Redis `getIntFromObjectOrReply`: a 64-bit integer that must also fit a C `int`. With
 /// `msg`, both failures reply `msg`; without, they reply Redis's two distinct errors.
 pub fn int32(arg: &[u8], msg: Option<&'static str>) -> Result<i32, Reply> {

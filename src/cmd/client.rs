@@ -1,5 +1,729 @@
-//! CLIENT subcommands.
+//! CLIENT subcommands: ID, SETNAME/GETNAME, SETINFO (7.2), LIST, INFO, KILL, PAUSE/UNPAUSE,
+//! REPLY, NO-EVICT, NO-TOUCH (7.2), GETREDIR, TRACKINGINFO, HELP.
 
-use super::CommandSpec;
+use super::args::{self, is};
+use super::{errors, CommandSpec, Cx, KeySpec};
+use crate::protocol::Reply;
+use crate::server::clients::{ClientHandle, ClientInfo};
+use crate::server::pause::PauseMode;
+use crate::server::session::ReplyMode;
+use bytes::Bytes;
+use std::fmt::Write;
+use std::sync::Arc;
 
-pub static COMMANDS: &[CommandSpec] = &[];
+pub static COMMANDS: &[CommandSpec] = &[
+    CommandSpec {
+        name: "client",
+        arity: -2,
+        flags: &[],
+        keys: KeySpec::None,
+        acl: &["slow"],
+        group: "connection",
+        since: "2.4.0",
+        summary: "A container for client connection commands",
+        complexity: "Depends on subcommand.",
+        subcommands: &[
+            CommandSpec {
+                name: "client|help",
+                arity: 2,
+                flags: &["loading", "stale"],
+                keys: KeySpec::None,
+                acl: &["slow", "connection"],
+                group: "connection",
+                since: "5.0.0",
+                summary: "Show helpful text about the different subcommands",
+                complexity: "O(1)",
+                handler: client_help,
+                ..CommandSpec::DEFAULT
+            },
+            CommandSpec {
+                name: "client|list",
+                arity: -2,
+                flags: &["admin", "noscript", "loading", "stale"],
+                keys: KeySpec::None,
+                acl: &["admin", "slow", "dangerous", "connection"],
+                group: "connection",
+                since: "2.4.0",
+                summary: "Get the list of client connections",
+                complexity: "O(N) where N is the number of client connections",
+                handler: client_list,
+                ..CommandSpec::DEFAULT
+            },
+            CommandSpec {
+                name: "client|no-evict",
+                arity: 3,
+                flags: &["admin", "noscript", "loading", "stale"],
+                keys: KeySpec::None,
+                acl: &["admin", "slow", "dangerous", "connection"],
+                group: "connection",
+                since: "7.0.0",
+                summary: "Set client eviction mode for the current connection",
+                complexity: "O(1)",
+                handler: client_no_evict,
+                ..CommandSpec::DEFAULT
+            },
+            CommandSpec {
+                name: "client|getname",
+                arity: 2,
+                flags: &["noscript", "loading", "stale"],
+                keys: KeySpec::None,
+                acl: &["slow", "connection"],
+                group: "connection",
+                since: "2.6.9",
+                summary: "Get the current connection name",
+                complexity: "O(1)",
+                handler: client_getname,
+                ..CommandSpec::DEFAULT
+            },
+            CommandSpec {
+                name: "client|pause",
+                arity: -3,
+                flags: &["admin", "noscript", "loading", "stale"],
+                keys: KeySpec::None,
+                acl: &["admin", "slow", "dangerous", "connection"],
+                group: "connection",
+                since: "2.9.50",
+                summary: "Stop processing commands from clients for some time",
+                complexity: "O(1)",
+                handler: client_pause,
+                ..CommandSpec::DEFAULT
+            },
+            CommandSpec {
+                name: "client|reply",
+                arity: 3,
+                flags: &["noscript", "loading", "stale"],
+                keys: KeySpec::None,
+                acl: &["slow", "connection"],
+                group: "connection",
+                since: "3.2.0",
+                summary: "Instruct the server whether to reply to commands",
+                complexity: "O(1)",
+                handler: client_reply,
+                ..CommandSpec::DEFAULT
+            },
+            CommandSpec {
+                name: "client|kill",
+                arity: -3,
+                flags: &["admin", "noscript", "loading", "stale"],
+                keys: KeySpec::None,
+                acl: &["admin", "slow", "dangerous", "connection"],
+                group: "connection",
+                since: "2.4.0",
+                summary: "Kill the connection of a client",
+                complexity: "O(N) where N is the number of client connections",
+                handler: client_kill,
+                ..CommandSpec::DEFAULT
+            },
+            CommandSpec {
+                name: "client|id",
+                arity: 2,
+                flags: &["noscript", "loading", "stale"],
+                keys: KeySpec::None,
+                acl: &["slow", "connection"],
+                group: "connection",
+                since: "5.0.0",
+                summary: "Returns the client ID for the current connection",
+                complexity: "O(1)",
+                handler: client_id,
+                ..CommandSpec::DEFAULT
+            },
+            CommandSpec {
+                name: "client|info",
+                arity: 2,
+                flags: &["noscript", "loading", "stale"],
+                keys: KeySpec::None,
+                acl: &["slow", "connection"],
+                group: "connection",
+                since: "6.2.0",
+                summary: "Returns information about the current client connection.",
+                complexity: "O(1)",
+                handler: client_info,
+                ..CommandSpec::DEFAULT
+            },
+            CommandSpec {
+                name: "client|unpause",
+                arity: 2,
+                flags: &["admin", "noscript", "loading", "stale"],
+                keys: KeySpec::None,
+                acl: &["admin", "slow", "dangerous", "connection"],
+                group: "connection",
+                since: "6.2.0",
+                summary: "Resume processing of clients that were paused",
+                complexity: "O(N) Where N is the number of paused clients",
+                handler: client_unpause,
+                ..CommandSpec::DEFAULT
+            },
+            CommandSpec {
+                name: "client|trackinginfo",
+                arity: 2,
+                flags: &["noscript", "loading", "stale"],
+                keys: KeySpec::None,
+                acl: &["slow", "connection"],
+                group: "connection",
+                since: "6.2.0",
+                summary: "Return information about server assisted client side caching for the current connection",
+                complexity: "O(1)",
+                handler: client_trackinginfo,
+                ..CommandSpec::DEFAULT
+            },
+            CommandSpec {
+                name: "client|getredir",
+                arity: 2,
+                flags: &["noscript", "loading", "stale"],
+                keys: KeySpec::None,
+                acl: &["slow", "connection"],
+                group: "connection",
+                since: "6.0.0",
+                summary: "Get tracking notifications redirection client ID if any",
+                complexity: "O(1)",
+                handler: client_getredir,
+                ..CommandSpec::DEFAULT
+            },
+            CommandSpec {
+                name: "client|setname",
+                arity: 3,
+                flags: &["noscript", "loading", "stale"],
+                keys: KeySpec::None,
+                acl: &["slow", "connection"],
+                group: "connection",
+                since: "2.6.9",
+                summary: "Set the current connection name",
+                complexity: "O(1)",
+                handler: client_setname,
+                ..CommandSpec::DEFAULT
+            },
+            CommandSpec {
+                name: "client|setinfo",
+                arity: 4,
+                flags: &["noscript", "loading", "stale"],
+                keys: KeySpec::None,
+                acl: &["slow", "connection"],
+                group: "connection",
+                since: "7.2.0",
+                summary: "Set client or connection specific info",
+                complexity: "O(1)",
+                handler: client_setinfo,
+                ..CommandSpec::DEFAULT
+            },
+            CommandSpec {
+                name: "client|no-touch",
+                arity: 3,
+                flags: &["noscript", "loading", "stale"],
+                keys: KeySpec::None,
+                acl: &["slow", "connection"],
+                group: "connection",
+                since: "7.2.0",
+                summary: "Controls whether commands sent by the client will alter the LRU/LFU of the keys they access.",
+                complexity: "O(1)",
+                handler: client_no_touch,
+                ..CommandSpec::DEFAULT
+            },
+        ],
+        handler: client,
+        ..CommandSpec::DEFAULT
+    },
+];
+
+fn client(cx: &mut Cx) -> Reply {
+    // Dispatch resolves every subcommand; reaching the container means none was given.
+    errors::subcommand_syntax("client", cx.args.get(1).map_or(&b""[..], |a| &a[..]))
+}
+
+fn client_id(cx: &mut Cx) -> Reply {
+    Reply::Int(cx.sess.id as i64)
+}
+
+/// Client names and SETINFO values: printable ASCII without spaces (CLIENT LIST stays
+/// splittable on spaces).
+fn valid_attr(v: &[u8]) -> bool {
+    v.iter().all(|&c| (b'!'..=b'~').contains(&c))
+}
+
+fn client_setname(cx: &mut Cx) -> Reply {
+    let name = &cx.args[2];
+    if !valid_attr(name) {
+        return errors::err(errors::CLIENT_NAME);
+    }
+    cx.sess.handle.info.lock().name = (!name.is_empty()).then(|| Bytes::copy_from_slice(name));
+    Reply::OK
+}
+
+fn client_getname(cx: &mut Cx) -> Reply {
+    Reply::opt_bulk(cx.sess.handle.info.lock().name.clone())
+}
+
+fn client_setinfo(cx: &mut Cx) -> Reply {
+    let (attr, val) = (&cx.args[2], &cx.args[3]);
+    let lib_name = is(attr, "LIB-NAME");
+    if !lib_name && !is(attr, "LIB-VER") {
+        return Reply::error(format!(
+            "ERR Unrecognized option '{}'",
+            String::from_utf8_lossy(attr)
+        ));
+    }
+    if !valid_attr(val) {
+        return Reply::error(format!(
+            "ERR {} cannot contain spaces, newlines or special characters.",
+            String::from_utf8_lossy(attr)
+        ));
+    }
+    let v = (!val.is_empty()).then(|| Bytes::copy_from_slice(val));
+    let mut info = cx.sess.handle.info.lock();
+    if lib_name {
+        info.lib_name = v;
+    } else {
+        info.lib_ver = v;
+    }
+    Reply::OK
+}
+
+/// What the calling connection knows better than its shared [`ClientInfo`].
+struct SelfView {
+    id: u64,
+    db: usize,
+    resp: u8,
+    multi: i64,
+    dirty: bool,
+    argv_mem: usize,
+}
+
+fn self_view(cx: &Cx) -> SelfView {
+    SelfView {
+        id: cx.sess.id,
+        db: cx.sess.db,
+        resp: if cx.sess.resp3 { 3 } else { 2 },
+        multi: cx.sess.multi.as_ref().map_or(-1, |m| m.queue.len() as i64),
+        dirty: cx
+            .sess
+            .watch_dirty
+            .load(std::sync::atomic::Ordering::Relaxed)
+            && !cx.sess.watched.is_empty(),
+        argv_mem: cx.args.iter().map(|a| a.len()).sum(),
+    }
+}
+
+/// Bytes of our per-connection read and write buffers when idle.
+const CONN_BUFFERS: usize = 2 * 16 * 1024;
+
+/// One CLIENT LIST / CLIENT INFO line (networking.c `catClientInfoString`, 7.2 fields).
+fn client_line(h: &ClientHandle, info: &ClientInfo, now_ms: u64, me: &SelfView) -> String {
+    let is_me = h.id == me.id;
+    let (db, resp, multi, argv_mem) = if is_me {
+        (me.db, me.resp, me.multi, me.argv_mem)
+    } else {
+        (info.db, info.resp, info.multi, 0)
+    };
+    let mut flags = String::new();
+    if info.is_pubsub() {
+        flags.push('P');
+    }
+    if multi >= 0 {
+        flags.push('x');
+    }
+    if info.blocked {
+        flags.push('b');
+    }
+    if is_me && me.dirty {
+        flags.push('d');
+    }
+    if h.is_killed() {
+        flags.push('A');
+    }
+    if flags.is_empty() {
+        flags.push('N');
+    }
+    let text = |b: &Option<Bytes>| {
+        b.as_ref()
+            .map(|v| String::from_utf8_lossy(v).into_owned())
+            .unwrap_or_default()
+    };
+    let mut s = String::with_capacity(320);
+    let _ = write!(
+        s,
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={flags} db={db} sub={} \
+         psub={} ssub={} multi={multi} qbuf={} qbuf-free=0 argv-mem={argv_mem} multi-mem=0 \
+         rbs=16384 rbp=16384 obl=0 oll=0 omem=0 tot-mem={} events=r cmd={} user={} redir=-1 \
+         resp={resp} lib-name={} lib-ver={}",
+        h.id,
+        h.addr,
+        h.laddr,
+        info.fd,
+        text(&info.name),
+        now_ms.saturating_sub(h.created_ms) / 1000,
+        now_ms.saturating_sub(info.last_interaction_ms) / 1000,
+        info.sub,
+        info.psub,
+        info.ssub,
+        info.qbuf,
+        CONN_BUFFERS + info.qbuf + argv_mem,
+        info.last_cmd,
+        info.user,
+        text(&info.lib_name),
+        text(&info.lib_ver),
+    );
+    s
+}
+
+/// Client types for LIST/KILL TYPE (`getClientTypeByName`).
+#[derive(Clone, Copy, PartialEq)]
+enum ClientType {
+    Normal,
+    Replica,
+    PubSub,
+    Master,
+}
+
+fn client_type(name: &[u8]) -> Option<ClientType> {
+    if is(name, "normal") {
+        Some(ClientType::Normal)
+    } else if is(name, "slave") || is(name, "replica") {
+        Some(ClientType::Replica)
+    } else if is(name, "pubsub") {
+        Some(ClientType::PubSub)
+    } else if is(name, "master") {
+        Some(ClientType::Master)
+    } else {
+        None
+    }
+}
+
+fn type_of(info: &ClientInfo) -> ClientType {
+    if info.is_pubsub() {
+        ClientType::PubSub
+    } else {
+        ClientType::Normal
+    }
+}
+
+fn unknown_type(name: &[u8]) -> Reply {
+    Reply::error(format!(
+        "ERR Unknown client type '{}'",
+        String::from_utf8_lossy(name)
+    ))
+}
+
+fn lines_for(cx: &Cx, clients: &[Arc<ClientHandle>], ty: Option<ClientType>) -> String {
+    let now = cx.srv.clock.now_ms();
+    let me = self_view(cx);
+    let mut out = String::new();
+    for h in clients {
+        let info = h.info.lock().clone();
+        if ty.is_some_and(|t| type_of(&info) != t) {
+            continue;
+        }
+        out.push_str(&client_line(h, &info, now, &me));
+        out.push('\n');
+    }
+    out
+}
+
+fn client_list(cx: &mut Cx) -> Reply {
+    let a = cx.args;
+    let all = cx.srv.clients.all();
+    let text = if a.len() == 4 && is(&a[2], "TYPE") {
+        let Some(t) = client_type(&a[3]) else {
+            return unknown_type(&a[3]);
+        };
+        lines_for(cx, &all, Some(t))
+    } else if a.len() > 3 && is(&a[2], "ID") {
+        let mut picked = Vec::new();
+        for id in &a[3..] {
+            let Some(id) = crate::protocol::parse::parse_i64(id) else {
+                return errors::err("ERR Invalid client ID");
+            };
+            if let Some(h) = u64::try_from(id).ok().and_then(|i| cx.srv.clients.get(i)) {
+                picked.push(h);
+            }
+        }
+        lines_for(cx, &picked, None)
+    } else if a.len() != 2 {
+        return errors::syntax();
+    } else {
+        lines_for(cx, &all, None)
+    };
+    Reply::Verbatim(Bytes::from(text))
+}
+
+fn client_info(cx: &mut Cx) -> Reply {
+    let me = cx.sess.handle.clone();
+    Reply::Verbatim(Bytes::from(lines_for(cx, &[me], None)))
+}
+
+/// CLIENT KILL filters (new form).
+#[derive(Default)]
+struct KillFilter<'a> {
+    addr: Option<&'a [u8]>,
+    laddr: Option<&'a [u8]>,
+    ty: Option<ClientType>,
+    id: Option<u64>,
+    skipme: bool,
+}
+
+fn parse_kill(a: &[Bytes]) -> Result<KillFilter<'_>, Reply> {
+    let mut f = KillFilter {
+        skipme: true,
+        ..Default::default()
+    };
+    if a.len() == 3 {
+        // Old form: CLIENT KILL addr:port, which may kill the caller.
+        f.addr = Some(&a[2]);
+        f.skipme = false;
+        return Ok(f);
+    }
+    let mut i = 2;
+    while i < a.len() {
+        let (opt, val) = match a.get(i + 1) {
+            Some(v) => (&a[i], v),
+            None => return Err(errors::syntax()),
+        };
+        if is(opt, "ID") {
+            match crate::protocol::parse::parse_i64(val) {
+                Some(n) if n >= 1 => f.id = Some(n as u64),
+                _ => return Err(errors::err("ERR client-id should be greater than 0")),
+            }
+        } else if is(opt, "TYPE") {
+            f.ty = Some(client_type(val).ok_or_else(|| unknown_type(val))?);
+        } else if is(opt, "ADDR") {
+            f.addr = Some(val);
+        } else if is(opt, "LADDR") {
+            f.laddr = Some(val);
+        } else if is(opt, "USER") {
+            // Only the default user exists.
+            if &val[..] != b"default" {
+                return Err(Reply::error(format!(
+                    "ERR No such user '{}'",
+                    String::from_utf8_lossy(val)
+                )));
+            }
+        } else if is(opt, "SKIPME") {
+            f.skipme = if is(val, "YES") {
+                true
+            } else if is(val, "NO") {
+                false
+            } else {
+                return Err(errors::syntax());
+            };
+        } else {
+            return Err(errors::syntax());
+        }
+        i += 2;
+    }
+    Ok(f)
+}
+
+fn client_kill(cx: &mut Cx) -> Reply {
+    let f = match parse_kill(cx.args) {
+        Ok(f) => f,
+        Err(e) => return e,
+    };
+    let me = cx.sess.id;
+    let mut killed = 0;
+    for h in cx.srv.clients.all() {
+        let info = h.info.lock().clone();
+        let matches = f.addr.is_none_or(|a| a == h.addr.to_string().as_bytes())
+            && f.laddr.is_none_or(|a| a == h.laddr.to_string().as_bytes())
+            && f.ty.is_none_or(|t| type_of(&info) == t)
+            && f.id.is_none_or(|id| id == h.id)
+            && !(h.id == me && f.skipme);
+        if !matches {
+            continue;
+        }
+        if h.id == me {
+            // Redis closes the caller after this reply.
+            cx.sess.close_after_reply = true;
+        } else {
+            h.kill();
+        }
+        killed += 1;
+    }
+    if cx.args.len() == 3 {
+        if killed == 0 {
+            errors::err("ERR No such client")
+        } else {
+            Reply::OK
+        }
+    } else {
+        Reply::Int(killed)
+    }
+}
+
+fn client_pause(cx: &mut Cx) -> Reply {
+    let a = cx.args;
+    if a.len() > 4 {
+        return errors::subcommand_syntax("client", &a[1]);
+    }
+    let mode = match a.get(3) {
+        None => PauseMode::All,
+        Some(m) if is(m, "WRITE") => PauseMode::Write,
+        Some(m) if is(m, "ALL") => PauseMode::All,
+        Some(_) => return errors::err("ERR CLIENT PAUSE mode must be WRITE or ALL"),
+    };
+    let ms = match args::timeout_ms(&a[2]) {
+        Ok(ms) => ms,
+        Err(e) => return e,
+    };
+    // Pauses run on real time (conn.rs checks them against the system clock).
+    let now = crate::clock::Clock::system().now_ms();
+    let until = if ms == 0 {
+        0
+    } else {
+        match now.checked_add(ms).filter(|u| *u <= i64::MAX as u64) {
+            Some(u) => u,
+            None => return errors::err(errors::TIMEOUT_OUT_OF_RANGE),
+        }
+    };
+    cx.srv.pause.pause(until, mode);
+    Reply::OK
+}
+
+fn client_unpause(cx: &mut Cx) -> Reply {
+    cx.srv.pause.unpause();
+    Reply::OK
+}
+
+fn client_reply(cx: &mut Cx) -> Reply {
+    let v = &cx.args[2];
+    if is(v, "ON") {
+        cx.sess.reply_mode = ReplyMode::On;
+        Reply::OK
+    } else if is(v, "OFF") {
+        cx.sess.reply_mode = ReplyMode::Off;
+        Reply::NoReply
+    } else if is(v, "SKIP") {
+        if cx.sess.reply_mode != ReplyMode::Off {
+            cx.sess.reply_mode = ReplyMode::SkipNext;
+        }
+        Reply::NoReply
+    } else {
+        errors::syntax()
+    }
+}
+
+fn on_off(v: &[u8]) -> Option<bool> {
+    if is(v, "ON") {
+        Some(true)
+    } else if is(v, "OFF") {
+        Some(false)
+    } else {
+        None
+    }
+}
+
+fn client_no_evict(cx: &mut Cx) -> Reply {
+    match on_off(&cx.args[2]) {
+        Some(on) => {
+            cx.sess.handle.info.lock().no_evict = on;
+            Reply::OK
+        }
+        None => errors::syntax(),
+    }
+}
+
+fn client_no_touch(cx: &mut Cx) -> Reply {
+    match on_off(&cx.args[2]) {
+        Some(on) => {
+            cx.sess.handle.info.lock().no_touch = on;
+            Reply::OK
+        }
+        None => errors::syntax(),
+    }
+}
+
+// Client-side caching (CLIENT TRACKING) is not supported, so tracking is always off.
+fn client_getredir(_cx: &mut Cx) -> Reply {
+    Reply::Int(-1)
+}
+
+fn client_trackinginfo(_cx: &mut Cx) -> Reply {
+    Reply::Map(vec![
+        (
+            Reply::bulk_static("flags"),
+            Reply::Set(vec![Reply::bulk_static("off")]),
+        ),
+        (Reply::bulk_static("redirect"), Reply::Int(-1)),
+        (Reply::bulk_static("prefixes"), Reply::Array(Vec::new())),
+    ])
+}
+
+fn client_help(_cx: &mut Cx) -> Reply {
+    args::help(
+        "CLIENT",
+        &[
+            "GETREDIR",
+            "    Return the client ID we are redirecting to when tracking is enabled.",
+            "GETNAME",
+            "    Return the name of the current connection.",
+            "ID",
+            "    Return the ID of the current connection.",
+            "INFO",
+            "    Return information about the current client connection.",
+            "KILL <ip:port>",
+            "    Kill connection made from <ip:port>.",
+            "KILL <option> <value> [<option> <value> [...]]",
+            "    Kill connections. Options are:",
+            "    * ADDR (<ip:port>|<unixsocket>:0)",
+            "      Kill connections made from the specified address",
+            "    * LADDR (<ip:port>|<unixsocket>:0)",
+            "      Kill connections made to specified local address",
+            "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+            "      Kill connections by type.",
+            "    * USER <username>",
+            "      Kill connections authenticated by <username>.",
+            "    * SKIPME (YES|NO)",
+            "      Skip killing current connection (default: yes).",
+            "    * ID <client-id>",
+            "      Kill connections by client id.",
+            "LIST [options ...]",
+            "    Return information about client connections. Options:",
+            "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+            "      Return clients of specified type.",
+            "UNPAUSE",
+            "    Stop the current client pause, resuming traffic.",
+            "PAUSE <timeout> [WRITE|ALL]",
+            "    Suspend all, or just write, clients for <timeout> milliseconds.",
+            "REPLY (ON|OFF|SKIP)",
+            "    Control the replies sent to the current connection.",
+            "SETNAME <name>",
+            "    Assign the name <name> to the current connection.",
+            "SETINFO <option> <value>",
+            "    Set client meta attr. Options are:",
+            "    * LIB-NAME: the client lib name.",
+            "    * LIB-VER: the client lib version.",
+            "TRACKINGINFO",
+            "    Report tracking status for the current connection.",
+            "NO-EVICT (ON|OFF)",
+            "    Protect current client connection from eviction.",
+            "NO-TOUCH (ON|OFF)",
+            "    Will not touch LRU/LFU stats when this mode is on.",
+        ],
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn attrs_are_printable_without_spaces() {
+        assert!(valid_attr(b"redis-py"));
+        assert!(valid_attr(b""));
+        assert!(!valid_attr(b"a b"));
+        assert!(!valid_attr(b"a\nb"));
+        assert!(!valid_attr("é".as_bytes()));
+    }
+
+    #[test]
+    fn kill_filters_parse() {
+        let a: Vec<Bytes> = ["client", "kill", "id", "0"]
+            .iter()
+            .map(|s| Bytes::from_static(s.as_bytes()))
+            .collect();
+        assert!(parse_kill(&a).is_err());
+        let a: Vec<Bytes> = ["client", "kill", "type", "pubsub", "skipme", "no"]
+            .iter()
+            .map(|s| Bytes::from_static(s.as_bytes()))
+            .collect();
+        let f = parse_kill(&a).ok().unwrap();
+        assert!(f.ty == Some(ClientType::PubSub) && !f.skipme);
+    }
+}

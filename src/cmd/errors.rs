@@ -105,3 +105,19 @@ pub const LCS_TOO_LONG: &str = "ERR String too long for LCS";
 pub const LCS_MEM_LIMIT: &str =
     "ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len";
 pub const LCS_ALLOC: &str = "ERR Insufficient memory, failed allocating transient memory for LCS";
+/// `addReplySubcommandSyntaxError`: a known subcommand called with arguments it cannot take.
+pub fn subcommand_syntax(container: &str, sub: &[u8]) -> Reply {
+    let sub = String::from_utf8_lossy(&sub[..sub.len().min(128)]).into_owned();
+    Reply::error(format!(
+        "ERR unknown subcommand or wrong number of arguments for '{sub}'. Try {} HELP.",
+        container.to_ascii_uppercase()
+    ))
+}
+
+pub const CLIENT_NAME: &str =
+    "ERR Client names cannot contain spaces, newlines or special characters.";
+pub const NO_CONFIG_FILE: &str = "ERR The server is running without a config file";
+pub const TIMEOUT_OUT_OF_RANGE: &str = "ERR timeout is out of range";
+pub const DEBUG_NOT_ALLOWED: &str = "ERR DEBUG command not allowed. If the enable-debug-command \
+    option is set to \"local\", you can run it from a local connection, otherwise you need to set \
+    this option in the configuration file, and then restart the server.";

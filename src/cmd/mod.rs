@@ -131,8 +131,9 @@ fn allowed_unauthenticated(spec: &CommandSpec) -> bool {
 /// `CLIENT REPLY`). Empty lines are ignored by the caller.
 pub fn dispatch(srv: &Arc<Shared>, sess: &mut Session, args: Vec<Bytes>) -> Reply {
     let reply = dispatch_inner(srv, sess, args);
-    if reply.is_error() {
+    if let Reply::Error(msg) = &reply {
         Shared::bump_errors(srv);
+        srv.stats.record_error(msg);
     }
     match sess.reply_mode {
         ReplyMode::On => reply,

@@ -1,5 +1,335 @@
-//! server commands.
+//! Server commands: CONFIG, INFO, DEBUG, TIME, LASTSAVE, SAVE, BGSAVE, WAIT, SHUTDOWN.
+//!
+//! The memory engine keeps no snapshot: SAVE and BGSAVE only record a successful save
+//! (LASTSAVE, INFO persistence) and reply as Redis does. There are no replicas, so WAIT
+//! answers 0 at once.
 
-use super::CommandSpec;
+mod configcmd;
+mod info;
 
-pub static COMMANDS: &[CommandSpec] = &[];
+use super::args::is;
+use super::{errors, CommandSpec, Cx, KeySpec, Lock};
+use crate::protocol::Reply;
+use bytes::Bytes;
+use std::sync::atomic::Ordering;
+
+pub static COMMANDS: &[CommandSpec] = &[
+    CommandSpec {
+        name: "config",
+        arity: -2,
+        flags: &[],
+        keys: KeySpec::None,
+        acl: &["slow"],
+        group: "server",
+        since: "2.0.0",
+        summary: "A container for server configuration commands",
+        complexity: "Depends on subcommand.",
+        subcommands: &[
+            CommandSpec {
+                name: "config|rewrite",
+                arity: 2,
+                flags: &["admin", "noscript", "loading", "stale"],
+                keys: KeySpec::None,
+                acl: &["admin", "slow", "dangerous"],
+                group: "server",
+                since: "2.8.0",
+                summary: "Rewrite the configuration file with the in memory configuration",
+                complexity: "O(1)",
+                handler: configcmd::config_rewrite,
+                ..CommandSpec::DEFAULT
+            },
+            CommandSpec {
+                name: "config|resetstat",
+                arity: 2,
+                flags: &["admin", "noscript", "loading", "stale"],
+                keys: KeySpec::None,
+                acl: &["admin", "slow", "dangerous"],
+                group: "server",
+                since: "2.0.0",
+                summary: "Reset the stats returned by INFO",
+                complexity: "O(1)",
+                handler: configcmd::config_resetstat,
+                ..CommandSpec::DEFAULT
+            },
+            CommandSpec {
+                name: "config|help",
+                arity: 2,
+                flags: &["loading", "stale"],
+                keys: KeySpec::None,
+                acl: &["slow"],
+                group: "server",
+                since: "5.0.0",
+                summary: "Show helpful text about the different subcommands",
+                complexity: "O(1)",
+                handler: configcmd::config_help,
+                ..CommandSpec::DEFAULT
+            },
+            CommandSpec {
+                name: "config|get",
+                arity: -3,
+                flags: &["admin", "noscript", "loading", "stale"],
+                keys: KeySpec::None,
+                acl: &["admin", "slow", "dangerous"],
+                group: "server",
+                since: "2.0.0",
+                summary: "Get the values of configuration parameters",
+                complexity: "O(N) when N is the number of configuration parameters provided",
+                handler: configcmd::config_get,
+                ..CommandSpec::DEFAULT
+            },
+            CommandSpec {
+                name: "config|set",
+                arity: -4,
+                flags: &["admin", "noscript", "loading", "stale"],
+                keys: KeySpec::None,
+                acl: &["admin", "slow", "dangerous"],
+                group: "server",
+                since: "2.0.0",
+                summary: "Set configuration parameters to the given values",
+                complexity: "O(N) when N is the number of configuration parameters provided",
+                handler: configcmd::config_set,
+                ..CommandSpec::DEFAULT
+            },
+        ],
+        handler: configcmd::config,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "info",
+        arity: -1,
+        flags: &["loading", "stale"],
+        keys: KeySpec::None,
+        acl: &["slow", "dangerous"],
+        group: "server",
+        since: "1.0.0",
+        summary: "Get information and statistics about the server",
+        complexity: "O(1)",
+        handler: info::info,
+        lock: Lock::All,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "debug",
+        arity: -2,
+        flags: &["admin", "noscript", "loading", "stale"],
+        keys: KeySpec::None,
+        acl: &["admin", "slow", "dangerous"],
+        group: "server",
+        since: "1.0.0",
+        summary: "A container for debugging commands",
+        complexity: "Depends on subcommand.",
+        handler: debug,
+        lock: Lock::All,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "time",
+        arity: 1,
+        flags: &["loading", "stale", "fast"],
+        keys: KeySpec::None,
+        acl: &["fast"],
+        group: "server",
+        since: "2.6.0",
+        summary: "Return the current server time",
+        complexity: "O(1)",
+        handler: time,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "lastsave",
+        arity: 1,
+        flags: &["loading", "stale", "fast"],
+        keys: KeySpec::None,
+        acl: &["admin", "fast", "dangerous"],
+        group: "server",
+        since: "1.0.0",
+        summary: "Get the UNIX time stamp of the last successful save to disk",
+        complexity: "O(1)",
+        handler: lastsave,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "save",
+        arity: 1,
+        flags: &["admin", "noscript", "no_async_loading", "no_multi"],
+        keys: KeySpec::None,
+        acl: &["admin", "slow", "dangerous"],
+        group: "server",
+        since: "1.0.0",
+        summary: "Synchronously save the dataset to disk",
+        complexity: "O(N) where N is the total number of keys in all databases",
+        handler: save,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "bgsave",
+        arity: -1,
+        flags: &["admin", "noscript", "no_async_loading"],
+        keys: KeySpec::None,
+        acl: &["admin", "slow", "dangerous"],
+        group: "server",
+        since: "1.0.0",
+        summary: "Asynchronously save the dataset to disk",
+        complexity: "O(1)",
+        handler: bgsave,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "wait",
+        arity: 3,
+        flags: &["noscript"],
+        keys: KeySpec::None,
+        acl: &["slow", "connection"],
+        group: "generic",
+        since: "3.0.0",
+        summary: "Wait for the synchronous replication of all the write commands sent in the context of the current connection",
+        complexity: "O(1)",
+        handler: wait,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "shutdown",
+        arity: -1,
+        flags: &["admin", "noscript", "loading", "stale", "no_multi", "allow_busy"],
+        keys: KeySpec::None,
+        acl: &["admin", "slow", "dangerous"],
+        group: "server",
+        since: "1.0.0",
+        summary: "Synchronously save the dataset to disk and then shut down the server",
+        complexity: "O(N) when saving, where N is the total number of keys in all databases when saving data, otherwise O(1)",
+        handler: shutdown,
+        ..CommandSpec::DEFAULT
+    },
+];
+
+fn debug(cx: &mut Cx) -> Reply {
+    let allowed = match cx.srv.config.get("enable-debug-command").as_deref() {
+        Some("yes") => true,
+        Some("local") => cx.sess.handle.is_local(),
+        _ => false,
+    };
+    if !allowed {
+        return errors::err(errors::DEBUG_NOT_ALLOWED);
+    }
+    let a = cx.args;
+    let sub = &a[1];
+    if is(sub, "HELP") && a.len() == 2 {
+        return super::args::help(
+            "DEBUG",
+            &[
+                "ERROR <string>",
+                "    Return a Redis protocol error with <string> as message. Useful for clients",
+                "    unit tests to simulate Redis errors.",
+                "LOG <message>",
+                "    Write <message> to the server log.",
+                "SLEEP <seconds>",
+                "    Stop the server for <seconds>. Decimals allowed.",
+            ],
+        );
+    }
+    if is(sub, "SLEEP") && a.len() == 3 {
+        // Like Redis: strtod without validation, so junk sleeps 0 seconds. The command
+        // holds the whole keyspace (Lock::All), so every data command waits it out.
+        let secs = c_strtod(&a[2]);
+        if secs.is_finite() && secs > 0.0 {
+            std::thread::sleep(std::time::Duration::from_secs_f64(secs.min(1e9)));
+        }
+        return Reply::OK;
+    }
+    if is(sub, "LOG") && a.len() == 3 {
+        tracing::warn!("DEBUG LOG: {}", String::from_utf8_lossy(&a[2]));
+        return Reply::OK;
+    }
+    if is(sub, "ERROR") && a.len() == 3 {
+        return Reply::error(String::from_utf8_lossy(&a[2]).into_owned());
+    }
+    errors::subcommand_syntax("debug", sub)
+}
+
+/// C `strtod(s, NULL)`: the longest numeric prefix, 0 when there is none.
+fn c_strtod(s: &[u8]) -> f64 {
+    // A number never needs more than this; it also bounds the prefix search below.
+    let s = String::from_utf8_lossy(&s[..s.len().min(64)]);
+    let t = s.trim_start();
+    (1..=t.len())
+        .rev()
+        .filter(|&n| t.is_char_boundary(n))
+        .find_map(|n| t[..n].parse::<f64>().ok())
+        .unwrap_or(0.0)
+}
+
+fn time(cx: &mut Cx) -> Reply {
+    let us = cx.srv.clock.now_us();
+    Reply::Array(vec![
+        Reply::Bulk(Bytes::from((us / 1_000_000).to_string())),
+        Reply::Bulk(Bytes::from((us % 1_000_000).to_string())),
+    ])
+}
+
+fn lastsave(cx: &mut Cx) -> Reply {
+    Reply::Int(cx.srv.last_save_unix.load(Ordering::Relaxed) as i64)
+}
+
+/// Records a completed save: LASTSAVE, `rdb_saves`, `rdb_changes_since_last_save`.
+fn record_save(cx: &Cx) {
+    let srv = cx.srv;
+    srv.last_save_unix
+        .store(srv.clock.now_ms() / 1000, Ordering::Relaxed);
+    srv.stats.rdb_saves.fetch_add(1, Ordering::Relaxed);
+    srv.stats
+        .writes_at_last_save
+        .store(info::write_calls(srv), Ordering::Relaxed);
+}
+
+fn save(cx: &mut Cx) -> Reply {
+    record_save(cx);
+    Reply::OK
+}
+
+fn bgsave(cx: &mut Cx) -> Reply {
+    if cx.args.len() > 2 || (cx.args.len() == 2 && !is(&cx.args[1], "SCHEDULE")) {
+        return errors::syntax();
+    }
+    record_save(cx);
+    Reply::status("Background saving started")
+}
+
+fn wait(cx: &mut Cx) -> Reply {
+    if crate::protocol::parse::parse_i64(&cx.args[1]).is_none() {
+        return errors::not_int();
+    }
+    if let Err(e) = super::args::timeout_ms(&cx.args[2]) {
+        return e;
+    }
+    // No replicas: nothing can acknowledge, so the answer is 0 without waiting.
+    Reply::Int(0)
+}
+
+fn shutdown(cx: &mut Cx) -> Reply {
+    let (mut save, mut nosave, mut abort, mut other) = (false, false, false, false);
+    for a in &cx.args[1..] {
+        if is(a, "NOSAVE") {
+            nosave = true;
+        } else if is(a, "SAVE") {
+            save = true;
+        } else if is(a, "NOW") || is(a, "FORCE") {
+            other = true;
+        } else if is(a, "ABORT") {
+            abort = true;
+        } else {
+            return errors::syntax();
+        }
+    }
+    if (abort && (save || nosave || other)) || (save && nosave) {
+        return errors::syntax();
+    }
+    if abort {
+        // Shutdown is immediate here, so there is never one to abort.
+        return errors::err("ERR No shutdown in progress.");
+    }
+    tracing::warn!("SHUTDOWN requested by client {}", cx.sess.id);
+    cx.srv.shutdown.notify_one();
+    // Like Redis, the caller gets no reply: its connection closes as the server exits.
+    cx.sess.close_after_reply = true;
+    Reply::NoReply
+}

@@ -35,6 +35,21 @@ pub struct ClientInfo {
     pub no_evict: bool,
     pub no_touch: bool,
     pub qbuf: usize,
+    /// Socket descriptor for CLIENT LIST (`-1` until the connection reports it).
+    pub fd: i64,
+    /// Pub/Sub subscriptions (channels, patterns, shard channels), kept by the pubsub code.
+    pub sub: usize,
+    pub psub: usize,
+    pub ssub: usize,
+    /// Waiting in a blocking command (CLIENT LIST flag `b`).
+    pub blocked: bool,
+}
+
+impl ClientInfo {
+    /// Subscribed to anything: the client is of type `pubsub` (flag `P`).
+    pub fn is_pubsub(&self) -> bool {
+        self.sub + self.psub + self.ssub > 0
+    }
 }
 
 impl ClientHandle {
@@ -44,6 +59,11 @@ impl ClientHandle {
     }
     pub fn is_killed(&self) -> bool {
         self.killed.load(Ordering::Acquire)
+    }
+
+    /// Connected over loopback (what Redis calls a local client).
+    pub fn is_local(&self) -> bool {
+        self.addr.ip().is_loopback()
     }
 }
 
@@ -66,6 +86,8 @@ impl Clients {
                 last_interaction_ms: now_ms,
                 user: "default".into(),
                 last_cmd: "NULL".into(),
+                multi: -1,
+                fd: -1,
                 ..Default::default()
             }),
             kill: Notify::new(),

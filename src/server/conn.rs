@@ -32,6 +32,11 @@ pub async fn serve(srv: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) {
     }
     let laddr = stream.local_addr().unwrap_or(peer);
     let handle = srv.clients.register(peer, laddr, srv.clock.now_ms());
+    #[cfg(unix)]
+    {
+        use std::os::unix::io::AsRawFd;
+        handle.info.lock().fd = stream.as_raw_fd() as i64;
+    }
     let mut sess = Session::new(handle.clone(), srv.requirepass().is_none());
     let _ = run(&srv, &mut stream, &mut sess).await;
     srv.clients.unregister(handle.id);

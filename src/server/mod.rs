@@ -55,6 +55,7 @@ pub fn start(config: Config, clock: Clock, listeners: Vec<TcpListener>) -> Runni
         shared
             .port
             .store(a.port() as u64, std::sync::atomic::Ordering::Relaxed);
+        let _ = shared.config.set_initial("port", &a.port().to_string());
     }
     for l in listeners {
         tokio::spawn(accept_loop(shared.clone(), l));

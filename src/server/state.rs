@@ -15,6 +15,14 @@ pub struct CmdStat {
     pub failed: AtomicU64,
 }
 
+impl CmdStat {
+    pub fn reset(&self) {
+        for c in [&self.calls, &self.usec, &self.rejected, &self.failed] {
+            c.store(0, Ordering::Relaxed);
+        }
+    }
+}
+
 #[derive(Default)]
 pub struct Stats {
     pub total_connections: AtomicU64,
@@ -23,11 +31,44 @@ pub struct Stats {
     pub net_input_bytes: AtomicU64,
     pub net_output_bytes: AtomicU64,
     pub error_replies: AtomicU64,
+    /// Successful SAVE/BGSAVE runs (INFO `rdb_saves`).
+    pub rdb_saves: AtomicU64,
+    /// Write-command calls counted at the last save, for `rdb_changes_since_last_save`.
+    pub writes_at_last_save: AtomicU64,
+    /// Error replies by code (`ERR`, `WRONGTYPE`…), for INFO errorstats.
+    pub errors_by_code: parking_lot::Mutex<std::collections::BTreeMap<String, u64>>,
 }
 
 impl Stats {
     pub fn bump(c: &AtomicU64, n: u64) {
         c.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Counts an error reply under its code: the first word of the message, as Redis does
+    /// for `errorstat_<CODE>`.
+    pub fn record_error(&self, msg: &str) {
+        let code = msg.split(' ').next().unwrap_or("ERR");
+        let code = if code.is_empty() { "ERR" } else { code };
+        *self
+            .errors_by_code
+            .lock()
+            .entry(code.to_string())
+            .or_insert(0) += 1;
+    }
+
+    /// CONFIG RESETSTAT: counters back to zero (INFO's totals and errorstats).
+    pub fn reset(&self) {
+        for c in [
+            &self.total_connections,
+            &self.total_commands,
+            &self.rejected_connections,
+            &self.net_input_bytes,
+            &self.net_output_bytes,
+            &self.error_replies,
+        ] {
+            c.store(0, Ordering::Relaxed);
+        }
+        self.errors_by_code.lock().clear();
     }
 }
 

@@ -215,14 +215,7 @@ impl RedisServer {
                 "--save",
                 "",
             ])
-            .args([
-                "--appendonly",
-                "no",
-                "--daemonize",
-                "no",
-                "--protected-mode",
-                "no",
-            ])
+            .args(["--appendonly", "no", "--daemonize", "no"])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()

@@ -1,0 +1,80 @@
+//! CONFIG GET / SET / RESETSTAT / REWRITE / HELP over [`crate::config::ConfigStore`].
+
+use super::super::args;
+use super::super::{errors, Cx};
+use crate::protocol::Reply;
+use bytes::Bytes;
+use std::sync::atomic::Ordering;
+
+pub(super) fn config(cx: &mut Cx) -> Reply {
+    // Dispatch resolves every subcommand; reaching the container means none was given.
+    errors::subcommand_syntax("config", cx.args.get(1).map_or(&b""[..], |a| &a[..]))
+}
+
+pub(super) fn config_get(cx: &mut Cx) -> Reply {
+    let patterns: Vec<&[u8]> = cx.args[2..].iter().map(|a| &a[..]).collect();
+    // `--port 0` asks for any free port: report the one actually bound.
+    let bound = cx.srv.port.load(Ordering::Relaxed);
+    Reply::Map(
+        cx.srv
+            .config
+            .get_patterns(&patterns)
+            .into_iter()
+            .map(|(k, mut v)| {
+                if bound != 0 && v == "0" && k.eq_ignore_ascii_case("port") {
+                    v = bound.to_string();
+                }
+                (Reply::Bulk(Bytes::from(k)), Reply::Bulk(Bytes::from(v)))
+            })
+            .collect(),
+    )
+}
+
+pub(super) fn config_set(cx: &mut Cx) -> Reply {
+    if cx.args.len() % 2 == 1 {
+        return errors::syntax();
+    }
+    let pairs: Vec<(&[u8], &[u8])> = cx.args[2..]
+        .chunks(2)
+        .map(|p| (&p[0][..], &p[1][..]))
+        .collect();
+    match cx.srv.config.set_many(&pairs) {
+        Ok(()) => Reply::OK,
+        Err(e) => Reply::error(format!("ERR {e}")),
+    }
+}
+
+pub(super) fn config_resetstat(cx: &mut Cx) -> Reply {
+    let srv = cx.srv;
+    srv.stats.reset();
+    for s in &srv.cmdstats {
+        s.reset();
+    }
+    let ks = &srv.ks.stats;
+    for c in [&ks.hits, &ks.misses, &ks.expired] {
+        c.store(0, Ordering::Relaxed);
+    }
+    Reply::OK
+}
+
+pub(super) fn config_rewrite(_cx: &mut Cx) -> Reply {
+    // The run-time store does not know the file a server was started with, so there is
+    // nothing to rewrite (Redis's reply when it runs without a config file).
+    errors::err(errors::NO_CONFIG_FILE)
+}
+
+pub(super) fn config_help(_cx: &mut Cx) -> Reply {
+    args::help(
+        "CONFIG",
+        &[
+            "GET <pattern>",
+            "    Return parameters matching the glob-like <pattern> and their values.",
+            "SET <directive> <value>",
+            "    Set the configuration <directive> to <value>.",
+            "RESETSTAT",
+            "    Reset statistics reported by the INFO command.",
+            "REWRITE",
+            "    Rewrite the configuration file.",
+        ],
+    )
+}

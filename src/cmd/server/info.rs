@@ -1,0 +1,461 @@
+//! INFO: Redis's sections and field names for what respite tracks. Process figures (memory,
+//! CPU, OS) come from /proc where available.
+
+use super::super::{registry, Cx};
+use crate::engine::SHARDS;
+use crate::protocol::Reply;
+use crate::server::state::Shared;
+use bytes::Bytes;
+use std::fmt::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Sections in output order; `true` when part of the default set.
+const SECTIONS: &[(&str, bool)] = &[
+    ("server", true),
+    ("clients", true),
+    ("memory", true),
+    ("persistence", true),
+    ("stats", true),
+    ("replication", true),
+    ("cpu", true),
+    ("modules", true),
+    ("commandstats", false),
+    ("errorstats", true),
+    ("latencystats", false),
+    ("cluster", true),
+    ("keyspace", true),
+];
+
+/// Which sections the arguments ask for (unknown names are ignored, as in Redis).
+fn selection(args: &[Bytes]) -> Vec<bool> {
+    let mut on = vec![false; SECTIONS.len()];
+    let all_default = |on: &mut Vec<bool>| {
+        for (i, (_, d)) in SECTIONS.iter().enumerate() {
+            on[i] |= *d;
+        }
+    };
+    if args.is_empty() {
+        all_default(&mut on);
+    }
+    for a in args {
+        let a = a.to_ascii_lowercase();
+        match &a[..] {
+            b"default" => all_default(&mut on),
+            b"all" | b"everything" => on.iter_mut().for_each(|x| *x = true),
+            name => {
+                if let Some(i) = SECTIONS.iter().position(|(n, _)| n.as_bytes() == name) {
+                    on[i] = true;
+                }
+            }
+        }
+    }
+    on
+}
+
+pub(in crate::cmd) fn info(cx: &mut Cx) -> Reply {
+    let on = selection(&cx.args[1..]);
+    let mut out = String::with_capacity(4096);
+    for (i, (name, _)) in SECTIONS.iter().enumerate() {
+        if !on[i] {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str("\r\n");
+        }
+        let title = match *name {
+            "cpu" => "CPU".to_string(),
+            n => {
+                let mut t = n.to_string();
+                t[..1].make_ascii_uppercase();
+                t
+            }
+        };
+        out.push_str("# ");
+        out.push_str(&title);
+        out.push_str("\r\n");
+        let mut lines = Vec::new();
+        section(cx, name, &mut lines);
+        for (k, v) in lines {
+            let _ = write!(out, "{k}:{v}\r\n");
+        }
+    }
+    Reply::Verbatim(Bytes::from(out))
+}
+
+type Lines = Vec<(String, String)>;
+
+fn push(l: &mut Lines, k: &str, v: impl ToString) {
+    l.push((k.to_string(), v.to_string()));
+}
+
+fn section(cx: &mut Cx, name: &str, l: &mut Lines) {
+    match name {
+        "server" => server(cx.srv, l),
+        "clients" => clients(cx.srv, l),
+        "memory" => memory(cx.srv, l),
+        "persistence" => persistence(cx.srv, l),
+        "stats" => stats(cx.srv, l),
+        "replication" => replication(cx.srv, l),
+        "cpu" => cpu(l),
+        "commandstats" => commandstats(cx.srv, l),
+        "errorstats" => {
+            for (code, n) in cx.srv.stats.errors_by_code.lock().iter() {
+                push(l, &format!("errorstat_{code}"), format!("count={n}"));
+            }
+        }
+        "cluster" => push(l, "cluster_enabled", 0),
+        "keyspace" => keyspace(cx, l),
+        // No modules; latency histograms are not kept.
+        _ => {}
+    }
+}
+
+fn server(srv: &Shared, l: &mut Lines) {
+    let uptime = srv.started.elapsed().as_secs();
+    let hz = srv.config.get_i64("hz");
+    push(l, "redis_version", crate::REDIS_VERSION);
+    push(l, "respite_version", crate::RESPITE_VERSION);
+    push(l, "redis_git_sha1", "00000000");
+    push(l, "redis_git_dirty", 0);
+    push(l, "redis_build_id", "0");
+    push(l, "redis_mode", "standalone");
+    push(l, "os", os_name());
+    push(l, "arch_bits", usize::BITS);
+    push(l, "monotonic_clock", "POSIX clock_gettime");
+    push(
+        l,
+        "multiplexing_api",
+        if cfg!(target_os = "linux") {
+            "epoll"
+        } else if cfg!(unix) {
+            "kqueue"
+        } else {
+            "iocp"
+        },
+    );
+    push(l, "atomicvar_api", "c11-builtin");
+    push(l, "gcc_version", "0.0.0");
+    push(l, "process_id", std::process::id());
+    push(l, "process_supervised", "no");
+    push(l, "run_id", &srv.run_id);
+    push(l, "tcp_port", srv.port.load(Ordering::Relaxed));
+    push(l, "server_time_usec", srv.clock.now_us());
+    push(l, "uptime_in_seconds", uptime);
+    push(l, "uptime_in_days", uptime / 86400);
+    push(l, "hz", hz);
+    push(l, "configured_hz", hz);
+    push(
+        l,
+        "lru_clock",
+        (srv.clock.now_ms() / 1000) & ((1 << 24) - 1),
+    );
+    push(
+        l,
+        "executable",
+        std::env::current_exe()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default(),
+    );
+    push(l, "config_file", "");
+    push(l, "io_threads_active", 0);
+    let binds = srv.config.get("bind").unwrap_or_default();
+    let binds: Vec<String> = binds
+        .split(' ')
+        .filter(|b| !b.is_empty())
+        .map(|b| format!("bind={b}"))
+        .collect();
+    push(
+        l,
+        "listener0",
+        format!(
+            "name=tcp,{},port={}",
+            binds.join(","),
+            srv.port.load(Ordering::Relaxed)
+        ),
+    );
+}
+
+fn clients(srv: &Shared, l: &mut Lines) {
+    let all = srv.clients.all();
+    let (mut max_qbuf, mut blocked) = (0, 0);
+    for h in &all {
+        let i = h.info.lock();
+        max_qbuf = max_qbuf.max(i.qbuf);
+        blocked += usize::from(i.blocked);
+    }
+    push(l, "connected_clients", all.len());
+    push(l, "cluster_connections", 0);
+    push(l, "maxclients", srv.config.get_i64("maxclients"));
+    push(l, "client_recent_max_input_buffer", max_qbuf);
+    push(l, "client_recent_max_output_buffer", 0);
+    push(l, "blocked_clients", blocked);
+    push(l, "tracking_clients", 0);
+    push(l, "clients_in_timeout_table", 0);
+}
+
+/// Highest `used_memory` seen by INFO.
+static PEAK: AtomicU64 = AtomicU64::new(0);
+
+fn memory(srv: &Shared, l: &mut Lines) {
+    // The engine keeps no allocation counter, so memory use is the process's resident set.
+    let used = proc_rss().unwrap_or(0);
+    let peak = PEAK.fetch_max(used, Ordering::Relaxed).max(used);
+    let total = proc_meminfo_total().unwrap_or(0);
+    let maxmemory = srv.config.get_u64("maxmemory");
+    push(l, "used_memory", used);
+    push(l, "used_memory_human", bytes_to_human(used));
+    push(l, "used_memory_rss", used);
+    push(l, "used_memory_rss_human", bytes_to_human(used));
+    push(l, "used_memory_peak", peak);
+    push(l, "used_memory_peak_human", bytes_to_human(peak));
+    push(
+        l,
+        "used_memory_peak_perc",
+        format!(
+            "{:.2}%",
+            if peak == 0 {
+                0.0
+            } else {
+                used as f64 * 100.0 / peak as f64
+            }
+        ),
+    );
+    push(l, "total_system_memory", total);
+    push(l, "total_system_memory_human", bytes_to_human(total));
+    push(l, "maxmemory", maxmemory);
+    push(l, "maxmemory_human", bytes_to_human(maxmemory));
+    push(
+        l,
+        "maxmemory_policy",
+        srv.config.get("maxmemory-policy").unwrap_or_default(),
+    );
+    push(l, "mem_fragmentation_ratio", "1.00");
+    push(l, "mem_allocator", "libc");
+    push(l, "lazyfree_pending_objects", 0);
+}
+
+/// Calls of write commands so far (what `rdb_changes_since_last_save` is measured in).
+pub(super) fn write_calls(srv: &Shared) -> u64 {
+    registry()
+        .specs
+        .iter()
+        .zip(&srv.cmdstats)
+        .filter(|(s, _)| s.is_write())
+        .map(|(_, c)| c.calls.load(Ordering::Relaxed))
+        .sum()
+}
+
+fn persistence(srv: &Shared, l: &mut Lines) {
+    let changes =
+        write_calls(srv).saturating_sub(srv.stats.writes_at_last_save.load(Ordering::Relaxed));
+    push(l, "loading", 0);
+    push(l, "async_loading", 0);
+    push(l, "rdb_changes_since_last_save", changes);
+    push(l, "rdb_bgsave_in_progress", 0);
+    push(
+        l,
+        "rdb_last_save_time",
+        srv.last_save_unix.load(Ordering::Relaxed),
+    );
+    push(l, "rdb_last_bgsave_status", "ok");
+    push(l, "rdb_last_bgsave_time_sec", -1);
+    push(l, "rdb_current_bgsave_time_sec", -1);
+    push(l, "rdb_saves", srv.stats.rdb_saves.load(Ordering::Relaxed));
+    push(l, "aof_enabled", 0);
+    push(l, "aof_rewrite_in_progress", 0);
+    push(l, "aof_rewrite_scheduled", 0);
+    push(l, "aof_last_rewrite_time_sec", -1);
+    push(l, "aof_current_rewrite_time_sec", -1);
+    push(l, "aof_last_bgrewrite_status", "ok");
+    push(l, "aof_rewrites", 0);
+    push(l, "aof_last_write_status", "ok");
+    push(l, "module_fork_in_progress", 0);
+}
+
+fn stats(srv: &Shared, l: &mut Lines) {
+    let s = &srv.stats;
+    let ks = &srv.ks.stats;
+    let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+    push(l, "total_connections_received", get(&s.total_connections));
+    push(l, "total_commands_processed", get(&s.total_commands));
+    push(l, "total_net_input_bytes", get(&s.net_input_bytes));
+    push(l, "total_net_output_bytes", get(&s.net_output_bytes));
+    push(l, "rejected_connections", get(&s.rejected_connections));
+    push(l, "expired_keys", get(&ks.expired));
+    push(l, "evicted_keys", 0);
+    push(l, "evicted_clients", 0);
+    push(l, "keyspace_hits", get(&ks.hits));
+    push(l, "keyspace_misses", get(&ks.misses));
+    push(l, "total_forks", 0);
+    push(l, "unexpected_error_replies", 0);
+    push(l, "total_error_replies", get(&s.error_replies));
+}
+
+fn replication(srv: &Shared, l: &mut Lines) {
+    push(l, "role", "master");
+    push(l, "connected_slaves", 0);
+    push(l, "master_failover_state", "no-failover");
+    push(l, "master_replid", &srv.run_id);
+    push(l, "master_replid2", "0".repeat(40));
+    push(l, "master_repl_offset", 0);
+    push(l, "second_repl_offset", -1);
+    push(l, "repl_backlog_active", 0);
+    push(
+        l,
+        "repl_backlog_size",
+        srv.config.get_i64("repl-backlog-size"),
+    );
+    push(l, "repl_backlog_first_byte_offset", 0);
+    push(l, "repl_backlog_histlen", 0);
+}
+
+fn cpu(l: &mut Lines) {
+    let (user, sys) = proc_cpu().unwrap_or((0.0, 0.0));
+    push(l, "used_cpu_sys", format!("{sys:.6}"));
+    push(l, "used_cpu_user", format!("{user:.6}"));
+    push(l, "used_cpu_sys_children", "0.000000");
+    push(l, "used_cpu_user_children", "0.000000");
+}
+
+fn commandstats(srv: &Shared, l: &mut Lines) {
+    for (spec, st) in registry().specs.iter().zip(&srv.cmdstats) {
+        let calls = st.calls.load(Ordering::Relaxed);
+        let usec = st.usec.load(Ordering::Relaxed);
+        let rejected = st.rejected.load(Ordering::Relaxed);
+        let failed = st.failed.load(Ordering::Relaxed);
+        if calls == 0 && rejected == 0 && failed == 0 {
+            continue;
+        }
+        let per_call = if calls == 0 {
+            0.0
+        } else {
+            usec as f64 / calls as f64
+        };
+        push(
+            l,
+            &format!("cmdstat_{}", spec.name),
+            format!(
+                "calls={calls},usec={usec},usec_per_call={per_call:.2},\
+                 rejected_calls={rejected},failed_calls={failed}"
+            ),
+        );
+    }
+}
+
+fn keyspace(cx: &mut Cx, l: &mut Lines) {
+    // INFO holds the whole keyspace (Lock::All), so shards are read through its view.
+    for db in 0..cx.srv.ks.databases() {
+        let (mut keys, mut expires) = (0, 0);
+        for s in 0..SHARDS {
+            let sh = cx.ks.shard_at(db, s);
+            keys += sh.len();
+            expires += sh.expires_len();
+        }
+        if keys > 0 {
+            push(
+                l,
+                &format!("db{db}"),
+                format!("keys={keys},expires={expires},avg_ttl=0"),
+            );
+        }
+    }
+}
+
+/// Redis `bytesToHuman`.
+fn bytes_to_human(n: u64) -> String {
+    const UNITS: [(u64, &str); 5] = [
+        (1 << 10, "K"),
+        (1 << 20, "M"),
+        (1 << 30, "G"),
+        (1 << 40, "T"),
+        (1 << 50, "P"),
+    ];
+    if n < 1024 {
+        return format!("{n}B");
+    }
+    for (scale, unit) in UNITS {
+        if n < scale.saturating_mul(1024) {
+            return format!("{:.2}{unit}", n as f64 / scale as f64);
+        }
+    }
+    format!("{n}B")
+}
+
+fn read_proc(path: &str) -> Option<String> {
+    std::fs::read_to_string(path).ok()
+}
+
+/// `uname` without libc: kernel name, release and machine.
+fn os_name() -> String {
+    let sys = read_proc("/proc/sys/kernel/ostype")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|| std::env::consts::OS.to_string());
+    let rel = read_proc("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default();
+    format!("{sys} {rel} {}", std::env::consts::ARCH)
+}
+
+/// A `Name:   123 kB` field of a /proc status-style file, in bytes.
+fn kb_field(text: &str, name: &str) -> Option<u64> {
+    let line = text.lines().find(|l| l.starts_with(name))?;
+    let kb: u64 = line[name.len()..].split_whitespace().next()?.parse().ok()?;
+    kb.checked_mul(1024)
+}
+
+fn proc_rss() -> Option<u64> {
+    kb_field(&read_proc("/proc/self/status")?, "VmRSS:")
+}
+
+fn proc_meminfo_total() -> Option<u64> {
+    kb_field(&read_proc("/proc/meminfo")?, "MemTotal:")
+}
+
+/// User and system CPU seconds of this process (/proc/self/stat fields 14 and 15, in
+/// USER_HZ ticks, which Linux fixes at 100 for user space).
+fn proc_cpu() -> Option<(f64, f64)> {
+    let stat = read_proc("/proc/self/stat")?;
+    // The command name (field 2) may contain spaces; fields resume after its ')'.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i)?.parse::<u64>().ok();
+    Some((ticks(11)? as f64 / 100.0, ticks(12)? as f64 / 100.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn human_sizes() {
+        assert_eq!(bytes_to_human(0), "0B");
+        assert_eq!(bytes_to_human(1023), "1023B");
+        assert_eq!(bytes_to_human(1024), "1.00K");
+        assert_eq!(bytes_to_human(1016768), "992.94K");
+        assert_eq!(bytes_to_human(7323648), "6.98M");
+        assert_eq!(bytes_to_human(25276502016), "23.54G");
+    }
+
+    #[test]
+    fn section_selection() {
+        let b = |s: &[&str]| -> Vec<Bytes> {
+            s.iter()
+                .map(|x| Bytes::copy_from_slice(x.as_bytes()))
+                .collect()
+        };
+        let on = selection(&b(&[]));
+        assert!(on[0] && !on[8] && on[12]);
+        let on = selection(&b(&["KEYSPACE", "nope"]));
+        assert_eq!(on.iter().filter(|x| **x).count(), 1);
+        assert!(selection(&b(&["everything"])).iter().all(|x| *x));
+        assert!(!selection(&b(&["foo"])).iter().any(|x| *x));
+    }
+
+    #[test]
+    fn proc_readers_work_on_linux() {
+        if cfg!(target_os = "linux") {
+            assert!(proc_rss().unwrap() > 0);
+            assert!(proc_cpu().is_some());
+        }
+    }
+}
