@@ -350,13 +350,16 @@ fn client_line(h: &ClientHandle, info: &ClientInfo, now_ms: u64, me: &SelfView) 
         info.fd,
         text(&info.name),
         now_ms.saturating_sub(h.created_ms) / 1000,
-        now_ms.saturating_sub(info.last_interaction_ms) / 1000,
+        now_ms.saturating_sub(
+            h.last_interaction_ms
+                .load(std::sync::atomic::Ordering::Relaxed)
+        ) / 1000,
         info.sub,
         info.psub,
         info.ssub,
         info.qbuf,
         CONN_BUFFERS + info.qbuf + argv_mem,
-        info.last_cmd,
+        h.last_cmd_name(),
         info.user,
         text(&info.lib_name),
         text(&info.lib_ver),

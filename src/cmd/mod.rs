@@ -165,12 +165,11 @@ fn dispatch_inner(srv: &Arc<Shared>, sess: &mut Session, args: Vec<Bytes>) -> Re
     if !sess.authenticated && !allowed_unauthenticated(spec) {
         return reject(srv, sess, id, spec, errors::NOAUTH, "");
     }
-    {
-        let mut info = sess.handle.info.lock();
-        info.last_cmd.clear();
-        info.last_cmd.push_str(spec.name);
-        info.last_interaction_ms = srv.clock.now_ms();
-    }
+    let now = srv.clock.now_ms();
+    sess.handle.last_cmd.store(id, Ordering::Relaxed);
+    sess.handle
+        .last_interaction_ms
+        .store(now, Ordering::Relaxed);
     if sess.multi.is_some() && !transactions::runs_inside_multi(spec) {
         if spec.has_flag("no_multi") {
             transactions::flag_abort(sess);
@@ -179,7 +178,6 @@ fn dispatch_inner(srv: &Arc<Shared>, sess: &mut Session, args: Vec<Bytes>) -> Re
         sess.multi.as_mut().expect("in multi").queue.push(args);
         return Reply::QUEUED;
     }
-    let now = srv.clock.now_ms();
     let mut access = match spec.lock {
         Lock::All => srv.ks.exclusive(sess.db, now),
         // The common single-key shape needs no index vector.

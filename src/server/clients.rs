@@ -18,6 +18,10 @@ pub struct ClientHandle {
     /// Notified to ask the connection to close (CLIENT KILL, shutdown).
     pub kill: Notify,
     pub killed: std::sync::atomic::AtomicBool,
+    /// Registry id of the last command (`usize::MAX` before the first). Atomics rather than
+    /// fields of `info`, so the per-command bookkeeping takes no lock.
+    pub last_cmd: std::sync::atomic::AtomicUsize,
+    pub last_interaction_ms: AtomicU64,
 }
 
 #[derive(Default, Clone)]
@@ -26,8 +30,6 @@ pub struct ClientInfo {
     pub lib_name: Option<Bytes>,
     pub lib_ver: Option<Bytes>,
     pub db: usize,
-    pub last_cmd: String,
-    pub last_interaction_ms: u64,
     pub resp: u8,
     pub multi: i64,
     pub watch: usize,
@@ -57,6 +59,15 @@ impl ClientHandle {
         self.killed.store(true, Ordering::Release);
         self.kill.notify_one();
     }
+    /// Name of the last command run, `NULL` before any (as CLIENT LIST shows it).
+    pub fn last_cmd_name(&self) -> &'static str {
+        let id = self.last_cmd.load(Ordering::Relaxed);
+        crate::cmd::registry()
+            .specs
+            .get(id)
+            .map_or("NULL", |s| s.name)
+    }
+
     pub fn is_killed(&self) -> bool {
         self.killed.load(Ordering::Acquire)
     }
@@ -83,15 +94,15 @@ impl Clients {
             created_ms: now_ms,
             info: Mutex::new(ClientInfo {
                 resp: 2,
-                last_interaction_ms: now_ms,
                 user: "default".into(),
-                last_cmd: "NULL".into(),
                 multi: -1,
                 fd: -1,
                 ..Default::default()
             }),
             kill: Notify::new(),
             killed: false.into(),
+            last_cmd: std::sync::atomic::AtomicUsize::new(usize::MAX),
+            last_interaction_ms: AtomicU64::new(now_ms),
         });
         self.map.lock().insert(id, h.clone());
         h

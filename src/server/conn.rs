@@ -133,10 +133,11 @@ async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> s
                     if args.is_empty() {
                         continue;
                     }
-                    if srv
-                        .pause
-                        .current(crate::clock::Clock::system().now_ms())
-                        .is_some()
+                    if srv.pause.maybe_active()
+                        && srv
+                            .pause
+                            .current(crate::clock::Clock::system().now_ms())
+                            .is_some()
                     {
                         flush(stream, &mut out, srv).await?;
                         wait_for_pause(srv, &args).await;

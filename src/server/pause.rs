@@ -13,6 +13,8 @@ pub enum PauseMode {
 #[derive(Default)]
 pub struct Pause {
     state: Mutex<Option<(u64, PauseMode)>>,
+    /// Cheap check for the common case (no pause): connections test this per command.
+    active: std::sync::atomic::AtomicBool,
     pub unpaused: Notify,
 }
 
@@ -26,10 +28,20 @@ impl Pause {
             None => (until_ms, mode),
         };
         *s = Some(new);
+        self.active
+            .store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    /// True if a pause may be in force (then call `current` for the details).
+    #[inline]
+    pub fn maybe_active(&self) -> bool {
+        self.active.load(std::sync::atomic::Ordering::Acquire)
     }
 
     pub fn unpause(&self) {
         *self.state.lock() = None;
+        self.active
+            .store(false, std::sync::atomic::Ordering::Release);
         self.unpaused.notify_waiters();
     }
 
@@ -39,6 +51,8 @@ impl Pause {
         match *s {
             Some((t, _)) if t <= now_ms => {
                 *s = None;
+                self.active
+                    .store(false, std::sync::atomic::Ordering::Release);
                 None
             }
             other => other,
