@@ -1,0 +1,198 @@
+#!/usr/bin/env bash
+# Paired throughput and CPU comparison: respite vs redis-server, both on 127.0.0.1.
+#
+# Starts target/release/respite and redis-server side by side on free loopback ports, then
+# for ROUNDS rounds runs redis-benchmark once per (pipeline, test) against each server,
+# back to back, alternating which server goes first each round (so slow drift of a noisy
+# shared machine hits both alike). Per test and pipeline it prints the median respite and
+# redis throughput, the median of the per-round respite/redis ratios (the number to quote),
+# and the server CPU (utime+stime from /proc/PID/stat, all threads) per request.
+#
+# Usage: scripts/bench.sh            (from anywhere; builds release first)
+# Environment (defaults in brackets):
+#   ROUNDS [5]            paired rounds
+#   REQUESTS [100000]     requests per run at pipeline 1
+#   REQUESTS_PIPELINED [1000000]  requests per run at pipeline > 1 (runs are ~16x faster)
+#   PIPELINES ["1 16"]    -P values
+#   TESTS [set,get,incr,mset]  redis-benchmark -t names
+#   CLIENTS [50]  DATASIZE [100]
+#   KEYSPACE []           if set, -r KEYSPACE (random keys key:000000012345); unset = one key,
+#                         as plain redis-benchmark does
+#   THREADS [nproc]       respite --threads
+#   NO_BUILD [0]          1 = use the existing target/release/respite
+#   RESPITE_BIN, REDIS_SERVER, REDIS_BENCHMARK  binaries to use
+#   OUT [tmp dir]         where raw results (results.tsv) and server logs go
+# The numbers are only meaningful on an otherwise idle machine; the client shares the cores
+# with the server, so P1 results are bounded by redis-benchmark itself (DESIGN.md §9).
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+
+ROUNDS=${ROUNDS:-5}
+REQUESTS=${REQUESTS:-100000}
+REQUESTS_PIPELINED=${REQUESTS_PIPELINED:-1000000}
+PIPELINES=${PIPELINES:-"1 16"}
+TESTS=${TESTS:-set,get,incr,mset}
+CLIENTS=${CLIENTS:-50}
+DATASIZE=${DATASIZE:-100}
+KEYSPACE=${KEYSPACE:-}
+THREADS=${THREADS:-$(nproc)}
+NO_BUILD=${NO_BUILD:-0}
+RESPITE_BIN=${RESPITE_BIN:-target/release/respite}
+REDIS_SERVER=${REDIS_SERVER:-redis-server}
+REDIS_BENCHMARK=${REDIS_BENCHMARK:-redis-benchmark}
+OUT=${OUT:-$(mktemp -d /tmp/respite-bench.XXXXXX)}
+HOST=127.0.0.1
+
+for tool in "$REDIS_SERVER" "$REDIS_BENCHMARK" redis-cli; do
+    command -v "$tool" >/dev/null || {
+        echo "bench.sh: $tool not found (apt-get install redis-server redis-tools)" >&2
+        exit 1
+    }
+done
+if [[ $NO_BUILD != 1 ]]; then
+    cargo build --release --quiet
+fi
+mkdir -p "$OUT"
+
+free_port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+RESPITE_PID=""
+REDIS_PID=""
+cleanup() {
+    # Only the two servers this script started, by pid.
+    for pid in $RESPITE_PID $REDIS_PID; do
+        kill "$pid" 2>/dev/null || true
+    done
+    for pid in $RESPITE_PID $REDIS_PID; do
+        wait "$pid" 2>/dev/null || true
+    done
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+wait_ready() { # port pid name
+    for _ in $(seq 1 100); do
+        if redis-cli -h $HOST -p "$1" PING 2>/dev/null | grep -q PONG; then
+            return 0
+        fi
+        kill -0 "$2" 2>/dev/null || {
+            echo "bench.sh: $3 exited; log in $OUT" >&2
+            exit 1
+        }
+        sleep 0.1
+    done
+    echo "bench.sh: $3 did not answer PING on port $1" >&2
+    exit 1
+}
+
+RESPITE_PORT=$(free_port)
+RESPITE_LOG=warn "$RESPITE_BIN" --port "$RESPITE_PORT" --bind $HOST --threads "$THREADS" \
+    >"$OUT/respite.log" 2>&1 &
+RESPITE_PID=$!
+REDIS_PORT=$(free_port)
+"$REDIS_SERVER" --port "$REDIS_PORT" --bind $HOST --save '' --appendonly no \
+    --daemonize no --logfile "$OUT/redis.log" >/dev/null 2>&1 &
+REDIS_PID=$!
+wait_ready "$RESPITE_PORT" "$RESPITE_PID" respite
+wait_ready "$REDIS_PORT" "$REDIS_PID" redis-server
+
+CLK_TCK=$(getconf CLK_TCK)
+# utime + stime (clock ticks) of a whole process; comm may contain spaces, so cut at ')'.
+cpu_ticks() {
+    local rest
+    rest=$(<"/proc/$1/stat")
+    rest=${rest##*) }
+    # shellcheck disable=SC2086
+    set -- $rest
+    echo $((${12} + ${13}))
+}
+
+# A test a server does not implement yet is skipped (reported as n/a), not benchmarked:
+# redis-benchmark would count error replies as throughput.
+supports() { # port command
+    local probe
+    case $2 in
+    mset) probe=(MSET __bench_probe__ 1) ;;
+    incr) probe=(INCR __bench_probe_n__) ;;
+    get) probe=(GET __bench_probe__) ;;
+    set) probe=(SET __bench_probe__ 1) ;;
+    *) return 0 ;;
+    esac
+    ! redis-cli -h $HOST -p "$1" "${probe[@]}" 2>&1 | grep -qi "unknown command"
+}
+
+RESULTS="$OUT/results.tsv"
+printf 'round\ttest\tpipeline\tserver\trps\tcpu_us_per_req\n' >"$RESULTS"
+
+run_one() { # round test pipeline server port pid
+    local round=$1 test=$2 p=$3 server=$4 port=$5 pid=$6 n c0 c1 line rps cpu
+    n=$REQUESTS
+    ((p > 1)) && n=$REQUESTS_PIPELINED
+    local extra=()
+    [[ -n $KEYSPACE ]] && extra=(-r "$KEYSPACE")
+    c0=$(cpu_ticks "$pid")
+    line=$("$REDIS_BENCHMARK" -h $HOST -p "$port" -t "$test" -c "$CLIENTS" -d "$DATASIZE" \
+        -n "$n" -P "$p" "${extra[@]}" -q --csv 2>>"$OUT/benchmark.err" | grep -v '^"test"' | head -1)
+    c1=$(cpu_ticks "$pid")
+    rps=$(echo "$line" | cut -d, -f2 | tr -d '"')
+    cpu=$(awk -v d=$((c1 - c0)) -v hz="$CLK_TCK" -v n="$n" 'BEGIN { printf "%.3f", d * 1e6 / hz / n }')
+    printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$round" "$test" "$p" "$server" "${rps:-0}" "$cpu" >>"$RESULTS"
+}
+
+IFS=, read -r -a TEST_LIST <<<"$TESTS"
+echo "respite pid $RESPITE_PID port $RESPITE_PORT (threads $THREADS); redis-server pid $REDIS_PID port $REDIS_PORT"
+echo "rounds $ROUNDS, clients $CLIENTS, data $DATASIZE B, requests $REQUESTS (P1) / $REQUESTS_PIPELINED (P>1), keyspace ${KEYSPACE:-one key}; raw results in $RESULTS"
+for round in $(seq 1 "$ROUNDS"); do
+    for p in $PIPELINES; do
+        for test in "${TEST_LIST[@]}"; do
+            if ! supports "$RESPITE_PORT" "$test"; then
+                continue
+            fi
+            if ((round % 2)); then
+                run_one "$round" "$test" "$p" respite "$RESPITE_PORT" "$RESPITE_PID"
+                run_one "$round" "$test" "$p" redis "$REDIS_PORT" "$REDIS_PID"
+            else
+                run_one "$round" "$test" "$p" redis "$REDIS_PORT" "$REDIS_PID"
+                run_one "$round" "$test" "$p" respite "$RESPITE_PORT" "$RESPITE_PID"
+            fi
+        done
+    done
+    echo "round $round/$ROUNDS done" >&2
+done
+
+# Summary: medians over rounds; the ratio is the median of per-round paired ratios.
+summarise() {
+    awk -F'\t' -v tests="$TESTS" -v pipes="$PIPELINES" '
+    function median(arr, n,    i, j, t) {
+        for (i = 2; i <= n; i++) { t = arr[i]; for (j = i - 1; j >= 1 && arr[j] > t; j--) arr[j + 1] = arr[j]; arr[j + 1] = t }
+        if (n == 0) return -1
+        return (n % 2) ? arr[(n + 1) / 2] : (arr[n / 2] + arr[n / 2 + 1]) / 2
+    }
+    NR > 1 { rps[$2, $3, $4, $1] = $5; cpu[$2, $3, $4, $1] = $6; rounds[$1] = 1 }
+    END {
+        printf "%-6s %4s %14s %14s %8s %12s %12s\n", "test", "P", "respite rps", "redis rps", "ratio", "cpu-us/req", "cpu-us/req"
+        printf "%-6s %4s %14s %14s %8s %12s %12s\n", "", "", "(median)", "(median)", "(median)", "respite", "redis"
+        nt = split(tests, T, ","); np = split(pipes, P, " ")
+        for (pi = 1; pi <= np; pi++) for (ti = 1; ti <= nt; ti++) {
+            t = T[ti]; p = P[pi]; n = 0
+            delete a; delete b; delete r; delete ca; delete cb
+            for (k in rounds) {
+                if (!((t, p, "respite", k) in rps)) continue
+                n++
+                a[n] = rps[t, p, "respite", k]; b[n] = rps[t, p, "redis", k]
+                r[n] = (b[n] > 0) ? a[n] / b[n] : 0
+                ca[n] = cpu[t, p, "respite", k]; cb[n] = cpu[t, p, "redis", k]
+            }
+            if (n == 0) { printf "%-6s %4s %14s %14s %8s %12s %12s\n", t, p, "n/a", "-", "-", "-", "-"; continue }
+            printf "%-6s %4s %14.0f %14.0f %7.2fx %12.2f %12.2f\n", t, p, median(a, n), median(b, n), median(r, n), median(ca, n), median(cb, n)
+        }
+    }' "$RESULTS"
+}
+echo
+summarise | tee "$OUT/summary.txt"
+if [[ -s $OUT/benchmark.err ]]; then
+    echo "(redis-benchmark printed warnings: $OUT/benchmark.err)"
+fi

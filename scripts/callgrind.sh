@@ -1,0 +1,176 @@
+#!/usr/bin/env bash
+# Instructions per request, respite vs redis-server, under valgrind's callgrind
+# (user space only; deterministic for the same binary and load, unlike wall-clock numbers on a
+# shared 2-core box — DESIGN.md §9).
+#
+# Each server runs under `valgrind --tool=callgrind` with instrumentation off while it starts.
+# For each test (SET, then GET, then INCR by default) the script switches counting on, runs a
+# fixed redis-benchmark load (-n REQUESTS -c 50 -P 16 -d 100, loopback only), and dumps the
+# counters (`callgrind_control --dump`), so each dump holds exactly one test's work,
+# connection set-up of the 50 clients and idle timers included. It prints
+# total Ir / requests per test and server, then the top functions (exclusive Ir) of respite.
+#
+# Usage: scripts/callgrind.sh                (builds release first; ~1-3 minutes)
+# Environment (defaults in brackets):
+#   REQUESTS [100000]  PIPELINE [16]  CLIENTS [50]  DATASIZE [100]  TESTS ["set get incr"]
+#   KEYSPACE []        if set, -r KEYSPACE (random keys); unset = one key
+#   THREADS [1]        respite --threads (1 keeps the count free of cross-thread wake-ups;
+#                      valgrind runs threads one at a time anyway)
+#   SERVERS ["respite redis"]   which servers to measure
+#   TOP [25]           how many functions to list per profile
+#   NO_BUILD [0]  RESPITE_BIN [target/release/respite]  REDIS_SERVER [redis-server]
+#   OUT [tmp dir]      callgrind.<server>.<test> dumps and annotations are kept here
+#
+# Comparing two versions of a hot path (e.g. before/after a change to src/protocol/parse.rs):
+#   git worktree add /tmp/respite-old <old-commit>
+#   (cd /tmp/respite-old && cargo build --release)
+#   SERVERS=respite NO_BUILD=1 RESPITE_BIN=/tmp/respite-old/target/release/respite \
+#       OUT=/tmp/cg-old scripts/callgrind.sh
+#   SERVERS=respite OUT=/tmp/cg-new scripts/callgrind.sh
+# Ir/request is repeatable to well under 1% for an unchanged binary, so a difference of a
+# few percent is real. To see where it moved, per function and per source line:
+#   callgrind_annotate --inclusive=yes /tmp/cg-new/callgrind.respite.set | head -60
+#   callgrind_annotate --auto=yes --show-percs=no /tmp/cg-new/callgrind.respite.set src/protocol/parse.rs
+#   callgrind_annotate --diff /tmp/cg-old/callgrind.respite.set /tmp/cg-new/callgrind.respite.set
+#     (--diff needs valgrind >= 3.21; on older ones compare the two top lists side by side)
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+
+REQUESTS=${REQUESTS:-100000}
+PIPELINE=${PIPELINE:-16}
+CLIENTS=${CLIENTS:-50}
+DATASIZE=${DATASIZE:-100}
+TESTS=${TESTS:-"set get incr"}
+KEYSPACE=${KEYSPACE:-}
+THREADS=${THREADS:-1}
+SERVERS=${SERVERS:-"respite redis"}
+TOP=${TOP:-25}
+NO_BUILD=${NO_BUILD:-0}
+RESPITE_BIN=${RESPITE_BIN:-target/release/respite}
+REDIS_SERVER=${REDIS_SERVER:-redis-server}
+OUT=${OUT:-$(mktemp -d /tmp/respite-callgrind.XXXXXX)}
+HOST=127.0.0.1
+
+for tool in valgrind callgrind_control callgrind_annotate redis-benchmark redis-cli; do
+    command -v "$tool" >/dev/null || {
+        echo "callgrind.sh: $tool not found (apt-get install valgrind redis-tools)" >&2
+        exit 1
+    }
+done
+if [[ $NO_BUILD != 1 && $SERVERS == *respite* ]]; then
+    cargo build --release --quiet
+fi
+mkdir -p "$OUT"
+
+free_port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+PID=""
+cleanup() {
+    if [[ -n $PID ]]; then
+        kill "$PID" 2>/dev/null || true
+        wait "$PID" 2>/dev/null || true
+    fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+wait_ready() { # port
+    for _ in $(seq 1 600); do
+        if redis-cli -h $HOST -p "$1" PING 2>/dev/null | grep -q PONG; then
+            return 0
+        fi
+        kill -0 "$PID" 2>/dev/null || {
+            echo "callgrind.sh: server exited; see $OUT/*.log" >&2
+            exit 1
+        }
+        sleep 0.2
+    done
+    echo "callgrind.sh: server did not answer PING on port $1" >&2
+    exit 1
+}
+
+# Total instructions of a dump: the "summary:" (or "totals:") line of the callgrind file.
+total_ir() {
+    awk '/^(summary|totals):/ { print $2; exit }' "$1"
+}
+
+declare -A IR
+for server in $SERVERS; do
+    port=$(free_port)
+    case $server in
+    respite) cmd=("$RESPITE_BIN" --port "$port" --bind $HOST --threads "$THREADS") ;;
+    redis) cmd=("$REDIS_SERVER" --port "$port" --bind $HOST --save '' --appendonly no --daemonize no) ;;
+    *)
+        echo "callgrind.sh: unknown server $server" >&2
+        exit 1
+        ;;
+    esac
+    # valgrind itself becomes the server process, so $! is the pid callgrind_control needs.
+    RESPITE_LOG=warn valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$OUT/callgrind.$server.boot" \
+        "${cmd[@]}" >"$OUT/$server.log" 2>&1 &
+    PID=$!
+    wait_ready "$port"
+    for test in $TESTS; do
+        extra=()
+        [[ -n $KEYSPACE ]] && extra=(-r "$KEYSPACE")
+        callgrind_control --instr=on "$PID" >/dev/null 2>&1
+        callgrind_control --zero "$PID" >/dev/null 2>&1
+        redis-benchmark -h $HOST -p "$port" -t "$test" -n "$REQUESTS" -c "$CLIENTS" -P "$PIPELINE" \
+            -d "$DATASIZE" "${extra[@]}" -q --csv >"$OUT/$server.$test.csv" 2>>"$OUT/benchmark.err"
+        callgrind_control --dump="$test" "$PID" >/dev/null 2>&1
+        callgrind_control --instr=off "$PID" >/dev/null 2>&1
+        # The dump lands next to the boot file with a numbered suffix; take the newest.
+        dump=$(ls -t "$OUT/callgrind.$server.boot".* | head -1)
+        mv "$dump" "$OUT/callgrind.$server.$test"
+        IR[$server.$test]=$(total_ir "$OUT/callgrind.$server.$test")
+        echo "$server $test: ${IR[$server.$test]} Ir" >&2
+    done
+    kill "$PID"
+    wait "$PID" 2>/dev/null || true
+    PID=""
+done
+
+echo
+echo "instructions per request (user space; -n $REQUESTS -c $CLIENTS -P $PIPELINE -d $DATASIZE, keyspace ${KEYSPACE:-one key}, respite --threads $THREADS)"
+printf '%-6s' test
+for server in $SERVERS; do printf ' %12s' "$server"; done
+[[ $SERVERS == "respite redis" ]] && printf ' %14s' "respite/redis"
+echo
+for test in $TESTS; do
+    printf '%-6s' "$test"
+    for server in $SERVERS; do
+        printf ' %12.0f' "$(awk -v ir="${IR[$server.$test]}" -v n="$REQUESTS" 'BEGIN { print ir / n }')"
+    done
+    if [[ $SERVERS == "respite redis" ]]; then
+        printf ' %13.2fx' "$(awk -v a="${IR[respite.$test]}" -v b="${IR[redis.$test]}" 'BEGIN { print a / b }')"
+    fi
+    echo
+done | tee "$OUT/summary.txt"
+
+for server in $SERVERS; do
+    for test in $TESTS; do
+        callgrind_annotate --inclusive=no "$OUT/callgrind.$server.$test" >"$OUT/annotate.$server.$test.txt" 2>&1 || true
+        callgrind_annotate --inclusive=yes "$OUT/callgrind.$server.$test" >"$OUT/inclusive.$server.$test.txt" 2>&1 || true
+    done
+done
+# (Pipelines ending in `head` may SIGPIPE their writers; `|| true` keeps pipefail quiet.)
+# Function lines of a callgrind_annotate listing (after its third dashed rule), paths shortened.
+top_lines() {
+    awk '/^-+$/ { dashes++; next } dashes >= 4 && NF && !/file:function|PROGRAM TOTALS/ { print }' "$1" |
+        sed -e 's#/rustc/[0-9a-f]*/library/#std:#' -e 's#/root/.cargo/registry/src/[^/]*/##' \
+            -e 's# \[[^]]*\]$##' -e "s#$PWD/##" | cut -c1-200
+}
+if [[ $SERVERS == *respite* ]]; then
+    for test in $TESTS; do
+        echo
+        echo "respite $test: top $TOP functions by exclusive Ir (full: $OUT/annotate.respite.$test.txt)"
+        top_lines "$OUT/annotate.respite.$test.txt" | head -"$TOP" || true
+        echo "respite $test: respite's own functions by inclusive Ir (full: $OUT/inclusive.respite.$test.txt)"
+        top_lines "$OUT/inclusive.respite.$test.txt" | grep 'respite::' | head -"$TOP" || true
+    done
+fi
+echo
+echo "dumps and annotations: $OUT"
