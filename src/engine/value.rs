@@ -60,6 +60,7 @@ impl StrVal {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {
     Str(StrVal),
+    ZSet(Box<crate::types::zset::ZSet>),
 }
 
 impl Value {
@@ -67,12 +68,14 @@ impl Value {
     pub fn type_name(&self) -> &'static str {
         match self {
             Value::Str(_) => "string",
+            Value::ZSet(_) => "zset",
         }
     }
 
     pub fn encoding(&self) -> &'static str {
         match self {
             Value::Str(s) => s.encoding(),
+            Value::ZSet(z) => z.encoding(),
         }
     }
 
@@ -81,6 +84,8 @@ impl Value {
         match self {
             Value::Str(StrVal::Int(_)) => 8,
             Value::Str(StrVal::Bytes { data, .. }) => data.len(),
+            // Per element: the map entry, the tree item and the member's buffer header.
+            Value::ZSet(z) => z.member_bytes() + z.len() * 112,
         }
     }
 }

@@ -1,0 +1,386 @@
+//! Sorted set (Redis `zset`): a member → score map for O(1) lookups plus an order-statistic
+//! B+tree over (score, member) ([`tree`]) for O(log n + m) rank and range operations.
+//!
+//! Redis keeps small sets in a listpack and large ones in a skiplist; we keep one
+//! representation and only track the encoding name `OBJECT ENCODING` reports (the command
+//! layer decides conversions from the `zset-max-listpack-*` thresholds; Redis never converts
+//! an existing set back). The encoding still shows in two behaviours that we reproduce:
+//! a listpack stores integral scores as integers, so `-0` becomes `0`, and lex ranges over
+//! a listpack are found by a linear scan (which matters only when scores differ).
+
+mod tree;
+
+pub use tree::{cmp_key, Item};
+
+use bytes::Bytes;
+use std::collections::HashMap;
+use tree::Tree;
+
+/// A score interval (`zrangespec`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ScoreRange {
+    pub min: f64,
+    pub max: f64,
+    pub minex: bool,
+    pub maxex: bool,
+}
+
+impl ScoreRange {
+    #[inline]
+    pub fn gte_min(&self, v: f64) -> bool {
+        if self.minex {
+            v > self.min
+        } else {
+            v >= self.min
+        }
+    }
+
+    #[inline]
+    pub fn lte_max(&self, v: f64) -> bool {
+        if self.maxex {
+            v < self.max
+        } else {
+            v <= self.max
+        }
+    }
+}
+
+/// One end of a lex range: `-`, `+`, `[x` or `(x`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum LexBound {
+    NegInf,
+    PosInf,
+    Incl(Bytes),
+    Excl(Bytes),
+}
+
+/// A lex interval (`zlexrangespec`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct LexRange {
+    pub min: LexBound,
+    pub max: LexBound,
+}
+
+/// `sdscmplex` of a member against a bound's value (`-`/`+` below/above everything).
+fn cmp_lex(v: &[u8], b: &LexBound) -> std::cmp::Ordering {
+    use std::cmp::Ordering::*;
+    match b {
+        LexBound::NegInf => Greater,
+        LexBound::PosInf => Less,
+        LexBound::Incl(x) | LexBound::Excl(x) => v.cmp(x),
+    }
+}
+
+impl LexRange {
+    pub fn gte_min(&self, v: &[u8]) -> bool {
+        let c = cmp_lex(v, &self.min);
+        match self.min {
+            LexBound::Incl(_) => c.is_ge(),
+            _ => c.is_gt(),
+        }
+    }
+
+    pub fn lte_max(&self, v: &[u8]) -> bool {
+        let c = cmp_lex(v, &self.max);
+        match self.max {
+            LexBound::Incl(_) => c.is_le(),
+            _ => c.is_lt(),
+        }
+    }
+
+    /// Whether the interval can hold anything at all (`zslIsInLexRange`'s first test).
+    fn non_empty(&self) -> bool {
+        use LexBound::*;
+        let rank = |b: &LexBound| match b {
+            NegInf => 0,
+            Incl(_) | Excl(_) => 1,
+            PosInf => 2,
+        };
+        let (a, b) = (&self.min, &self.max);
+        let cmp = match (a, b) {
+            (Incl(x) | Excl(x), Incl(y) | Excl(y)) => x.cmp(y),
+            _ => rank(a).cmp(&rank(b)),
+        };
+        let exclusive = !matches!(a, Incl(_)) || !matches!(b, Incl(_));
+        cmp.is_lt() || (cmp.is_eq() && !exclusive)
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct ZSet {
+    map: HashMap<Bytes, f64, ahash::RandomState>,
+    tree: Tree,
+    skiplist: bool,
+    member_bytes: usize,
+}
+
+impl PartialEq for ZSet {
+    fn eq(&self, other: &Self) -> bool {
+        self.len() == other.len()
+            && self
+                .iter()
+                .zip(other.iter())
+                .all(|(a, b)| a.member == b.member && a.score.to_bits() == b.score.to_bits())
+    }
+}
+
+impl ZSet {
+    /// An empty set reporting `listpack` (or `skiplist`).
+    pub fn new(skiplist: bool) -> ZSet {
+        ZSet {
+            skiplist,
+            ..ZSet::default()
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.tree.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tree.is_empty()
+    }
+
+    pub fn is_skiplist(&self) -> bool {
+        self.skiplist
+    }
+
+    pub fn encoding(&self) -> &'static str {
+        if self.skiplist {
+            "skiplist"
+        } else {
+            "listpack"
+        }
+    }
+
+    /// Converts to the `skiplist` encoding (one way, as Redis).
+    pub fn convert_to_skiplist(&mut self) {
+        self.skiplist = true;
+    }
+
+    /// Marks a freshly built set `listpack` (Redis's `zsetConvertToListpackIfNeeded` on
+    /// store results): integral scores are then stored as integers, so `-0` reads back `0`.
+    pub fn convert_to_listpack(&mut self) {
+        self.skiplist = false;
+        let zeros: Vec<Bytes> = self
+            .iter()
+            .filter(|it| it.score == 0.0 && it.score.is_sign_negative())
+            .map(|it| it.member.clone())
+            .collect();
+        for m in zeros {
+            self.tree.set_score_same_order(-0.0, &m, 0.0);
+            if let Some(s) = self.map.get_mut(&m[..]) {
+                *s = 0.0;
+            }
+        }
+    }
+
+    /// Total member bytes (memory accounting).
+    pub fn member_bytes(&self) -> usize {
+        self.member_bytes
+    }
+
+    /// Longest member (for the listpack value threshold).
+    pub fn max_member_len(&self) -> usize {
+        self.map.keys().map(|m| m.len()).max().unwrap_or(0)
+    }
+
+    /// The score as stored: a listpack keeps integral doubles as integers (`-0` → `0`).
+    #[inline]
+    fn stored(&self, score: f64) -> f64 {
+        if !self.skiplist && score == 0.0 {
+            0.0
+        } else {
+            score
+        }
+    }
+
+    #[inline]
+    pub fn score(&self, member: &[u8]) -> Option<f64> {
+        self.map.get(member).copied()
+    }
+
+    /// Adds a member that is not in the set.
+    pub fn insert(&mut self, member: Bytes, score: f64) {
+        let score = self.stored(score);
+        self.member_bytes += member.len();
+        self.map.insert(member.clone(), score);
+        self.tree.insert(Item { score, member });
+    }
+
+    /// Adds or rescores a member; true if it was new.
+    pub fn upsert(&mut self, member: &[u8], score: f64) -> bool {
+        match self.score(member) {
+            Some(old) => {
+                if old != score {
+                    self.rescore(member, old, score);
+                }
+                false
+            }
+            None => {
+                self.insert(Bytes::copy_from_slice(member), score);
+                true
+            }
+        }
+    }
+
+    /// Changes the score of a member currently scored `old`.
+    pub fn rescore(&mut self, member: &[u8], old: f64, new: f64) {
+        let new = self.stored(new);
+        let Some(slot) = self.map.get_mut(member) else {
+            return;
+        };
+        *slot = new;
+        if !self.tree.rescore_in_place(old, member, new) {
+            if let Some(mut it) = self.tree.remove_key(old, member) {
+                it.score = new;
+                self.tree.insert(it);
+            }
+        }
+    }
+
+    /// Removes a member; returns its score.
+    pub fn remove(&mut self, member: &[u8]) -> Option<f64> {
+        let score = self.map.remove(member)?;
+        self.member_bytes -= member.len();
+        self.tree.remove_key(score, member);
+        Some(score)
+    }
+
+    /// 0-based ascending rank and score of a member.
+    pub fn rank(&self, member: &[u8]) -> Option<(usize, f64)> {
+        let score = self.score(member)?;
+        self.tree.rank(score, member).map(|r| (r, score))
+    }
+
+    pub fn get(&self, rank: usize) -> Option<&Item> {
+        self.tree.get(rank)
+    }
+
+    pub fn first(&self) -> Option<&Item> {
+        self.tree.first()
+    }
+
+    pub fn last(&self) -> Option<&Item> {
+        self.tree.last()
+    }
+
+    /// All items in ascending order.
+    pub fn iter(&self) -> impl Iterator<Item = &Item> + '_ {
+        self.tree.iter_from(0)
+    }
+
+    /// Items in ascending order from `rank`.
+    pub fn iter_from(&self, rank: usize) -> impl Iterator<Item = &Item> + '_ {
+        self.tree.iter_from(rank)
+    }
+
+    /// Items in descending order from `rank` down.
+    pub fn iter_rev_from(&self, rank: usize) -> impl Iterator<Item = &Item> + '_ {
+        self.tree.iter_rev_from(rank)
+    }
+
+    /// Ranks `[start, end)` of the items inside a score range.
+    pub fn score_span(&self, r: &ScoreRange) -> (usize, usize) {
+        let start = self.tree.count_while(|s, _| !r.gte_min(s));
+        let end = self.tree.count_while(|s, _| r.lte_max(s));
+        (start, end.max(start))
+    }
+
+    /// Rank of the first item in a lex range (`zzlFirstInLexRange`/`zslFirstInLexRange`).
+    pub fn lex_first(&self, r: &LexRange) -> Option<usize> {
+        if !self.lex_overlaps(r) {
+            return None;
+        }
+        let idx = if self.skiplist {
+            self.tree.count_while(|_, m| !r.gte_min(m))
+        } else {
+            self.iter().position(|it| r.gte_min(&it.member))?
+        };
+        self.get(idx).filter(|it| r.lte_max(&it.member)).map(|_| idx)
+    }
+
+    /// Rank of the last item in a lex range (`zzlLastInLexRange`/`zslLastInLexRange`).
+    pub fn lex_last(&self, r: &LexRange) -> Option<usize> {
+        if !self.lex_overlaps(r) {
+            return None;
+        }
+        let idx = if self.skiplist {
+            self.tree.count_while(|_, m| r.lte_max(m)).checked_sub(1)?
+        } else {
+            let n = self.len();
+            n - 1 - self.iter_rev_from(n - 1).position(|it| r.lte_max(&it.member))?
+        };
+        self.get(idx).filter(|it| r.gte_min(&it.member)).map(|_| idx)
+    }
+
+    /// `zslIsInLexRange`: the interval is non-empty, the last member is at or above min and
+    /// the first at or below max.
+    fn lex_overlaps(&self, r: &LexRange) -> bool {
+        if !r.non_empty() {
+            return false;
+        }
+        match (self.first(), self.last()) {
+            (Some(a), Some(z)) => r.gte_min(&z.member) && r.lte_max(&a.member),
+            _ => false,
+        }
+    }
+
+    /// Removes `n` items from `rank` on, handing each to `f` in ascending order.
+    pub fn remove_range(&mut self, rank: usize, n: usize, mut f: impl FnMut(Item)) {
+        let map = &mut self.map;
+        let bytes = &mut self.member_bytes;
+        self.tree.remove_range(rank, n, |it| {
+            map.remove(&it.member);
+            *bytes -= it.member.len();
+            f(it);
+        });
+    }
+
+    /// One `ZSCAN` step over a skiplist-encoded set. The cursor is the position in score
+    /// order, encoded as 1 + an order-preserving image of the next score (0 = start/end), so
+    /// elements that keep their score are returned exactly once however the set changes
+    /// between calls. A step never splits a run of equal scores.
+    pub fn scan(&self, cursor: u64, count: usize) -> (Vec<&Item>, u64) {
+        let start = match cursor {
+            0 => 0,
+            c => match score_from_cursor(c - 1) {
+                Some(min) => self.tree.count_while(|s, _| s < min),
+                // Not a cursor we produced: nothing is at or past it.
+                None => return (Vec::new(), 0),
+            },
+        };
+        let mut out: Vec<&Item> = Vec::new();
+        let mut it = self.iter_from(start).peekable();
+        while let Some(item) = it.next() {
+            out.push(item);
+            if out.len() >= count.max(1) {
+                match it.peek() {
+                    Some(next) if next.score == item.score => continue,
+                    Some(next) => return (out, score_to_cursor(next.score) + 1),
+                    None => break,
+                }
+            }
+        }
+        (out, 0)
+    }
+}
+
+/// Order-preserving map of a (non-NaN) double to u64; `-0` and `0` map alike.
+fn score_to_cursor(s: f64) -> u64 {
+    let s = if s == 0.0 { 0.0 } else { s };
+    let b = s.to_bits();
+    if b >> 63 == 1 {
+        !b
+    } else {
+        b | (1 << 63)
+    }
+}
+
+fn score_from_cursor(c: u64) -> Option<f64> {
+    let b = if c >> 63 == 1 { c & !(1 << 63) } else { !c };
+    Some(f64::from_bits(b)).filter(|s| !s.is_nan())
+}
+
+#[cfg(test)]
+mod tests;
