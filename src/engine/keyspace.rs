@@ -24,6 +24,9 @@ pub struct Keyspace {
     gate: RwLock<()>,
     dbs: Box<[Box<[Mutex<Shard>]>]>,
     pub stats: KeyspaceStats,
+    /// Number of clients blocked on keys (kept by the blocking registry); while zero,
+    /// `Access::signal_ready` costs one atomic load.
+    pub blocked_clients: std::sync::atomic::AtomicUsize,
 }
 
 pub fn shard_of(key: &[u8]) -> usize {
@@ -45,6 +48,7 @@ impl Keyspace {
             gate: RwLock::new(()),
             dbs,
             stats: KeyspaceStats::default(),
+            blocked_clients: std::sync::atomic::AtomicUsize::new(0),
         }
     }
 
@@ -72,6 +76,7 @@ impl Keyspace {
             ks: self,
             _gate: gate,
             locked,
+            ready: Vec::new(),
             db,
             now,
             exclusive: false,
@@ -85,6 +90,7 @@ impl Keyspace {
             ks: self,
             _gate: gate,
             locked: Vec::new(),
+            ready: Vec::new(),
             db,
             now,
             exclusive: true,
@@ -148,6 +154,8 @@ pub struct Access<'a> {
     ks: &'a Keyspace,
     _gate: Gate<'a>,
     locked: Vec<(usize, MutexGuard<'a, Shard>)>,
+    /// Keys that received elements a blocked client may be waiting for (db, key).
+    ready: Vec<(usize, Bytes)>,
     pub db: usize,
     pub now: u64,
     exclusive: bool,
@@ -156,6 +164,29 @@ pub struct Access<'a> {
 impl<'a> Access<'a> {
     pub fn is_exclusive(&self) -> bool {
         self.exclusive
+    }
+
+    /// Marks `key` (current db) as having new elements that blocked clients may take
+    /// (Redis `signalKeyAsReady`): call after pushing to a list, adding to a zset, XADD…
+    /// Waiters are served once this command's locks are released.
+    #[inline]
+    pub fn signal_ready(&mut self, key: &[u8]) {
+        let db = self.db;
+        self.signal_ready_in(db, key);
+    }
+
+    pub fn signal_ready_in(&mut self, db: usize, key: &[u8]) {
+        if self.ks.blocked_clients.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        if !self.ready.iter().any(|(d, k)| *d == db && k == key) {
+            self.ready.push((db, Bytes::copy_from_slice(key)));
+        }
+    }
+
+    /// The keys signalled ready so far (drained).
+    pub fn take_ready(&mut self) -> Vec<(usize, Bytes)> {
+        std::mem::take(&mut self.ready)
     }
 
     pub fn keyspace(&self) -> &'a Keyspace {

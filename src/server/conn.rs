@@ -2,10 +2,10 @@
 //! batched write per read (DESIGN.md §2).
 
 use super::pause::PauseMode;
-use super::session::Session;
+use super::session::{Blocked, Session};
 use super::state::Shared;
 use crate::cmd;
-use crate::protocol::{write_reply, Limits, Parsed, Parser};
+use crate::protocol::{write_reply, Limits, Parsed, Parser, Reply};
 use bytes::{Bytes, BytesMut};
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
@@ -72,6 +72,70 @@ async fn wait_for_pause(srv: &Shared, args: &[Bytes]) {
         let now = crate::clock::Clock::system().now_ms();
         let wait = Duration::from_millis(until.saturating_sub(now).max(1));
         let _ = tokio::time::timeout(wait, srv.pause.unpaused.notified()).await;
+    }
+}
+
+/// Waits for a blocked command's reply: served by a writer, or the timeout reply. Input that
+/// arrives meanwhile is buffered (pipelined commands run after the reply, as in Redis).
+/// `None` means the client went away (or was killed) while blocked.
+async fn wait_blocked(
+    srv: &Arc<Shared>,
+    stream: &mut TcpStream,
+    inbuf: &mut BytesMut,
+    b: &mut Blocked,
+) -> std::io::Result<Option<Reply>> {
+    let handle = b.waiter.handle.clone();
+    let gone = |b: &Blocked| {
+        if b.waiter.abandon() {
+            cmd::blocking::unregister(srv, b);
+        }
+    };
+    loop {
+        let deadline = b.deadline;
+        let timer = async move {
+            match deadline {
+                Some(d) => tokio::time::sleep_until(d).await,
+                None => std::future::pending::<()>().await,
+            }
+        };
+        tokio::select! {
+            r = &mut b.rx => {
+                return Ok(Some(r.unwrap_or_else(|_| b.timeout_reply.clone())));
+            }
+            _ = timer => {
+                loop {
+                    if b.waiter.abandon() {
+                        cmd::blocking::unregister(srv, b);
+                        return Ok(Some(b.timeout_reply.clone()));
+                    }
+                    // A writer is serving us right now: its reply (or a release) is imminent.
+                    match b.rx.try_recv() {
+                        Ok(r) => return Ok(Some(r)),
+                        Err(tokio::sync::oneshot::error::TryRecvError::Closed) => {
+                            return Ok(Some(b.timeout_reply.clone()))
+                        }
+                        Err(tokio::sync::oneshot::error::TryRecvError::Empty) => {
+                            tokio::time::sleep(Duration::from_millis(1)).await
+                        }
+                    }
+                }
+            }
+            r = stream.read_buf(inbuf) => {
+                match r {
+                    Ok(0) | Err(_) => {
+                        gone(b);
+                        return Ok(None);
+                    }
+                    Ok(n) => {
+                        srv.stats.net_input_bytes.fetch_add(n as u64, Ordering::Relaxed);
+                    }
+                }
+            }
+            _ = handle.kill.notified() => {
+                gone(b);
+                return Ok(None);
+            }
+        }
     }
 }
 
@@ -144,6 +208,14 @@ async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> s
                     }
                     let reply = cmd::dispatch(srv, sess, args);
                     write_reply(&mut out, &reply, sess.resp3);
+                    if let Some(mut blocked) = sess.blocked.take() {
+                        // Replies so far go out now; this client waits, others don't.
+                        flush(stream, &mut out, srv).await?;
+                        match wait_blocked(srv, stream, &mut inbuf, &mut blocked).await? {
+                            Some(reply) => write_reply(&mut out, &reply, sess.resp3),
+                            None => return Ok(()),
+                        }
+                    }
                     if sess.close_after_reply {
                         flush(stream, &mut out, srv).await?;
                         return Ok(());
