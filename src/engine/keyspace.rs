@@ -5,6 +5,7 @@ use super::value::{Entry, Value};
 use crate::types::placement::{mix64, tag_hash};
 use bytes::Bytes;
 use parking_lot::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use smallvec::SmallVec;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Shards per database (a power of two).
@@ -60,12 +61,12 @@ impl Keyspace {
     /// ascending order (deadlock-free), nothing else is.
     pub fn shared<'a>(&'a self, db: usize, keys: &[&[u8]], now: u64) -> Access<'a> {
         let gate = Gate::Shared(self.gate.read());
-        let locked = if let [key] = keys {
+        let locked: SmallVec<[_; 2]> = if let [key] = keys {
             // The common single-key command: no index vector.
             let s = shard_of(key);
-            vec![(db * SHARDS + s, self.dbs[db][s].lock())]
+            smallvec::smallvec![(db * SHARDS + s, self.dbs[db][s].lock())]
         } else {
-            let mut idx: Vec<usize> = keys.iter().map(|k| shard_of(k)).collect();
+            let mut idx: SmallVec<[usize; 8]> = keys.iter().map(|k| shard_of(k)).collect();
             idx.sort_unstable();
             idx.dedup();
             idx.into_iter()
@@ -89,7 +90,7 @@ impl Keyspace {
         Access {
             ks: self,
             _gate: gate,
-            locked: Vec::new(),
+            locked: SmallVec::new(),
             ready: Vec::new(),
             db,
             now,
@@ -153,7 +154,8 @@ enum Gate<'a> {
 pub struct Access<'a> {
     ks: &'a Keyspace,
     _gate: Gate<'a>,
-    locked: Vec<(usize, MutexGuard<'a, Shard>)>,
+    /// Held shard guards, inline for the common one- or two-shard command.
+    locked: SmallVec<[(usize, MutexGuard<'a, Shard>); 2]>,
     /// Keys that received elements a blocked client may be waiting for (db, key).
     ready: Vec<(usize, Bytes)>,
     pub db: usize,
@@ -230,6 +232,16 @@ impl<'a> Access<'a> {
     }
 
     fn shard_in(&mut self, db: usize, key: &[u8]) -> &mut Shard {
+        if !self.exclusive && self.locked.len() == 1 && self.locked[0].0 / SHARDS == db {
+            // Shared mode holding one shard: every key this command may touch lives there
+            // (the locking rule), so skip re-hashing the key on each access.
+            debug_assert_eq!(
+                self.locked[0].0 % SHARDS,
+                shard_of(key),
+                "key outside its lock"
+            );
+            return &mut self.locked[0].1;
+        }
         self.shard_at(db, shard_of(key))
     }
 
