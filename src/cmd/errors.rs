@@ -121,3 +121,32 @@ pub const TIMEOUT_OUT_OF_RANGE: &str = "ERR timeout is out of range";
 pub const DEBUG_NOT_ALLOWED: &str = "ERR DEBUG command not allowed. If the enable-debug-command \
     option is set to \"local\", you can run it from a local connection, otherwise you need to set \
     this option in the configuration file, and then restart the server.";
+
+// Sorted sets (t_zset.c).
+pub const ZADD_XX_NX: &str = "ERR XX and NX options at the same time are not compatible";
+pub const ZADD_GT_LT_NX: &str = "ERR GT, LT, and/or NX options at the same time are not compatible";
+pub const ZADD_INCR_PAIR: &str = "ERR INCR option supports a single increment-element pair";
+pub const ZSET_NAN: &str = "ERR resulting score is not a number (NaN)";
+pub const ZSET_MINMAX_NOT_FLOAT: &str = "ERR min or max is not a float";
+pub const ZSET_LEX_RANGE: &str = "ERR min or max not valid string range item";
+pub const ZRANGE_LIMIT: &str =
+    "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX";
+pub const ZRANGE_BYLEX_WITHSCORES: &str =
+    "ERR syntax error, WITHSCORES not supported in combination with BYLEX";
+pub const WEIGHT_NOT_FLOAT: &str = "ERR weight value is not a float";
+pub const LIMIT_NEGATIVE: &str = "ERR LIMIT can't be negative";
+pub const NUMKEYS_POSITIVE: &str = "ERR numkeys should be greater than 0";
+pub const COUNT_POSITIVE: &str = "ERR count should be greater than 0";
+pub const MUST_BE_POSITIVE: &str = "ERR value is out of range, must be positive";
+pub const OUT_OF_RANGE: &str = "ERR value is out of range";
+pub const LONG_RANGE: &str =
+    "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807";
+pub const TIMEOUT_NOT_FLOAT: &str = "ERR timeout is not a float or out of range";
+pub const TIMEOUT_NEGATIVE: &str = "ERR timeout is negative";
+
+/// `at least 1 input key is needed for '<cmd>' command` (ZUNION/ZINTER/ZDIFF families).
+pub fn need_input_key(cmd: &str) -> Reply {
+    Reply::error(format!(
+        "ERR at least 1 input key is needed for '{cmd}' command"
+    ))
+}

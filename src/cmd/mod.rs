@@ -13,6 +13,7 @@ pub mod keys;
 pub mod server;
 pub mod strings;
 pub mod transactions;
+pub mod zsets;
 
 use crate::engine::Access;
 use crate::protocol::Reply;
@@ -40,7 +41,7 @@ impl Cx<'_, '_> {
 }
 
 /// Every family's top-level commands, in one place.
-fn families() -> [&'static [CommandSpec]; 7] {
+fn families() -> [&'static [CommandSpec]; 8] {
     [
         strings::COMMANDS,
         keys::COMMANDS,
@@ -49,6 +50,7 @@ fn families() -> [&'static [CommandSpec]; 7] {
         command::COMMANDS,
         transactions::COMMANDS,
         client::COMMANDS,
+        zsets::COMMANDS,
     ]
 }
 

@@ -297,7 +297,9 @@ impl ZSet {
         } else {
             self.iter().position(|it| r.gte_min(&it.member))?
         };
-        self.get(idx).filter(|it| r.lte_max(&it.member)).map(|_| idx)
+        self.get(idx)
+            .filter(|it| r.lte_max(&it.member))
+            .map(|_| idx)
     }
 
     /// Rank of the last item in a lex range (`zzlLastInLexRange`/`zslLastInLexRange`).
@@ -309,9 +311,14 @@ impl ZSet {
             self.tree.count_while(|_, m| r.lte_max(m)).checked_sub(1)?
         } else {
             let n = self.len();
-            n - 1 - self.iter_rev_from(n - 1).position(|it| r.lte_max(&it.member))?
+            n - 1
+                - self
+                    .iter_rev_from(n - 1)
+                    .position(|it| r.lte_max(&it.member))?
         };
-        self.get(idx).filter(|it| r.gte_min(&it.member)).map(|_| idx)
+        self.get(idx)
+            .filter(|it| r.gte_min(&it.member))
+            .map(|_| idx)
     }
 
     /// `zslIsInLexRange`: the interval is non-empty, the last member is at or above min and

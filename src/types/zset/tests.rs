@@ -100,7 +100,12 @@ fn run(seed: u64, steps: usize, space: u32) {
                     .take(12)
                     .map(|i| i.member.to_vec())
                     .collect();
-                let want: Vec<_> = m.0[..=r].iter().rev().take(12).map(|x| x.1.clone()).collect();
+                let want: Vec<_> = m.0[..=r]
+                    .iter()
+                    .rev()
+                    .take(12)
+                    .map(|x| x.1.clone())
+                    .collect();
                 assert_eq!(back, want);
                 assert_eq!(z.get(r).map(|i| i.member.to_vec()), Some(m.0[r].1.clone()));
             }
@@ -176,14 +181,23 @@ fn lex_ranges() {
         if skip {
             z.convert_to_skiplist();
         }
-        assert_eq!(both(&z, &r(LexBound::NegInf, LexBound::PosInf)), (Some(0), Some(4)));
+        assert_eq!(
+            both(&z, &r(LexBound::NegInf, LexBound::PosInf)),
+            (Some(0), Some(4))
+        );
         assert_eq!(both(&z, &r(incl("b"), excl("d"))), (Some(1), Some(2)));
         assert_eq!(both(&z, &r(excl("b"), incl("d"))), (Some(2), Some(3)));
         assert_eq!(both(&z, &r(incl("x"), LexBound::PosInf)), (None, None));
         assert_eq!(both(&z, &r(incl("c"), excl("c"))), (None, None));
         assert_eq!(both(&z, &r(incl("c"), incl("c"))), (Some(2), Some(2)));
-        assert_eq!(both(&z, &r(LexBound::PosInf, LexBound::NegInf)), (None, None));
-        assert_eq!(both(&z, &r(LexBound::NegInf, LexBound::NegInf)), (None, None));
+        assert_eq!(
+            both(&z, &r(LexBound::PosInf, LexBound::NegInf)),
+            (None, None)
+        );
+        assert_eq!(
+            both(&z, &r(LexBound::NegInf, LexBound::NegInf)),
+            (None, None)
+        );
         assert_eq!(both(&z, &r(incl("bb"), incl("bc"))), (None, None));
     }
 }

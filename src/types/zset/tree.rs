@@ -215,9 +215,9 @@ impl Tree {
                 return Some((sep, new_id));
             }
             Node::Inner(n) => {
-                let i = n
-                    .seps
-                    .partition_point(|s| cmp_item(s, item.score, &item.member) != Ordering::Greater);
+                let i = n.seps.partition_point(|s| {
+                    cmp_item(s, item.score, &item.member) != Ordering::Greater
+                });
                 n.counts[i] += 1;
                 (i, n.children[i])
             }
@@ -250,7 +250,9 @@ impl Tree {
     /// Removes the item with this key; returns it if it was there.
     pub fn remove_key(&mut self, score: f64, member: &[u8]) -> Option<Item> {
         let mut out = None;
-        let n = self.rem(self.root, Target::Key(score, member), &mut |it| out = Some(it));
+        let n = self.rem(self.root, Target::Key(score, member), &mut |it| {
+            out = Some(it)
+        });
         self.len -= n;
         self.collapse_root();
         out
@@ -427,7 +429,9 @@ impl Tree {
         let mut acc = 0;
         loop {
             match &self.nodes[id as usize] {
-                Node::Leaf(l) => return acc + l.items.partition_point(|x| pred(x.score, &x.member)),
+                Node::Leaf(l) => {
+                    return acc + l.items.partition_point(|x| pred(x.score, &x.member))
+                }
                 Node::Inner(n) => {
                     let i = n.seps.partition_point(|x| pred(x.score, &x.member));
                     acc += n.counts[..i].iter().sum::<usize>();
@@ -588,7 +592,10 @@ impl Tree {
         };
         match &self.nodes[id as usize] {
             Node::Leaf(l) => {
-                assert!(l.items.iter().all(in_bounds), "leaf item outside its bounds");
+                assert!(
+                    l.items.iter().all(in_bounds),
+                    "leaf item outside its bounds"
+                );
                 if id != self.root {
                     assert!(!l.items.is_empty(), "empty non-root leaf");
                 }
@@ -601,7 +608,11 @@ impl Tree {
                 let mut total = 0;
                 for (i, &c) in n.children.iter().enumerate() {
                     let clo = if i == 0 { lo } else { Some(&n.seps[i - 1]) };
-                    let chi = if i == n.seps.len() { hi } else { Some(&n.seps[i]) };
+                    let chi = if i == n.seps.len() {
+                        hi
+                    } else {
+                        Some(&n.seps[i])
+                    };
                     let got = self.check_node(c, clo, chi);
                     assert_eq!(got, n.counts[i], "stale child count");
                     total += got;

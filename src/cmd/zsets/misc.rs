@@ -1,0 +1,224 @@
+//! ZRANDMEMBER and ZSCAN.
+
+use super::{opt, read, Rows};
+use crate::cmd::{args, errors, Cx};
+use crate::protocol::parse::parse_i64;
+use crate::protocol::write::format_double;
+use crate::protocol::Reply;
+use crate::types::glob::glob_match;
+use crate::types::zset::ZSet;
+use bytes::Bytes;
+use rand::seq::SliceRandom;
+use rand::Rng;
+use std::collections::HashSet;
+
+/// Largest reply ZRANDMEMBER builds: Redis streams any count to the client, we build the
+/// reply in memory first, so absurd counts are refused instead of exhausting memory.
+const RANDMEMBER_MAX: u64 = 1 << 24;
+
+/// ZRANDMEMBER key [count [WITHSCORES]].
+pub fn zrandmember(cx: &mut Cx) -> Reply {
+    let args = cx.args;
+    if args.len() >= 3 {
+        let l = match parse_i64(&args[2]) {
+            None => return errors::not_int(),
+            Some(i64::MIN) => return errors::err(errors::LONG_RANGE),
+            Some(l) => l,
+        };
+        if args.len() > 4 || (args.len() == 4 && !opt(&args[3], "withscores")) {
+            return errors::syntax();
+        }
+        let withscores = args.len() == 4;
+        if withscores && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&l) {
+            return errors::err(errors::OUT_OF_RANGE);
+        }
+        return with_count(cx, l, withscores);
+    }
+    match read(cx, &args[1]) {
+        Ok(Some(z)) => {
+            let r = rand::thread_rng().gen_range(0..z.len());
+            z.get(r)
+                .map_or(Reply::Nil, |it| Reply::Bulk(it.member.clone()))
+        }
+        Ok(None) => Reply::Nil,
+        Err(e) => e,
+    }
+}
+
+/// `zrandmemberWithCountCommand`.
+fn with_count(cx: &mut Cx, l: i64, withscores: bool) -> Reply {
+    let resp3 = cx.sess.resp3;
+    let args = cx.args;
+    let z = match read(cx, &args[1]) {
+        Ok(Some(z)) => z,
+        Ok(None) => return Reply::Array(Vec::new()),
+        Err(e) => return e,
+    };
+    let count = l.unsigned_abs();
+    let unique = l >= 0;
+    if count == 0 {
+        return Reply::Array(Vec::new());
+    }
+    let size = z.len();
+    let mut rng = rand::thread_rng();
+    // Negative count: independent picks, repeats allowed.
+    if !unique || count == 1 {
+        if count > RANDMEMBER_MAX {
+            return errors::err(errors::OUT_OF_RANGE);
+        }
+        let mut rows = Rows::new(resp3, withscores, count as usize);
+        for _ in 0..count {
+            if let Some(it) = z.get(rng.gen_range(0..size)) {
+                rows.push(&it.member, it.score);
+            }
+        }
+        return rows.reply();
+    }
+    let mut rows = Rows::new(resp3, withscores, size.min(count as usize));
+    // Asking for at least the whole set returns it, walked from the highest score as
+    // Redis's iterator does.
+    if count >= size as u64 {
+        for it in z.iter_rev_from(size - 1) {
+            rows.push(&it.member, it.score);
+        }
+        return rows.reply();
+    }
+    let picked = sample(z, count as usize, &mut rng);
+    for r in picked {
+        if let Some(it) = z.get(r) {
+            rows.push(&it.member, it.score);
+        }
+    }
+    rows.reply()
+}
+
+/// `count` distinct ranks (Floyd's algorithm). A listpack answers them in set order (Redis's
+/// `lpRandomPairsUnique`), a skiplist in random order.
+fn sample(z: &ZSet, count: usize, rng: &mut impl Rng) -> Vec<usize> {
+    let size = z.len();
+    let mut chosen: HashSet<usize> = HashSet::with_capacity(count);
+    let mut out = Vec::with_capacity(count);
+    for j in size - count..size {
+        let t = rng.gen_range(0..=j);
+        let pick = if chosen.insert(t) { t } else { j };
+        if pick == j {
+            chosen.insert(j);
+        }
+        out.push(pick);
+    }
+    if z.is_skiplist() {
+        out.shuffle(rng);
+    } else {
+        out.sort_unstable();
+    }
+    out
+}
+
+/// A score as Redis's `d2string` writes it (ZSCAN; listpack entries): integers without a
+/// fraction while they fit a `long long` comfortably, else the shortest round-trip form.
+fn score_text(d: f64) -> Bytes {
+    const LIM: f64 = (i64::MAX / 2) as f64;
+    if d == 0.0 {
+        return Bytes::from_static(if d.is_sign_negative() { b"-0" } else { b"0" });
+    }
+    if d.is_finite() && d.trunc() == d && (-LIM..=LIM).contains(&d) {
+        return Bytes::copy_from_slice(itoa::Buffer::new().format(d as i64).as_bytes());
+    }
+    Bytes::from(format_double(d))
+}
+
+/// ZSCAN key cursor [MATCH pattern] [COUNT count].
+pub fn zscan(cx: &mut Cx) -> Reply {
+    let argv = cx.args;
+    let cursor = match args::scan_cursor(&argv[2]) {
+        Ok(c) => c,
+        Err(e) => return e,
+    };
+    // Options are checked after the key, as Redis does (a missing key scans empty).
+    let opts = scan_options(&argv[3..]);
+    let z = match read(cx, &argv[1]) {
+        Ok(Some(z)) => z,
+        Ok(None) => return Reply::Array(vec![Reply::bulk_static("0"), Reply::Array(Vec::new())]),
+        Err(e) => return e,
+    };
+    let (pattern, count) = match opts {
+        Ok(o) => o,
+        Err(e) => return e,
+    };
+    let (items, next): (Vec<_>, u64) = if z.is_skiplist() {
+        z.scan(cursor, count)
+    } else {
+        // A listpack is returned whole in one call.
+        (z.iter().collect(), 0)
+    };
+    let mut out = Vec::with_capacity(items.len() * 2);
+    for it in items {
+        if pattern.is_some_and(|p| !glob_match(p, &it.member, false)) {
+            continue;
+        }
+        out.push(Reply::Bulk(it.member.clone()));
+        out.push(Reply::Bulk(score_text(it.score)));
+    }
+    Reply::Array(vec![
+        Reply::Bulk(Bytes::copy_from_slice(
+            itoa::Buffer::new().format(next).as_bytes(),
+        )),
+        Reply::Array(out),
+    ])
+}
+
+/// MATCH (None when it matches everything) and COUNT of a ZSCAN.
+fn scan_options(rest: &[Bytes]) -> Result<(Option<&[u8]>, usize), Reply> {
+    let mut pattern = None;
+    let mut count = 10usize;
+    let mut i = 0;
+    while i < rest.len() {
+        let left = rest.len() - i;
+        if opt(&rest[i], "count") && left >= 2 {
+            let n = parse_i64(&rest[i + 1]).ok_or_else(errors::not_int)?;
+            if n < 1 {
+                return Err(errors::syntax());
+            }
+            count = usize::try_from(n).unwrap_or(usize::MAX);
+            i += 2;
+        } else if opt(&rest[i], "match") && left >= 2 {
+            let p = &rest[i + 1][..];
+            pattern = (p != b"*").then_some(p);
+            i += 2;
+        } else {
+            return Err(errors::syntax());
+        }
+    }
+    Ok((pattern, count))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn score_text_is_d2string() {
+        assert_eq!(&score_text(1.0)[..], b"1");
+        assert_eq!(&score_text(-0.0)[..], b"-0");
+        assert_eq!(&score_text(1.5)[..], b"1.5");
+        assert_eq!(&score_text(1e17)[..], b"100000000000000000");
+        assert_eq!(&score_text(f64::INFINITY)[..], b"inf");
+        assert_eq!(&score_text(-3.0)[..], b"-3");
+    }
+
+    #[test]
+    fn sample_is_distinct() {
+        let mut z = ZSet::new(false);
+        for i in 0..50u32 {
+            z.insert(Bytes::from(format!("m{i}")), f64::from(i));
+        }
+        let mut rng = rand::thread_rng();
+        for count in [1, 10, 49] {
+            let s = sample(&z, count, &mut rng);
+            let set: HashSet<_> = s.iter().collect();
+            assert_eq!(set.len(), count);
+            assert!(s.iter().all(|&r| r < 50));
+            assert!(s.windows(2).all(|w| w[0] < w[1]), "listpack order");
+        }
+    }
+}
