@@ -10,7 +10,7 @@
 
 mod tree;
 
-pub use tree::{cmp_key, Item};
+pub use tree::{cmp_key, Item, Pos};
 
 use bytes::Bytes;
 use std::collections::HashMap;
@@ -231,12 +231,7 @@ impl ZSet {
             return;
         };
         *slot = new;
-        if !self.tree.rescore_in_place(old, member, new) {
-            if let Some(mut it) = self.tree.remove_key(old, member) {
-                it.score = new;
-                self.tree.insert(it);
-            }
-        }
+        self.tree.rescore(old, member, new);
     }
 
     /// Removes a member; returns its score.
@@ -282,9 +277,34 @@ impl ZSet {
 
     /// Ranks `[start, end)` of the items inside a score range.
     pub fn score_span(&self, r: &ScoreRange) -> (usize, usize) {
-        let start = self.tree.count_while(|s, _| !r.gte_min(s));
-        let end = self.tree.count_while(|s, _| r.lte_max(s));
+        let start = self.score_first(r).rank;
+        let end = self.score_end(r).rank;
         (start, end.max(start))
+    }
+
+    /// Position of the first item at or above the range's min.
+    pub fn score_first(&self, r: &ScoreRange) -> Pos {
+        self.tree.lower_bound(|s, _| !r.gte_min(s))
+    }
+
+    /// Position after the last item at or below the range's max.
+    pub fn score_end(&self, r: &ScoreRange) -> Pos {
+        self.tree.lower_bound(|s, _| r.lte_max(s))
+    }
+
+    /// The position of rank `rank` (the end when past it).
+    pub fn pos_at(&self, rank: usize) -> Pos {
+        self.tree.pos_at(rank)
+    }
+
+    /// Items from a position upwards.
+    pub fn iter_at(&self, pos: Pos) -> impl Iterator<Item = &Item> + '_ {
+        self.tree.iter_at(pos)
+    }
+
+    /// Items before a position, downwards.
+    pub fn iter_rev_before(&self, pos: Pos) -> impl Iterator<Item = &Item> + '_ {
+        self.tree.iter_rev_before(pos)
     }
 
     /// Rank of the first item in a lex range (`zzlFirstInLexRange`/`zslFirstInLexRange`).
@@ -350,15 +370,15 @@ impl ZSet {
     /// between calls. A step never splits a run of equal scores.
     pub fn scan(&self, cursor: u64, count: usize) -> (Vec<&Item>, u64) {
         let start = match cursor {
-            0 => 0,
+            0 => self.tree.pos_at(0),
             c => match score_from_cursor(c - 1) {
-                Some(min) => self.tree.count_while(|s, _| s < min),
+                Some(min) => self.tree.lower_bound(|s, _| s < min),
                 // Not a cursor we produced: nothing is at or past it.
                 None => return (Vec::new(), 0),
             },
         };
         let mut out: Vec<&Item> = Vec::new();
-        let mut it = self.iter_from(start).peekable();
+        let mut it = self.tree.iter_at(start).peekable();
         while let Some(item) = it.next() {
             out.push(item);
             if out.len() >= count.max(1) {

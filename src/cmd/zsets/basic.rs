@@ -38,18 +38,26 @@ fn zadd_generic(cx: &mut Cx, mut flags: u8) -> Reply {
     let mut ch = false;
     let mut i = 2;
     while i < args.len() {
+        // Redis compares C strings ("nx\0..." is NX). Option names have at most 4 bytes, so
+        // a score fails after looking at 5.
         let a = &args[i][..];
-        if opt(a, "nx") {
+        let end = a.iter().take(5).position(|&b| b == 0).unwrap_or(a.len());
+        if end > 4 {
+            break;
+        }
+        let a = &a[..end];
+        let is = |o: &str| a.eq_ignore_ascii_case(o.as_bytes());
+        if is("nx") {
             flags |= NX;
-        } else if opt(a, "xx") {
+        } else if is("xx") {
             flags |= XX;
-        } else if opt(a, "ch") {
+        } else if is("ch") {
             ch = true;
-        } else if opt(a, "incr") {
+        } else if is("incr") {
             flags |= INCR;
-        } else if opt(a, "gt") {
+        } else if is("gt") {
             flags |= GT;
-        } else if opt(a, "lt") {
+        } else if is("lt") {
             flags |= LT;
         } else {
             break;

@@ -192,18 +192,29 @@ fn by_score(z: &ZSet, r: &ScoreRange, offset: i64, limit: i64, reverse: bool, si
     if off >= z.len() {
         return;
     }
-    let (start, end) = z.score_span(r);
-    let avail = (end - start).saturating_sub(off);
-    let n = avail.min(take_limit(limit));
-    if n == 0 {
-        return;
-    }
+    let n = take_limit(limit);
+    // One descent to the range's edge; Redis then walks OFFSET items, we seek to them.
     if reverse {
-        for it in z.iter_rev_from(end - 1 - off).take(n) {
+        let end = z.score_end(r);
+        let Some(from) = end.rank.checked_sub(off) else {
+            return;
+        };
+        let from = if off > 0 { z.pos_at(from) } else { end };
+        for it in z
+            .iter_rev_before(from)
+            .take_while(|it| r.gte_min(it.score))
+            .take(n)
+        {
             sink.push(&it.member, it.score);
         }
     } else {
-        for it in z.iter_from(start + off).take(n) {
+        let start = z.score_first(r);
+        let from = if off > 0 {
+            z.pos_at(start.rank + off)
+        } else {
+            start
+        };
+        for it in z.iter_at(from).take_while(|it| r.lte_max(it.score)).take(n) {
             sink.push(&it.member, it.score);
         }
     }

@@ -89,6 +89,27 @@ fn run(seed: u64, steps: usize, space: u32) {
                     .collect();
                 let (s, e) = z.score_span(&r);
                 assert_eq!((s..e).collect::<Vec<_>>(), want, "range {r:?}");
+                // Walking from the range's edges gives the same items both ways.
+                let fwd: Vec<Vec<u8>> = z
+                    .iter_at(z.score_first(&r))
+                    .take_while(|it| r.lte_max(it.score))
+                    .map(|it| it.member.to_vec())
+                    .collect();
+                let mut back: Vec<Vec<u8>> = z
+                    .iter_rev_before(z.score_end(&r))
+                    .take_while(|it| r.gte_min(it.score))
+                    .map(|it| it.member.to_vec())
+                    .collect();
+                back.reverse();
+                let names: Vec<Vec<u8>> = want.iter().map(|&i| m.0[i].1.clone()).collect();
+                assert_eq!(fwd, names);
+                assert_eq!(back, names);
+                let p = z.pos_at(s);
+                assert_eq!(p.rank, s);
+                assert_eq!(
+                    z.iter_at(p).next().map(|i| i.member.to_vec()),
+                    m.0.get(s).map(|x| x.1.clone())
+                );
             }
             _ if !m.0.is_empty() => {
                 let r = rng.gen_range(0..m.0.len());

@@ -66,13 +66,23 @@ enum Node {
     Free,
 }
 
+/// A place between items: before item `idx` of `leaf` (`idx` may equal the leaf's length,
+/// meaning before the first item of the next leaf); `rank` items precede it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pos {
+    leaf: u32,
+    idx: usize,
+    pub rank: usize,
+}
+
 /// What a removal descends towards.
 #[derive(Clone, Copy)]
 enum Target<'a> {
     /// Up to `n` items from a rank on (within one leaf per descent).
     Rank(usize, usize),
-    /// The item with this key.
-    Key(f64, &'a [u8]),
+    /// The item with this key; with `Some(new)`, it is rescored in place instead when its
+    /// neighbours in the leaf allow (nothing is removed then).
+    Key(f64, &'a [u8], Option<f64>),
 }
 
 #[derive(Clone, Debug)]
@@ -250,7 +260,7 @@ impl Tree {
     /// Removes the item with this key; returns it if it was there.
     pub fn remove_key(&mut self, score: f64, member: &[u8]) -> Option<Item> {
         let mut out = None;
-        let n = self.rem(self.root, Target::Key(score, member), &mut |it| {
+        let n = self.rem(self.root, Target::Key(score, member, None), &mut |it| {
             out = Some(it)
         });
         self.len -= n;
@@ -296,13 +306,22 @@ impl Tree {
                         }
                         end - start
                     }
-                    Target::Key(s, m) => {
-                        let pos = leaf
-                            .items
-                            .partition_point(|x| cmp_item(x, s, m) == Ordering::Less);
-                        match leaf.items.get(pos) {
+                    Target::Key(s, m, new) => {
+                        let items = &mut leaf.items;
+                        let pos = items.partition_point(|x| cmp_item(x, s, m) == Ordering::Less);
+                        match items.get(pos) {
                             Some(x) if cmp_item(x, s, m) == Ordering::Equal => {
-                                f(leaf.items.remove(pos));
+                                if let Some(new) = new {
+                                    if pos > 0
+                                        && pos + 1 < items.len()
+                                        && cmp_item(&items[pos - 1], new, m) == Ordering::Less
+                                        && cmp_item(&items[pos + 1], new, m) == Ordering::Greater
+                                    {
+                                        items[pos].score = new;
+                                        return 0;
+                                    }
+                                }
+                                f(items.remove(pos));
                                 1
                             }
                             _ => 0,
@@ -319,7 +338,7 @@ impl Tree {
                     }
                     (i, n.children[i], Target::Rank(r, cnt))
                 }
-                Target::Key(s, m) => {
+                Target::Key(s, m, _) => {
                     let i = n
                         .seps
                         .partition_point(|x| cmp_item(x, s, m) != Ordering::Greater);
@@ -422,19 +441,25 @@ impl Tree {
         }
     }
 
-    /// Number of leading items for which `pred` holds. `pred` must be monotone over the key
-    /// order (true on a prefix of all possible keys), e.g. "key < x" or "score <= max".
-    pub fn count_while(&self, pred: impl Fn(f64, &[u8]) -> bool) -> usize {
+    /// The position after the leading items for which `pred` holds (their count is its
+    /// rank). `pred` must be monotone over the key order (true on a prefix of all possible
+    /// keys), e.g. "key < x" or "score <= max".
+    pub fn lower_bound(&self, pred: impl Fn(f64, &[u8]) -> bool) -> Pos {
         let mut id = self.root;
-        let mut acc = 0;
+        let mut rank = 0;
         loop {
             match &self.nodes[id as usize] {
                 Node::Leaf(l) => {
-                    return acc + l.items.partition_point(|x| pred(x.score, &x.member))
+                    let idx = l.items.partition_point(|x| pred(x.score, &x.member));
+                    return Pos {
+                        leaf: id,
+                        idx,
+                        rank: rank + idx,
+                    };
                 }
                 Node::Inner(n) => {
                     let i = n.seps.partition_point(|x| pred(x.score, &x.member));
-                    acc += n.counts[..i].iter().sum::<usize>();
+                    rank += n.counts[..i].iter().sum::<usize>();
                     id = n.children[i];
                 }
                 Node::Free => unreachable!("descended into a free node"),
@@ -442,12 +467,59 @@ impl Tree {
         }
     }
 
-    /// Rank (0-based) of an item with this key, if present.
+    /// Number of leading items for which `pred` holds (see [`Tree::lower_bound`]).
+    pub fn count_while(&self, pred: impl Fn(f64, &[u8]) -> bool) -> usize {
+        self.lower_bound(pred).rank
+    }
+
+    /// Rank (0-based) of an item with this key, if present: one descent.
     pub fn rank(&self, score: f64, member: &[u8]) -> Option<usize> {
-        let r = self.count_while(|s, m| cmp_key(s, m, score, member) == Ordering::Less);
-        let (leaf, idx) = self.seek(r)?;
-        let it = &self.leaf(leaf).items[idx];
-        (cmp_item(it, score, member) == Ordering::Equal).then_some(r)
+        let pos = self.lower_bound(|s, m| cmp_key(s, m, score, member) == Ordering::Less);
+        let it = self.item_at(pos)?;
+        (cmp_item(it, score, member) == Ordering::Equal).then_some(pos.rank)
+    }
+
+    /// The item at a position (`None` past the end).
+    pub fn item_at(&self, pos: Pos) -> Option<&Item> {
+        let l = self.leaf(pos.leaf);
+        match l.items.get(pos.idx) {
+            Some(it) => Some(it),
+            None if l.next != NIL => self.leaf(l.next).items.first(),
+            None => None,
+        }
+    }
+
+    /// The position of rank `rank` (the end position when `rank >= len`).
+    pub fn pos_at(&self, rank: usize) -> Pos {
+        match self.seek(rank) {
+            Some((leaf, idx)) => Pos { leaf, idx, rank },
+            None => {
+                let len = self.leaf(self.tail).items.len();
+                Pos {
+                    leaf: self.tail,
+                    idx: len,
+                    rank: self.len,
+                }
+            }
+        }
+    }
+
+    /// Items from a position upwards.
+    pub fn iter_at(&self, pos: Pos) -> Iter<'_> {
+        Iter {
+            tree: self,
+            leaf: pos.leaf,
+            idx: pos.idx,
+        }
+    }
+
+    /// Items before a position, downwards.
+    pub fn iter_rev_before(&self, pos: Pos) -> RevIter<'_> {
+        RevIter {
+            tree: self,
+            leaf: pos.leaf,
+            idx: pos.idx,
+        }
     }
 
     /// Leaf and index of the item at `rank`.
@@ -498,22 +570,21 @@ impl Tree {
         }
     }
 
-    /// Changes an item's score where it stands when its neighbours in the same leaf keep it
-    /// in order (Redis's `zslUpdateScore` shortcut); false if it has to move.
-    pub fn rescore_in_place(&mut self, score: f64, member: &[u8], new: f64) -> bool {
-        let Some((leaf, idx)) = self.find(score, member) else {
-            return false;
-        };
-        let items = &mut self.leaf_mut(leaf).items;
-        if idx == 0 || idx + 1 >= items.len() {
-            return false;
+    /// Changes an item's score: in place when its neighbours in the same leaf keep it in
+    /// order (Redis's `zslUpdateScore` shortcut), else by removing and reinserting it.
+    pub fn rescore(&mut self, score: f64, member: &[u8], new: f64) {
+        let mut moved = None;
+        let k = self.rem(
+            self.root,
+            Target::Key(score, member, Some(new)),
+            &mut |it| moved = Some(it),
+        );
+        self.len -= k;
+        self.collapse_root();
+        if let Some(mut it) = moved {
+            it.score = new;
+            self.insert(it);
         }
-        let fits = cmp_item(&items[idx - 1], new, member) == Ordering::Less
-            && cmp_item(&items[idx + 1], new, member) == Ordering::Greater;
-        if fits {
-            items[idx].score = new;
-        }
-        fits
     }
 
     /// Sets the score of the item with this key without moving it; the caller guarantees
