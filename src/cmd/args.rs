@@ -131,6 +131,13 @@ pub fn scan_cursor(arg: &[u8]) -> Result<u64, Reply> {
     Ok(if neg { n.wrapping_neg() } else { n })
 }
 
+/// Option comparison as Redis's `strcasecmp` on the argument: the argument's text ends at
+/// its first NUL byte (`"count\0x"` is `COUNT`).
+pub fn is_cstr(arg: &[u8], opt: &str) -> bool {
+    let end = arg.iter().position(|&b| b == 0).unwrap_or(arg.len());
+    is(&arg[..end], opt)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

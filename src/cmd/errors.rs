@@ -121,3 +121,16 @@ pub const TIMEOUT_OUT_OF_RANGE: &str = "ERR timeout is out of range";
 pub const DEBUG_NOT_ALLOWED: &str = "ERR DEBUG command not allowed. If the enable-debug-command \
     option is set to \"local\", you can run it from a local connection, otherwise you need to set \
     this option in the configuration file, and then restart the server.";
+
+// Set family (t_set.c).
+/// `getPositiveLongFromObjectOrReply` without a message (SPOP count).
+pub const OUT_OF_RANGE_POSITIVE: &str = "ERR value is out of range, must be positive";
+/// `getRangeLongFromObjectOrReply(-LONG_MAX, LONG_MAX)` (SRANDMEMBER count).
+pub const LONG_RANGE: &str =
+    "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807";
+pub const NUMKEYS_POSITIVE: &str = "ERR numkeys should be greater than 0";
+pub const NUMKEYS_TOO_MANY: &str = "ERR Number of keys can't be greater than number of args";
+pub const LIMIT_NEGATIVE: &str = "ERR LIMIT can't be negative";
+/// Ours: SRANDMEMBER with a negative count whose reply would not fit in memory (Redis
+/// streams it until the server runs out of memory).
+pub const RANDOM_COUNT_TOO_LARGE: &str = "ERR value is out of range, count is too large";

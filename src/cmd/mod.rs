@@ -10,6 +10,7 @@ pub mod command;
 pub mod connection;
 pub mod keys;
 pub mod server;
+pub mod sets;
 pub mod strings;
 pub mod transactions;
 
@@ -39,7 +40,7 @@ impl Cx<'_, '_> {
 }
 
 /// Every family's top-level commands, in one place.
-fn families() -> [&'static [CommandSpec]; 7] {
+fn families() -> [&'static [CommandSpec]; 8] {
     [
         strings::COMMANDS,
         keys::COMMANDS,
@@ -48,6 +49,7 @@ fn families() -> [&'static [CommandSpec]; 7] {
         command::COMMANDS,
         transactions::COMMANDS,
         client::COMMANDS,
+        sets::COMMANDS,
     ]
 }
 

@@ -2,3 +2,4 @@
 
 pub mod glob;
 pub mod placement;
+pub mod set;
