@@ -837,3 +837,272 @@ fn scan_reply(cursor: u64, members: Vec<Bytes>) -> Reply {
         Reply::strings(members),
     ])
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::protocol::Reply;
+    use crate::server::session::Session;
+    use crate::TestServer;
+    use bytes::Bytes;
+    use std::collections::HashSet;
+
+    struct Client<'a> {
+        srv: &'a TestServer,
+        sess: Session,
+    }
+
+    impl<'a> Client<'a> {
+        fn new(srv: &'a TestServer) -> Client<'a> {
+            let addr = "127.0.0.1:1".parse().expect("addr");
+            let handle = srv.shared().clients.register(addr, addr, 0);
+            Client {
+                srv,
+                sess: Session::new(handle, true),
+            }
+        }
+
+        fn run(&mut self, line: &[&str]) -> Reply {
+            let args = line
+                .iter()
+                .map(|a| Bytes::copy_from_slice(a.as_bytes()))
+                .collect();
+            crate::cmd::dispatch(self.srv.shared(), &mut self.sess, args)
+        }
+
+        fn int(&mut self, line: &[&str]) -> i64 {
+            match self.run(line) {
+                Reply::Int(n) => n,
+                other => panic!("{line:?}: {other:?}"),
+            }
+        }
+
+        fn status(&mut self, line: &[&str]) -> String {
+            match self.run(line) {
+                Reply::Status(s) => s.into_owned(),
+                Reply::Bulk(b) => String::from_utf8_lossy(&b).into_owned(),
+                other => panic!("{line:?}: {other:?}"),
+            }
+        }
+
+        fn members(&mut self, line: &[&str]) -> HashSet<Bytes> {
+            match self.run(line) {
+                Reply::Set(v) | Reply::Array(v) => v
+                    .into_iter()
+                    .map(|r| match r {
+                        Reply::Bulk(b) => b,
+                        other => panic!("{other:?}"),
+                    })
+                    .collect(),
+                other => panic!("{line:?}: {other:?}"),
+            }
+        }
+
+        /// One SSCAN call: (next cursor, members).
+        fn sscan(&mut self, key: &str, cursor: u64, count: usize) -> (u64, Vec<Bytes>) {
+            let (c, n) = (cursor.to_string(), count.to_string());
+            match self.run(&["SSCAN", key, &c, "COUNT", &n]) {
+                Reply::Array(mut v) if v.len() == 2 => {
+                    let items = match v.pop() {
+                        Some(Reply::Array(items)) => items,
+                        other => panic!("{other:?}"),
+                    };
+                    let next = match v.pop() {
+                        Some(Reply::Bulk(b)) => {
+                            String::from_utf8_lossy(&b).parse().expect("cursor")
+                        }
+                        other => panic!("{other:?}"),
+                    };
+                    let items = items
+                        .into_iter()
+                        .map(|r| match r {
+                            Reply::Bulk(b) => b,
+                            other => panic!("{other:?}"),
+                        })
+                        .collect();
+                    (next, items)
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+    }
+
+    fn strs(prefix: &str, range: std::ops::Range<usize>) -> Vec<String> {
+        range.map(|i| format!("{prefix}{i}")).collect()
+    }
+
+    fn with(cmd: &[&str], members: &[String]) -> Vec<String> {
+        cmd.iter()
+            .map(|s| s.to_string())
+            .chain(members.iter().cloned())
+            .collect()
+    }
+
+    fn refs(v: &[String]) -> Vec<&str> {
+        v.iter().map(String::as_str).collect()
+    }
+
+    #[test]
+    fn sscan_covers_stable_members_under_churn() {
+        let srv = TestServer::start().expect("server");
+        let mut c = Client::new(&srv);
+        let stable = strs("stable:", 0..500);
+        c.int(&refs(&with(&["SADD", "s"], &stable)));
+        c.int(&refs(&with(&["SADD", "s"], &strs("churn:", 0..3000))));
+        assert_eq!(c.status(&["OBJECT", "ENCODING", "s"]), "hashtable");
+        let (mut cursor, mut step, mut seen) = (0, 0usize, HashSet::new());
+        loop {
+            let (next, items) = c.sscan("s", cursor, 15);
+            seen.extend(items);
+            cursor = next;
+            if cursor == 0 {
+                break;
+            }
+            step += 1;
+            assert!(step < 100_000, "SSCAN does not terminate");
+            // First shrink the table by removing churn, then grow it with new members.
+            if step < 150 {
+                let gone = strs("churn:", step * 20..step * 20 + 20);
+                c.int(&refs(&with(&["SREM", "s"], &gone)));
+            } else {
+                let new = strs(&format!("new:{step}:"), 0..30);
+                c.int(&refs(&with(&["SADD", "s"], &new)));
+            }
+        }
+        for m in &stable {
+            assert!(seen.contains(m.as_bytes()), "missed {m}");
+        }
+    }
+
+    #[test]
+    fn small_sets_scan_in_one_call() {
+        let srv = TestServer::start().expect("server");
+        let mut c = Client::new(&srv);
+        c.int(&["SADD", "i", "3", "1", "2"]);
+        assert_eq!(
+            c.sscan("i", 0, 1),
+            (0, vec!["1".into(), "2".into(), "3".into()])
+        );
+        c.int(&["SADD", "l", "b", "a"]);
+        assert_eq!(c.status(&["OBJECT", "ENCODING", "l"]), "listpack");
+        assert_eq!(c.sscan("l", 77, 1), (0, vec!["b".into(), "a".into()]));
+    }
+
+    #[test]
+    fn failed_multi_key_reads_leave_sets_intact() {
+        let srv = TestServer::start().expect("server");
+        let mut c = Client::new(&srv);
+        c.int(&["SADD", "a", "1", "2"]);
+        c.int(&["SADD", "b", "x"]);
+        c.status(&["SET", "str", "v"]);
+        for cmd in ["SINTER", "SUNION", "SDIFF"] {
+            assert!(c.run(&[cmd, "a", "b", "str", "a"]).is_error());
+        }
+        assert!(c.run(&["SUNIONSTORE", "a", "b", "str"]).is_error());
+        assert_eq!(c.members(&["SMEMBERS", "a"]).len(), 2);
+        assert_eq!(c.members(&["SMEMBERS", "b"]).len(), 1);
+        assert_eq!(c.int(&["SUNIONSTORE", "d", "a", "b", "a"]), 3);
+        assert_eq!(c.int(&["SDIFFSTORE", "e", "a", "b", "b"]), 2);
+        assert_eq!(c.int(&["SINTERCARD", "3", "a", "a", "a"]), 2);
+        assert_eq!(c.status(&["TYPE", "a"]), "set");
+    }
+
+    #[test]
+    fn expired_sets_are_missing() {
+        let srv = TestServer::builder()
+            .manual_clock()
+            .start()
+            .expect("server");
+        let mut c = Client::new(&srv);
+        c.int(&["SADD", "a", "1", "2"]);
+        c.int(&["SADD", "b", "2", "3"]);
+        c.int(&["PEXPIRE", "a", "10"]);
+        srv.clock().advance_ms(11);
+        assert_eq!(c.int(&["SUNIONSTORE", "d", "a", "b"]), 2);
+        assert_eq!(c.int(&["SINTERCARD", "2", "a", "b"]), 0);
+        assert_eq!(c.int(&["SMOVE", "a", "b", "1"]), 0);
+        assert_eq!(c.int(&["EXISTS", "a"]), 0);
+    }
+
+    #[test]
+    fn thresholds_follow_config() {
+        let srv = TestServer::start().expect("server");
+        let mut c = Client::new(&srv);
+        c.status(&["CONFIG", "SET", "set-max-intset-entries", "3"]);
+        c.int(&["SADD", "i", "1", "2", "3"]);
+        assert_eq!(c.status(&["OBJECT", "ENCODING", "i"]), "intset");
+        c.int(&["SADD", "i", "4"]);
+        assert_eq!(c.status(&["OBJECT", "ENCODING", "i"]), "hashtable");
+        c.status(&["CONFIG", "SET", "set-max-listpack-entries", "2"]);
+        c.status(&["CONFIG", "SET", "set-max-listpack-value", "3"]);
+        c.int(&["SADD", "l", "a", "b"]);
+        assert_eq!(c.status(&["OBJECT", "ENCODING", "l"]), "listpack");
+        c.int(&["SADD", "l", "c"]);
+        assert_eq!(c.status(&["OBJECT", "ENCODING", "l"]), "hashtable");
+        c.int(&["SADD", "v", "abc"]);
+        c.int(&["SADD", "v", "abcd"]);
+        assert_eq!(c.status(&["OBJECT", "ENCODING", "v"]), "hashtable");
+        // 7.2: the number of members given decides up front.
+        c.int(&["SADD", "h", "x"]);
+        c.int(&["SADD", "h", "x", "x", "x"]);
+        assert_eq!(c.status(&["OBJECT", "ENCODING", "h"]), "hashtable");
+        // Small non-integer results of set algebra are listpacks (7.2).
+        c.status(&["CONFIG", "SET", "set-max-listpack-entries", "128"]);
+        c.int(&["SADD", "a", "x", "y", "1"]);
+        c.int(&["SADD", "b", "y", "1"]);
+        c.int(&["SUNIONSTORE", "u", "a", "b"]);
+        assert_eq!(c.status(&["OBJECT", "ENCODING", "u"]), "listpack");
+        c.int(&["SINTERSTORE", "n", "a", "b"]);
+        assert_eq!(c.status(&["OBJECT", "ENCODING", "n"]), "listpack");
+        c.int(&["SINTERSTORE", "n", "a", "i"]);
+        assert_eq!(c.status(&["OBJECT", "ENCODING", "n"]), "intset");
+    }
+
+    #[test]
+    fn random_counts() {
+        let srv = TestServer::start().expect("server");
+        let mut c = Client::new(&srv);
+        c.int(&["SADD", "s", "a", "b", "c", "d"]);
+        match c.run(&["SRANDMEMBER", "s", "-1000"]) {
+            Reply::Array(v) => assert_eq!(v.len(), 1000),
+            other => panic!("{other:?}"),
+        }
+        assert!(c
+            .run(&["SRANDMEMBER", "s", "-9223372036854775807"])
+            .is_error());
+        assert_eq!(c.members(&["SRANDMEMBER", "s", "3"]).len(), 3);
+        assert_eq!(c.members(&["SPOP", "s", "3"]).len(), 3);
+        assert_eq!(c.int(&["SCARD", "s"]), 1);
+    }
+
+    #[test]
+    fn concurrent_smoves_are_atomic() {
+        let srv = TestServer::start().expect("server");
+        let members = strs("m", 0..200);
+        {
+            let mut c = Client::new(&srv);
+            c.int(&refs(&with(&["SADD", "left"], &members)));
+        }
+        std::thread::scope(|scope| {
+            for t in 0..4 {
+                let (srv, members) = (&srv, &members);
+                scope.spawn(move || {
+                    let mut c = Client::new(srv);
+                    for i in 0..2000 {
+                        let m = &members[(i * 7 + t * 13) % members.len()];
+                        let (from, to) = if (i + t) % 2 == 0 {
+                            ("left", "right")
+                        } else {
+                            ("right", "left")
+                        };
+                        c.int(&["SMOVE", from, to, m]);
+                    }
+                });
+            }
+        });
+        let mut c = Client::new(&srv);
+        let left = c.members(&["SMEMBERS", "left"]);
+        let right = c.members(&["SMEMBERS", "right"]);
+        assert_eq!(left.len() + right.len(), members.len());
+        assert!(left.is_disjoint(&right));
+    }
+}
