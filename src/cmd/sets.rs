@@ -301,7 +301,6 @@ fn read_set<'c>(cx: &'c mut Cx, key: &[u8]) -> Result<Option<&'c SetValue>, Repl
         None => Ok(None),
         Some(e) => match &e.value {
             Value::Set(s) => Ok(Some(s)),
-            #[allow(unreachable_patterns)]
             _ => Err(errors::wrongtype()),
         },
     }
@@ -314,7 +313,6 @@ fn write_set<'c>(cx: &'c mut Cx, key: &[u8]) -> Result<Option<&'c mut SetValue>,
         None => Ok(None),
         Some(e) => match &mut e.value {
             Value::Set(s) => Ok(Some(s)),
-            #[allow(unreachable_patterns)]
             _ => Err(errors::wrongtype()),
         },
     }
@@ -347,8 +345,9 @@ fn with_sets<R>(
     let mut taken: Vec<(usize, SetValue)> = Vec::new();
     let mut slots: Vec<Option<usize>> = Vec::with_capacity(keys.len());
     let mut failed = false;
+    let firsts = first_occurrences(keys);
     for (j, key) in keys.iter().enumerate() {
-        let earlier = first_index(keys, j);
+        let earlier = firsts[j];
         let is_set = cx.ks.get(key).map(|e| matches!(e.value, Value::Set(_)));
         if let Some(p) = earlier {
             // Looked up again for the statistics, as Redis does; same set as before.
@@ -393,9 +392,22 @@ fn with_sets<R>(
     out.ok_or_else(errors::wrongtype)
 }
 
-/// Index of the first occurrence of `keys[j]` before `j`, if any.
-fn first_index(keys: &[Bytes], j: usize) -> Option<usize> {
-    keys[..j].iter().position(|k| *k == keys[j])
+/// For each key, the index of its first occurrence if an earlier argument repeats it.
+fn first_occurrences(keys: &[Bytes]) -> Vec<Option<usize>> {
+    if keys.len() <= 16 {
+        return (0..keys.len())
+            .map(|j| keys[..j].iter().position(|k| *k == keys[j]))
+            .collect();
+    }
+    let mut seen: std::collections::HashMap<&[u8], usize> =
+        std::collections::HashMap::with_capacity(keys.len());
+    keys.iter()
+        .enumerate()
+        .map(|(j, k)| {
+            let first = *seen.entry(&k[..]).or_insert(j);
+            (first != j).then_some(first)
+        })
+        .collect()
 }
 
 /// Stores a command's result set at `dst` (replacing any value and deadline), or deletes
@@ -529,7 +541,6 @@ fn spop_count(cx: &mut Cx) -> Reply {
         None => return Reply::Set(Vec::new()),
         Some(e) => match &mut e.value {
             Value::Set(s) => s,
-            #[allow(unreachable_patterns)]
             _ => return errors::wrongtype(),
         },
     };
@@ -1004,6 +1015,24 @@ mod tests {
         assert_eq!(c.int(&["SDIFFSTORE", "e", "a", "b", "b"]), 2);
         assert_eq!(c.int(&["SINTERCARD", "3", "a", "a", "a"]), 2);
         assert_eq!(c.status(&["TYPE", "a"]), "set");
+    }
+
+    #[test]
+    fn many_keys_with_repeats() {
+        let srv = TestServer::start().expect("server");
+        let mut c = Client::new(&srv);
+        for i in 0..20 {
+            c.int(&["SADD", &format!("k{i}"), &i.to_string(), "common"]);
+        }
+        let keys: Vec<String> = (0..60).map(|i| format!("k{}", i % 25)).collect();
+        assert_eq!(c.members(&refs(&with(&["SUNION"], &keys))).len(), 21);
+        assert_eq!(c.members(&refs(&with(&["SINTER"], &keys))).len(), 0);
+        let mut first_again = keys.clone();
+        first_again.push("k0".into());
+        assert_eq!(c.int(&refs(&with(&["SDIFFSTORE", "d"], &first_again))), 0);
+        let present: Vec<String> = (0..40).map(|i| format!("k{}", i % 20)).collect();
+        assert_eq!(c.members(&refs(&with(&["SINTER"], &present))).len(), 1);
+        assert_eq!(c.int(&["SCARD", "k19"]), 2);
     }
 
     #[test]
