@@ -251,7 +251,6 @@ fn read<'e>(ks: &'e mut Access, key: &[u8]) -> Result<Option<&'e HashValue>, Rep
         None => Ok(None),
         Some(e) => match &e.value {
             Value::Hash(h) => Ok(Some(h)),
-            #[allow(unreachable_patterns)]
             _ => Err(errors::wrongtype()),
         },
     }
@@ -265,7 +264,6 @@ fn write<'e>(ks: &'e mut Access, key: &[u8]) -> Result<Option<&'e mut HashValue>
         None => Ok(None),
         Some(e) => match &mut e.value {
             Value::Hash(h) => Ok(Some(h)),
-            #[allow(unreachable_patterns)]
             _ => Err(errors::wrongtype()),
         },
     }
@@ -325,8 +323,10 @@ fn hset_generic(cx: &mut Cx, hmset: bool) -> Reply {
     let added = update(cx, &args[1], |h, srv| {
         let lim = limits_for(h, srv);
         if h.is_listpack() {
-            let longest = pairs.iter().map(|a| a.len()).max().unwrap_or(0);
-            h.prepare(pairs.len() / 2, longest, lim);
+            let (longest, total) = pairs
+                .iter()
+                .fold((0, 0), |(m, t), a| (a.len().max(m), t + a.len()));
+            h.prepare(pairs.len() / 2, longest, total, lim);
         }
         let mut added = 0;
         for p in pairs.chunks_exact(2) {
@@ -355,7 +355,12 @@ fn hsetnx(cx: &mut Cx) -> Reply {
     let srv = cx.srv;
     let set = |h: &mut HashValue| {
         let lim = limits_for(h, srv);
-        h.prepare(1, field.len().max(value.len()), lim);
+        h.prepare(
+            1,
+            field.len().max(value.len()),
+            field.len() + value.len(),
+            lim,
+        );
         h.set(field, value, lim);
     };
     match write(cx.ks, key) {
@@ -633,4 +638,175 @@ fn hscan(cx: &mut Cx) -> Reply {
         Reply::bulk_str(itoa::Buffer::new().format(next)),
         Reply::Array(items),
     ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::Clock;
+    use crate::config::Config;
+    use crate::server::session::Session;
+    use std::collections::{HashMap, HashSet};
+    use std::sync::Arc;
+
+    /// One client of an in-process server, driving commands through `dispatch`.
+    struct Client {
+        srv: Arc<Shared>,
+        sess: Session,
+    }
+
+    impl Client {
+        fn new() -> Client {
+            let srv = Arc::new(Shared::new(Config::default(), Clock::system()));
+            let addr = "127.0.0.1:1".parse().expect("addr");
+            let handle = srv.clients.register(addr, addr, 0);
+            Client {
+                sess: Session::new(handle, true),
+                srv,
+            }
+        }
+
+        fn run(&mut self, line: &str) -> Reply {
+            let args = line
+                .split(' ')
+                .map(|a| Bytes::copy_from_slice(a.as_bytes()))
+                .collect();
+            crate::cmd::dispatch(&self.srv, &mut self.sess, args)
+        }
+
+        fn bulks(&mut self, line: &str) -> Vec<Bytes> {
+            match self.run(line) {
+                Reply::Array(v) => v
+                    .into_iter()
+                    .map(|r| match r {
+                        Reply::Bulk(b) => b,
+                        other => panic!("not a bulk: {other:?}"),
+                    })
+                    .collect(),
+                other => panic!("not an array: {other:?}"),
+            }
+        }
+
+        /// One HSCAN call: (next cursor, field → value).
+        fn hscan(&mut self, key: &str, cursor: u64, count: usize) -> (u64, Vec<(Bytes, Bytes)>) {
+            let Reply::Array(v) = self.run(&format!("HSCAN {key} {cursor} COUNT {count}")) else {
+                panic!("HSCAN reply");
+            };
+            let (Reply::Bulk(c), Reply::Array(items)) = (&v[0], &v[1]) else {
+                panic!("HSCAN shape");
+            };
+            let next = std::str::from_utf8(c)
+                .expect("utf8")
+                .parse()
+                .expect("cursor");
+            let items: Vec<Bytes> = items
+                .iter()
+                .map(|r| match r {
+                    Reply::Bulk(b) => b.clone(),
+                    other => panic!("{other:?}"),
+                })
+                .collect();
+            let pairs = items
+                .chunks_exact(2)
+                .map(|p| (p[0].clone(), p[1].clone()))
+                .collect();
+            (next, pairs)
+        }
+    }
+
+    #[test]
+    fn hscan_covers_a_hashtable_changing_between_calls() {
+        let mut c = Client::new();
+        // Three temporaries per stable field: deleting them all crosses compactions.
+        for i in 0..300 {
+            c.run(&format!("HSET h stable{i} s{i} temp{i} t a{i} t b{i} t"));
+        }
+        assert_eq!(c.run("OBJECT ENCODING h"), Reply::bulk_static("hashtable"));
+        let mut seen = HashMap::new();
+        let (mut cursor, mut step) = (0, 0);
+        loop {
+            let (next, pairs) = c.hscan("h", cursor, 20);
+            for (f, v) in pairs {
+                assert!(seen.insert(f, v).is_none(), "a field came back twice");
+            }
+            if next == 0 {
+                break;
+            }
+            cursor = next;
+            // Between calls: delete temporaries (forcing compactions) and add fields.
+            for _ in 0..5 {
+                let i = step % 300;
+                c.run(&format!("HDEL h temp{i} a{i} b{i}"));
+                step += 1;
+            }
+            c.run(&format!("HSET h added{step} a"));
+        }
+        assert!(step >= 300, "every temporary was deleted during the scan");
+        for i in 0..300 {
+            let v = seen.get(format!("stable{i}").as_bytes());
+            assert_eq!(v.map(|v| &v[..]), Some(format!("s{i}").as_bytes()));
+        }
+    }
+
+    #[test]
+    fn hrandfield_counts_and_shapes() {
+        let mut c = Client::new();
+        c.run("HSET h a 1 b 2 c 3 d 4 e 5");
+        for count in 1..=5 {
+            let got = c.bulks(&format!("HRANDFIELD h {count}"));
+            assert_eq!(got.len(), count);
+            assert_eq!(got.iter().collect::<HashSet<_>>().len(), count, "distinct");
+        }
+        assert_eq!(c.bulks("HRANDFIELD h -20").len(), 20);
+        let flat = c.bulks("HRANDFIELD h -7 WITHVALUES");
+        assert_eq!(flat.len(), 14);
+        for p in flat.chunks_exact(2) {
+            assert_eq!(p[0][0] - b'a' + b'1', p[1][0], "value belongs to its field");
+        }
+        c.sess.resp3 = true;
+        let Reply::Array(pairs) = c.run("HRANDFIELD h 3 WITHVALUES") else {
+            panic!("array");
+        };
+        assert_eq!(pairs.len(), 3);
+        assert!(pairs
+            .iter()
+            .all(|p| matches!(p, Reply::Array(v) if v.len() == 2)));
+        // A hashtable hash with holes still answers uniformly enough to hit every field.
+        c.run("CONFIG SET hash-max-listpack-entries 2");
+        for i in 0..200 {
+            c.run(&format!("HSET big f{i} v"));
+        }
+        for i in 0..190 {
+            c.run(&format!("HDEL big f{i}"));
+        }
+        let got: HashSet<Bytes> = c.bulks("HRANDFIELD big -500").into_iter().collect();
+        assert_eq!(got.len(), 10);
+        assert_eq!(c.bulks("HRANDFIELD big 4").len(), 4);
+        assert_eq!(c.bulks("HRANDFIELD big 9").len(), 9);
+    }
+
+    #[test]
+    fn encoding_follows_config_thresholds() {
+        let mut c = Client::new();
+        c.run("CONFIG SET hash-max-listpack-entries 3");
+        c.run("CONFIG SET hash-max-listpack-value 4");
+        c.run("HSET h a 1 b 2 c 3");
+        assert_eq!(c.run("OBJECT ENCODING h"), Reply::bulk_static("listpack"));
+        c.run("HSET h d 4");
+        assert_eq!(c.run("OBJECT ENCODING h"), Reply::bulk_static("hashtable"));
+        c.run("HSET v f 1234");
+        assert_eq!(c.run("OBJECT ENCODING v"), Reply::bulk_static("listpack"));
+        c.run("HINCRBY v f 100000");
+        assert_eq!(c.run("OBJECT ENCODING v"), Reply::bulk_static("hashtable"));
+        // 7.2: more pairs than the entry limit convert up front, repeated fields or not.
+        c.run("HSET dup f 1 f 2 f 3 f 4");
+        assert_eq!(
+            c.run("OBJECT ENCODING dup"),
+            Reply::bulk_static("hashtable")
+        );
+        assert_eq!(c.run("HLEN dup"), Reply::Int(1));
+        c.run("CONFIG SET hash-max-listpack-entries 0");
+        c.run("HSETNX z f v");
+        assert_eq!(c.run("OBJECT ENCODING z"), Reply::bulk_static("hashtable"));
+    }
 }

@@ -20,6 +20,9 @@ use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::OnceLock;
 
+/// Redis's `LISTPACK_MAX_SAFETY_SIZE`: a listpack never grows past this.
+const LISTPACK_MAX_SAFE: usize = 1 << 30;
+
 /// Conversion thresholds (`hash-max-listpack-entries`, `hash-max-listpack-value`).
 #[derive(Clone, Copy, Debug)]
 pub struct Limits {
@@ -124,16 +127,20 @@ impl HashValue {
         }
     }
 
-    /// Redis `hashTypeTryConversion` before a multi-field write of `pairs` pairs: a write
-    /// of more pairs than a listpack may hold converts up front (even if fields repeat), as
-    /// does any argument longer than `max_value`.
-    pub fn prepare(&mut self, pairs: usize, longest_arg: usize, lim: Limits) {
+    /// Redis `hashTypeTryConversion` before a write of `pairs` pairs whose arguments are
+    /// `longest_arg` bytes at most and `total_len` bytes together: a write of more pairs than
+    /// a listpack may hold converts up front (even if fields repeat, as Redis 7.2 does), as
+    /// does any argument longer than `max_value` or a listpack that would pass its 1 GB
+    /// safety size (approximated by the payload bytes).
+    pub fn prepare(&mut self, pairs: usize, longest_arg: usize, total_len: usize, lim: Limits) {
         if !self.is_listpack() {
             return;
         }
         if pairs > lim.max_entries {
             self.convert(pairs);
-        } else if longest_arg > lim.max_value {
+        } else if longest_arg > lim.max_value
+            || self.bytes.saturating_add(total_len) > LISTPACK_MAX_SAFE
+        {
             self.convert(0);
         }
     }
@@ -578,13 +585,18 @@ mod tests {
     #[test]
     fn prepare_converts_before_big_writes() {
         let mut h = HashValue::new();
-        h.prepare(5, 1, small());
+        h.prepare(5, 1, 5, small());
         assert_eq!(h.encoding(), "hashtable");
         let mut h = HashValue::new();
-        h.prepare(4, 9, small());
+        h.prepare(4, 9, 9, small());
         assert_eq!(h.encoding(), "hashtable");
         let mut h = HashValue::new();
-        h.prepare(4, 8, small());
+        h.prepare(4, 8, 8, small());
+        assert_eq!(h.encoding(), "listpack");
+        h.prepare(1, 8, LISTPACK_MAX_SAFE + 1, small());
+        assert_eq!(h.encoding(), "hashtable");
+        let mut h = HashValue::new();
+        h.prepare(4, 8, 8, small());
         assert_eq!(h.encoding(), "listpack");
     }
 
@@ -804,7 +816,7 @@ mod tests {
         let mut b2 = HashValue::new();
         b2.set(b"y", b"2", small());
         b2.set(b"x", b"1", small());
-        b2.prepare(10, 0, small());
+        b2.prepare(10, 0, 0, small());
         assert_eq!(a, b2);
         b2.set(b"x", b"3", small());
         assert_ne!(a, b2);
