@@ -121,3 +121,12 @@ pub const TIMEOUT_OUT_OF_RANGE: &str = "ERR timeout is out of range";
 pub const DEBUG_NOT_ALLOWED: &str = "ERR DEBUG command not allowed. If the enable-debug-command \
     option is set to \"local\", you can run it from a local connection, otherwise you need to set \
     this option in the configuration file, and then restart the server.";
+
+// Hash family (t_hash.c).
+pub const HASH_NOT_INT: &str = "ERR hash value is not an integer";
+pub const HASH_NOT_FLOAT: &str = "ERR hash value is not a float";
+pub const NAN_OR_INF_VALUE: &str = "ERR value is NaN or Infinity";
+pub const OUT_OF_RANGE: &str = "ERR value is out of range";
+/// `getRangeLongFromObjectOrReply(-LONG_MAX, LONG_MAX)` (HRANDFIELD's count).
+pub const COUNT_RANGE: &str =
+    "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807";

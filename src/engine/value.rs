@@ -60,6 +60,7 @@ impl StrVal {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {
     Str(StrVal),
+    Hash(crate::types::hash::HashValue),
 }
 
 impl Value {
@@ -67,12 +68,14 @@ impl Value {
     pub fn type_name(&self) -> &'static str {
         match self {
             Value::Str(_) => "string",
+            Value::Hash(_) => "hash",
         }
     }
 
     pub fn encoding(&self) -> &'static str {
         match self {
             Value::Str(s) => s.encoding(),
+            Value::Hash(h) => h.encoding(),
         }
     }
 
@@ -81,6 +84,7 @@ impl Value {
         match self {
             Value::Str(StrVal::Int(_)) => 8,
             Value::Str(StrVal::Bytes { data, .. }) => data.len(),
+            Value::Hash(h) => h.approx_size(),
         }
     }
 }
