@@ -229,10 +229,10 @@ pub static COMMANDS: &[CommandSpec] = &[
 
 /// The conversion thresholds from CONFIG (read only while a hash is still a listpack).
 fn limits(srv: &Shared) -> Limits {
-    let get = |name| usize::try_from(srv.config.get_i64(name)).unwrap_or(0);
+    let get = |n: i64| usize::try_from(n).unwrap_or(0);
     Limits {
-        max_entries: get("hash-max-listpack-entries"),
-        max_value: get("hash-max-listpack-value"),
+        max_entries: get(crate::config_num!(srv.config, "hash-max-listpack-entries")),
+        max_value: get(crate::config_num!(srv.config, "hash-max-listpack-value")),
     }
 }
 
