@@ -143,9 +143,11 @@ fn same(a: &Frame, b: &Frame) -> bool {
     }
 }
 
+/// Sorts array/set/map elements at every level (unordered replies nest: SCAN-family
+/// replies hold their elements one level down).
 fn sorted(f: &Frame) -> Frame {
     let sort = |v: &Vec<Frame>| {
-        let mut v = v.clone();
+        let mut v: Vec<Frame> = v.iter().map(sorted).collect();
         v.sort_by_key(|x| x.to_string());
         v
     };
@@ -153,7 +155,8 @@ fn sorted(f: &Frame) -> Frame {
         Frame::Array(v) => Frame::Array(sort(v)),
         Frame::Set(v) => Frame::Set(sort(v)),
         Frame::Map(v) => {
-            let mut v = v.clone();
+            let mut v: Vec<(Frame, Frame)> =
+                v.iter().map(|(k, x)| (sorted(k), sorted(x))).collect();
             v.sort_by_key(|(k, _)| k.to_string());
             Frame::Map(v)
         }
