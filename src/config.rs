@@ -69,11 +69,23 @@ impl ParamRef {
     }
 }
 
+/// Integer view of a parameter named by a literal, with the name resolved once per call
+/// site (hot paths: encoding thresholds read on every write to a small collection).
+#[macro_export]
+macro_rules! config_num {
+    ($store:expr, $name:literal) => {{
+        static REF: std::sync::OnceLock<$crate::config::ParamRef> = std::sync::OnceLock::new();
+        $store.num(*REF.get_or_init(|| $crate::config::lookup($name).expect($name)))
+    }};
+}
+
 /// Lowercase name (and alias) → parameter.
-fn index() -> &'static HashMap<&'static str, ParamRef> {
-    static INDEX: OnceLock<HashMap<&'static str, ParamRef>> = OnceLock::new();
+type Index = HashMap<&'static str, ParamRef, ahash::RandomState>;
+
+fn index() -> &'static Index {
+    static INDEX: OnceLock<Index> = OnceLock::new();
     INDEX.get_or_init(|| {
-        let mut m = HashMap::new();
+        let mut m = Index::default();
         for (index, p) in PARAMS.iter().enumerate() {
             m.insert(
                 p.name,
@@ -151,6 +163,12 @@ impl ConfigStore {
     /// as Redis stores them); booleans are 1/0; 0 for anything else or unknown names.
     pub fn get_i64(&self, name: &str) -> i64 {
         lookup(name).map_or(0, |r| self.nums[r.index].load(Ordering::Relaxed))
+    }
+
+    /// Integer view through a reference resolved once with [`lookup`] (hot paths: the
+    /// connection loop reads its limits per read batch without hashing names).
+    pub fn num(&self, r: ParamRef) -> i64 {
+        self.nums[r.index].load(Ordering::Relaxed)
     }
 
     /// Unsigned view (for `maxmemory` and other unsigned 64-bit parameters).

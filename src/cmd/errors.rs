@@ -122,12 +122,18 @@ pub const DEBUG_NOT_ALLOWED: &str = "ERR DEBUG command not allowed. If the enabl
     option is set to \"local\", you can run it from a local connection, otherwise you need to set \
     this option in the configuration file, and then restart the server.";
 
+// Hash family (t_hash.c).
+pub const HASH_NOT_INT: &str = "ERR hash value is not an integer";
+pub const HASH_NOT_FLOAT: &str = "ERR hash value is not a float";
+pub const NAN_OR_INF_VALUE: &str = "ERR value is NaN or Infinity";
+pub const OUT_OF_RANGE: &str = "ERR value is out of range";
+/// `getRangeLongFromObjectOrReply(-LONG_MAX, LONG_MAX)` (HRANDFIELD's count).
+pub const COUNT_RANGE: &str =
+    "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807";
+
 // Set family (t_set.c).
 /// `getPositiveLongFromObjectOrReply` without a message (SPOP count).
 pub const OUT_OF_RANGE_POSITIVE: &str = "ERR value is out of range, must be positive";
-/// `getRangeLongFromObjectOrReply(-LONG_MAX, LONG_MAX)` (SRANDMEMBER count).
-pub const LONG_RANGE: &str =
-    "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807";
 pub const NUMKEYS_POSITIVE: &str = "ERR numkeys should be greater than 0";
 pub const NUMKEYS_TOO_MANY: &str = "ERR Number of keys can't be greater than number of args";
 pub const LIMIT_NEGATIVE: &str = "ERR LIMIT can't be negative";

@@ -2,12 +2,14 @@
 //! [`Cx`], and dispatch (lookup, arity, auth, MULTI queueing, locking, stats).
 
 pub mod args;
+pub mod blocking;
 pub mod errors;
 pub mod table;
 
 pub mod client;
 pub mod command;
 pub mod connection;
+pub mod hashes;
 pub mod keys;
 pub mod server;
 pub mod sets;
@@ -40,7 +42,7 @@ impl Cx<'_, '_> {
 }
 
 /// Every family's top-level commands, in one place.
-fn families() -> [&'static [CommandSpec]; 8] {
+fn families() -> [&'static [CommandSpec]; 9] {
     [
         strings::COMMANDS,
         keys::COMMANDS,
@@ -49,6 +51,7 @@ fn families() -> [&'static [CommandSpec]; 8] {
         command::COMMANDS,
         transactions::COMMANDS,
         client::COMMANDS,
+        hashes::COMMANDS,
         sets::COMMANDS,
     ]
 }
@@ -192,7 +195,16 @@ fn dispatch_inner(srv: &Arc<Shared>, sess: &mut Session, args: Vec<Bytes>) -> Re
             srv.ks.shared(sess.db, &keys, now)
         }
     };
-    execute(srv, sess, &mut access, id, spec, &args)
+    let reply = execute(srv, sess, &mut access, id, spec, &args);
+    if sess.block_request.is_some() {
+        blocking::register(srv, sess, &args);
+    }
+    let ready = access.take_ready();
+    drop(access);
+    if !ready.is_empty() {
+        blocking::serve_ready(srv, ready);
+    }
+    reply
 }
 
 /// Refuses a command before it runs (Redis `rejectCommand`): the transaction is flagged, and

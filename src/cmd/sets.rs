@@ -270,22 +270,28 @@ impl<'a> ConfigLimits<'a> {
             cache: [None; 3],
         }
     }
+}
 
-    fn read(&mut self, i: usize, name: &str) -> usize {
-        let cfg = self.cfg;
-        *self.cache[i].get_or_insert_with(|| usize::try_from(cfg.get_i64(name)).unwrap_or(0))
-    }
+/// A threshold as a size (negative values cannot be configured; read as 0).
+fn size(n: i64) -> usize {
+    usize::try_from(n).unwrap_or(0)
 }
 
 impl Limits for ConfigLimits<'_> {
     fn intset_entries(&mut self) -> usize {
-        self.read(0, "set-max-intset-entries")
+        let cfg = self.cfg;
+        *self.cache[0]
+            .get_or_insert_with(|| size(crate::config_num!(cfg, "set-max-intset-entries")))
     }
     fn listpack_entries(&mut self) -> usize {
-        self.read(1, "set-max-listpack-entries")
+        let cfg = self.cfg;
+        *self.cache[1]
+            .get_or_insert_with(|| size(crate::config_num!(cfg, "set-max-listpack-entries")))
     }
     fn listpack_value(&mut self) -> usize {
-        self.read(2, "set-max-listpack-value")
+        let cfg = self.cfg;
+        *self.cache[2]
+            .get_or_insert_with(|| size(crate::config_num!(cfg, "set-max-listpack-value")))
     }
 }
 
@@ -575,7 +581,7 @@ fn srandmember(cx: &mut Cx) -> Reply {
 fn srandmember_count(cx: &mut Cx) -> Reply {
     let (count, unique) = match args::int(&cx.args[2]) {
         Err(e) => return e,
-        Ok(i64::MIN) => return errors::err(errors::LONG_RANGE),
+        Ok(i64::MIN) => return errors::err(errors::COUNT_RANGE),
         Ok(n) => (n.unsigned_abs(), n >= 0),
     };
     let s = match read_set(cx, &cx.args[1]) {

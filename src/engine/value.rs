@@ -60,6 +60,7 @@ impl StrVal {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {
     Str(StrVal),
+    Hash(crate::types::hash::HashValue),
     Set(crate::types::set::SetValue),
 }
 
@@ -68,6 +69,7 @@ impl Value {
     pub fn type_name(&self) -> &'static str {
         match self {
             Value::Str(_) => "string",
+            Value::Hash(_) => "hash",
             Value::Set(_) => "set",
         }
     }
@@ -75,6 +77,7 @@ impl Value {
     pub fn encoding(&self) -> &'static str {
         match self {
             Value::Str(s) => s.encoding(),
+            Value::Hash(h) => h.encoding(),
             Value::Set(s) => s.encoding(),
         }
     }
@@ -84,6 +87,7 @@ impl Value {
         match self {
             Value::Str(StrVal::Int(_)) => 8,
             Value::Str(StrVal::Bytes { data, .. }) => data.len(),
+            Value::Hash(h) => h.approx_size(),
             Value::Set(s) => s.approx_size(),
         }
     }
