@@ -60,6 +60,7 @@ impl StrVal {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {
     Str(StrVal),
+    List(crate::types::list::List),
 }
 
 impl Value {
@@ -67,12 +68,14 @@ impl Value {
     pub fn type_name(&self) -> &'static str {
         match self {
             Value::Str(_) => "string",
+            Value::List(_) => "list",
         }
     }
 
     pub fn encoding(&self) -> &'static str {
         match self {
             Value::Str(s) => s.encoding(),
+            Value::List(l) => l.encoding(),
         }
     }
 
@@ -81,6 +84,7 @@ impl Value {
         match self {
             Value::Str(StrVal::Int(_)) => 8,
             Value::Str(StrVal::Bytes { data, .. }) => data.len(),
+            Value::List(l) => l.approx_size(),
         }
     }
 }

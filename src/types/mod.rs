@@ -1,4 +1,5 @@
 //! Pure data structures and algorithms with no I/O and no knowledge of the server.
 
 pub mod glob;
+pub mod list;
 pub mod placement;
