@@ -70,10 +70,12 @@ impl ParamRef {
 }
 
 /// Lowercase name (and alias) → parameter.
-fn index() -> &'static HashMap<&'static str, ParamRef> {
-    static INDEX: OnceLock<HashMap<&'static str, ParamRef>> = OnceLock::new();
+type Index = HashMap<&'static str, ParamRef, ahash::RandomState>;
+
+fn index() -> &'static Index {
+    static INDEX: OnceLock<Index> = OnceLock::new();
     INDEX.get_or_init(|| {
-        let mut m = HashMap::new();
+        let mut m = Index::default();
         for (index, p) in PARAMS.iter().enumerate() {
             m.insert(
                 p.name,
@@ -151,6 +153,12 @@ impl ConfigStore {
     /// as Redis stores them); booleans are 1/0; 0 for anything else or unknown names.
     pub fn get_i64(&self, name: &str) -> i64 {
         lookup(name).map_or(0, |r| self.nums[r.index].load(Ordering::Relaxed))
+    }
+
+    /// Integer view through a reference resolved once with [`lookup`] (hot paths: the
+    /// connection loop reads its limits per read batch without hashing names).
+    pub fn num(&self, r: ParamRef) -> i64 {
+        self.nums[r.index].load(Ordering::Relaxed)
     }
 
     /// Unsigned view (for `maxmemory` and other unsigned 64-bit parameters).

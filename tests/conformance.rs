@@ -106,9 +106,27 @@ fn parse_cases(file: &str, text: &str) -> Vec<Case> {
     out
 }
 
-/// Structural equality with doubles compared by value.
+/// A RESP2 score printed by the 7.0 oracle with `%.17g` (e.g. `0.10000000000000001`) and by
+/// respite in Redis 7.2's shortest round-trip form (`0.1`): same value, and respite's text
+/// is exactly the shortest form of it. Nothing else passes.
+fn same_double_text(redis: &[u8], ours: &[u8]) -> bool {
+    let parse = |b: &[u8]| std::str::from_utf8(b).ok()?.parse::<f64>().ok();
+    match (parse(redis), parse(ours)) {
+        (Some(x), Some(y)) => {
+            x == y
+                && x.is_finite()
+                && redis.len() > ours.len()
+                && respite::protocol::write::format_double(y).as_bytes() == ours
+        }
+        _ => false,
+    }
+}
+
+/// Structural equality with doubles compared by value (and RESP2 score text accepted in its
+/// 7.2 shortest form, see `same_double_text`).
 fn same(a: &Frame, b: &Frame) -> bool {
     match (a, b) {
+        (Frame::Bulk(x), Frame::Bulk(y)) => x == y || same_double_text(x, y),
         (Frame::Double(x), Frame::Double(y)) => x == y || (x.is_nan() && y.is_nan()),
         (Frame::Array(x), Frame::Array(y))
         | (Frame::Set(x), Frame::Set(y))

@@ -757,3 +757,37 @@ async fn commands_after_quit_are_not_executed() {
     assert_eq!(get_on_new_conn(&t, "quit:after").await, b"$-1");
     assert_eq!(get_on_new_conn(&t, "quit:after2").await, b"$-1");
 }
+
+// ---------------------------------------------------------------------------------------
+// Connection limits
+// ---------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn maxclients_refuses_with_redis_error_and_closes() {
+    let server = respite::TestServer::builder()
+        .param("maxclients", "2")
+        .start()
+        .expect("start");
+    let mut a = Raw::connect(server.addr()).await;
+    let mut b = Raw::connect(server.addr()).await;
+    a.roundtrip(b"PING\r\n", b"+PONG\r\n").await;
+    b.roundtrip(b"PING\r\n", b"+PONG\r\n").await;
+    let mut c = Raw::connect(server.addr()).await;
+    c.expect_then_closed(b"-ERR max number of clients reached\r\n")
+        .await;
+    // The two admitted clients are unaffected; once one leaves, a new one gets in.
+    a.roundtrip(b"PING\r\n", b"+PONG\r\n").await;
+    drop(b);
+    let mut d = None;
+    for _ in 0..100 {
+        let mut r = Raw::connect(server.addr()).await;
+        r.send(b"PING\r\n").await;
+        let got = r.read_n(1).await;
+        if got == b"+" {
+            d = Some(r);
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert!(d.is_some(), "a slot freed by a leaving client is reused");
+}

@@ -2,6 +2,7 @@
 //! [`Cx`], and dispatch (lookup, arity, auth, MULTI queueing, locking, stats).
 
 pub mod args;
+pub mod blocking;
 pub mod errors;
 pub mod table;
 
@@ -190,7 +191,16 @@ fn dispatch_inner(srv: &Arc<Shared>, sess: &mut Session, args: Vec<Bytes>) -> Re
             srv.ks.shared(sess.db, &keys, now)
         }
     };
-    execute(srv, sess, &mut access, id, spec, &args)
+    let reply = execute(srv, sess, &mut access, id, spec, &args);
+    if sess.block_request.is_some() {
+        blocking::register(srv, sess, &args);
+    }
+    let ready = access.take_ready();
+    drop(access);
+    if !ready.is_empty() {
+        blocking::serve_ready(srv, ready);
+    }
+    reply
 }
 
 /// Refuses a command before it runs (Redis `rejectCommand`): the transaction is flagged, and

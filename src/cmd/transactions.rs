@@ -152,6 +152,7 @@ fn exec(cx: &mut Cx) -> Reply {
     unwatch_all(cx);
     let reg = registry();
     let mut replies = Vec::with_capacity(m.queue.len());
+    cx.sess.in_exec = true;
     for args in m.queue {
         let r = match reg.resolve(&args) {
             Ok((id, spec)) => super::execute(cx.srv, cx.sess, cx.ks, id, spec, &args),
@@ -159,6 +160,7 @@ fn exec(cx: &mut Cx) -> Reply {
         };
         replies.push(r);
     }
+    cx.sess.in_exec = false;
     Reply::Array(replies)
 }
 

@@ -5,6 +5,7 @@ use super::value::{Entry, Value};
 use crate::types::placement::{mix64, tag_hash};
 use bytes::Bytes;
 use parking_lot::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use smallvec::SmallVec;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Shards per database (a power of two).
@@ -24,6 +25,9 @@ pub struct Keyspace {
     gate: RwLock<()>,
     dbs: Box<[Box<[Mutex<Shard>]>]>,
     pub stats: KeyspaceStats,
+    /// Number of clients blocked on keys (kept by the blocking registry); while zero,
+    /// `Access::signal_ready` costs one atomic load.
+    pub blocked_clients: std::sync::atomic::AtomicUsize,
 }
 
 pub fn shard_of(key: &[u8]) -> usize {
@@ -45,6 +49,7 @@ impl Keyspace {
             gate: RwLock::new(()),
             dbs,
             stats: KeyspaceStats::default(),
+            blocked_clients: std::sync::atomic::AtomicUsize::new(0),
         }
     }
 
@@ -56,12 +61,12 @@ impl Keyspace {
     /// ascending order (deadlock-free), nothing else is.
     pub fn shared<'a>(&'a self, db: usize, keys: &[&[u8]], now: u64) -> Access<'a> {
         let gate = Gate::Shared(self.gate.read());
-        let locked = if let [key] = keys {
+        let locked: SmallVec<[_; 2]> = if let [key] = keys {
             // The common single-key command: no index vector.
             let s = shard_of(key);
-            vec![(db * SHARDS + s, self.dbs[db][s].lock())]
+            smallvec::smallvec![(db * SHARDS + s, self.dbs[db][s].lock())]
         } else {
-            let mut idx: Vec<usize> = keys.iter().map(|k| shard_of(k)).collect();
+            let mut idx: SmallVec<[usize; 8]> = keys.iter().map(|k| shard_of(k)).collect();
             idx.sort_unstable();
             idx.dedup();
             idx.into_iter()
@@ -72,6 +77,7 @@ impl Keyspace {
             ks: self,
             _gate: gate,
             locked,
+            ready: Vec::new(),
             db,
             now,
             exclusive: false,
@@ -84,7 +90,8 @@ impl Keyspace {
         Access {
             ks: self,
             _gate: gate,
-            locked: Vec::new(),
+            locked: SmallVec::new(),
+            ready: Vec::new(),
             db,
             now,
             exclusive: true,
@@ -147,7 +154,10 @@ enum Gate<'a> {
 pub struct Access<'a> {
     ks: &'a Keyspace,
     _gate: Gate<'a>,
-    locked: Vec<(usize, MutexGuard<'a, Shard>)>,
+    /// Held shard guards, inline for the common one- or two-shard command.
+    locked: SmallVec<[(usize, MutexGuard<'a, Shard>); 2]>,
+    /// Keys that received elements a blocked client may be waiting for (db, key).
+    ready: Vec<(usize, Bytes)>,
     pub db: usize,
     pub now: u64,
     exclusive: bool,
@@ -156,6 +166,29 @@ pub struct Access<'a> {
 impl<'a> Access<'a> {
     pub fn is_exclusive(&self) -> bool {
         self.exclusive
+    }
+
+    /// Marks `key` (current db) as having new elements that blocked clients may take
+    /// (Redis `signalKeyAsReady`): call after pushing to a list, adding to a zset, XADD…
+    /// Waiters are served once this command's locks are released.
+    #[inline]
+    pub fn signal_ready(&mut self, key: &[u8]) {
+        let db = self.db;
+        self.signal_ready_in(db, key);
+    }
+
+    pub fn signal_ready_in(&mut self, db: usize, key: &[u8]) {
+        if self.ks.blocked_clients.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        if !self.ready.iter().any(|(d, k)| *d == db && k == key) {
+            self.ready.push((db, Bytes::copy_from_slice(key)));
+        }
+    }
+
+    /// The keys signalled ready so far (drained).
+    pub fn take_ready(&mut self) -> Vec<(usize, Bytes)> {
+        std::mem::take(&mut self.ready)
     }
 
     pub fn keyspace(&self) -> &'a Keyspace {
@@ -199,6 +232,16 @@ impl<'a> Access<'a> {
     }
 
     fn shard_in(&mut self, db: usize, key: &[u8]) -> &mut Shard {
+        if !self.exclusive && self.locked.len() == 1 && self.locked[0].0 / SHARDS == db {
+            // Shared mode holding one shard: every key this command may touch lives there
+            // (the locking rule), so skip re-hashing the key on each access.
+            debug_assert_eq!(
+                self.locked[0].0 % SHARDS,
+                shard_of(key),
+                "key outside its lock"
+            );
+            return &mut self.locked[0].1;
+        }
         self.shard_at(db, shard_of(key))
     }
 

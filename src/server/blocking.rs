@@ -30,6 +30,8 @@ pub struct Waiter {
     pub keys: Vec<Bytes>,
     /// The blocked client's session id.
     pub client_id: u64,
+    /// The blocked client (its serving runs as that client for stats and CLIENT LIST).
+    pub handle: Arc<super::clients::ClientHandle>,
     /// Whether the blocked client speaks RESP3 (replies are encoded by its connection, but
     /// some commands shape replies by protocol).
     pub resp3: bool,
@@ -44,7 +46,14 @@ impl Waiter {
 
     /// Claims the waiter for serving; false if it already timed out, left or was served.
     pub fn claim(&self) -> bool {
-        self.state.compare_exchange(WAITING, SERVED, Ordering::AcqRel, Ordering::Acquire).is_ok()
+        self.state
+            .compare_exchange(WAITING, SERVED, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    }
+
+    /// Returns a claimed waiter to waiting (serving found nothing for it after all).
+    pub fn unclaim(&self) {
+        self.state.store(WAITING, Ordering::Release);
     }
 
     /// Delivers the reply of a claimed waiter.
@@ -56,15 +65,19 @@ impl Waiter {
 
     /// Gives up waiting (timeout, disconnect); false if a reply is already on its way.
     pub fn abandon(&self) -> bool {
-        self.state.compare_exchange(WAITING, GONE, Ordering::AcqRel, Ordering::Acquire).is_ok()
+        self.state
+            .compare_exchange(WAITING, GONE, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
     }
 }
+
+type Queues = HashMap<(usize, Bytes), VecDeque<Arc<Waiter>>, ahash::RandomState>;
 
 #[derive(Default)]
 pub struct Blocking {
     next_id: AtomicU64,
     /// (db, key) → waiters in blocking order.
-    queues: Mutex<HashMap<(usize, Bytes), VecDeque<Arc<Waiter>>, ahash::RandomState>>,
+    queues: Mutex<Queues>,
     /// Number of clients currently blocked (INFO `blocked_clients`).
     pub blocked: AtomicU64,
 }
@@ -76,7 +89,7 @@ impl Blocking {
         db: usize,
         keys: Vec<Bytes>,
         args: Vec<Bytes>,
-        client_id: u64,
+        handle: Arc<super::clients::ClientHandle>,
         resp3: bool,
     ) -> (Arc<Waiter>, oneshot::Receiver<Reply>) {
         let (tx, rx) = oneshot::channel();
@@ -85,7 +98,8 @@ impl Blocking {
             db,
             args,
             keys,
-            client_id,
+            client_id: handle.id,
+            handle,
             resp3,
             state: AtomicU8::new(WAITING),
             tx: Mutex::new(Some(tx)),
@@ -128,7 +142,12 @@ impl Blocking {
     /// Moves every waiter of db `a` to db `b` and vice versa (SWAPDB wakes/moves blocked
     /// clients as Redis does by re-checking keys).
     pub fn keys_in_db(&self, db: usize) -> Vec<Bytes> {
-        self.queues.lock().keys().filter(|(d, _)| *d == db).map(|(_, k)| k.clone()).collect()
+        self.queues
+            .lock()
+            .keys()
+            .filter(|(d, _)| *d == db)
+            .map(|(_, k)| k.clone())
+            .collect()
     }
 }
 
@@ -139,10 +158,21 @@ mod tests {
     #[test]
     fn fifo_and_single_claim() {
         let b = Blocking::default();
-        let (w1, _r1) = b.block(0, vec![Bytes::from_static(b"k")], vec![], 1, false);
-        let (w2, _r2) = b.block(0, vec![Bytes::from_static(b"k")], vec![], 2, false);
+        let clients = crate::server::clients::Clients::default();
+        let addr: std::net::SocketAddr = "127.0.0.1:1".parse().unwrap();
+        let (h1, h2) = (
+            clients.register(addr, addr, 0),
+            clients.register(addr, addr, 0),
+        );
+        let (w1, _r1) = b.block(0, vec![Bytes::from_static(b"k")], vec![], h1, false);
+        let (w2, _r2) = b.block(0, vec![Bytes::from_static(b"k")], vec![], h2, false);
         let ws = b.waiters(0, b"k");
-        assert_eq!(ws.iter().map(|w| w.client_id).collect::<Vec<_>>(), vec![1, 2]);
+        assert_eq!(
+            ws.iter().map(|w| w.client_id).collect::<Vec<_>>(),
+            vec![1, 2]
+        );
+        assert!(w1.claim());
+        w1.unclaim();
         assert!(w1.claim());
         assert!(!w1.claim());
         assert!(!w1.abandon(), "a served waiter cannot also time out");

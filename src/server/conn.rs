@@ -2,10 +2,11 @@
 //! batched write per read (DESIGN.md §2).
 
 use super::pause::PauseMode;
-use super::session::Session;
+use super::session::{Blocked, Session};
 use super::state::Shared;
 use crate::cmd;
-use crate::protocol::{write_reply, Limits, Parsed, Parser};
+use crate::config::{self, ParamRef};
+use crate::protocol::{write_reply, Limits, Parsed, Parser, Reply};
 use bytes::{Bytes, BytesMut};
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
@@ -75,18 +76,104 @@ async fn wait_for_pause(srv: &Shared, args: &[Bytes]) {
     }
 }
 
+/// Parameters the connection loop reads per read batch, resolved by name once.
+struct Hot {
+    timeout: ParamRef,
+    qbuf_limit: ParamRef,
+    max_bulk: ParamRef,
+}
+
+fn hot() -> &'static Hot {
+    static HOT: std::sync::OnceLock<Hot> = std::sync::OnceLock::new();
+    HOT.get_or_init(|| {
+        let r = |n| config::lookup(n).expect("standard parameter");
+        Hot {
+            timeout: r("timeout"),
+            qbuf_limit: r("client-query-buffer-limit"),
+            max_bulk: r("proto-max-bulk-len"),
+        }
+    })
+}
+
+/// Waits for a blocked command's reply: served by a writer, or the timeout reply. Input that
+/// arrives meanwhile is buffered (pipelined commands run after the reply, as in Redis).
+/// `None` means the client went away (or was killed) while blocked.
+async fn wait_blocked(
+    srv: &Arc<Shared>,
+    stream: &mut TcpStream,
+    inbuf: &mut BytesMut,
+    b: &mut Blocked,
+    mut kill: std::pin::Pin<&mut tokio::sync::futures::Notified<'_>>,
+) -> std::io::Result<Option<Reply>> {
+    let gone = |b: &Blocked| {
+        if b.waiter.abandon() {
+            cmd::blocking::unregister(srv, b);
+        }
+    };
+    loop {
+        let deadline = b.deadline;
+        let timer = async move {
+            match deadline {
+                Some(d) => tokio::time::sleep_until(d).await,
+                None => std::future::pending::<()>().await,
+            }
+        };
+        tokio::select! {
+            r = &mut b.rx => {
+                return Ok(Some(r.unwrap_or_else(|_| b.timeout_reply.clone())));
+            }
+            _ = timer => {
+                loop {
+                    if b.waiter.abandon() {
+                        cmd::blocking::unregister(srv, b);
+                        return Ok(Some(b.timeout_reply.clone()));
+                    }
+                    // A writer is serving us right now: its reply (or a release) is imminent.
+                    match b.rx.try_recv() {
+                        Ok(r) => return Ok(Some(r)),
+                        Err(tokio::sync::oneshot::error::TryRecvError::Closed) => {
+                            return Ok(Some(b.timeout_reply.clone()))
+                        }
+                        Err(tokio::sync::oneshot::error::TryRecvError::Empty) => {
+                            tokio::time::sleep(Duration::from_millis(1)).await
+                        }
+                    }
+                }
+            }
+            r = stream.read_buf(inbuf) => {
+                match r {
+                    Ok(0) | Err(_) => {
+                        gone(b);
+                        return Ok(None);
+                    }
+                    Ok(n) => {
+                        srv.stats.net_input_bytes.fetch_add(n as u64, Ordering::Relaxed);
+                    }
+                }
+            }
+            _ = kill.as_mut() => {
+                gone(b);
+                return Ok(None);
+            }
+        }
+    }
+}
+
 async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> std::io::Result<()> {
     let mut inbuf = BytesMut::with_capacity(READ_CHUNK);
     let mut out = BytesMut::with_capacity(READ_CHUNK);
     let mut parser = Parser::default();
     let handle = sess.handle.clone();
+    // One long-lived registration for CLIENT KILL, rather than a new one per read.
+    let kill = handle.kill.notified();
+    tokio::pin!(kill);
     loop {
         if inbuf.capacity() - inbuf.len() < READ_CHUNK / 2 {
             inbuf.reserve(READ_CHUNK);
         }
         // `timeout` (seconds, 0 = never) closes idle clients, as Redis does; clients in
         // MULTI are idle like any other.
-        let idle = srv.config.get_i64("timeout");
+        let idle = srv.config.num(hot().timeout);
         let read = async {
             if idle > 0 {
                 match tokio::time::timeout(
@@ -103,8 +190,9 @@ async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> s
             }
         };
         let n = tokio::select! {
+            biased;
             r = read => r?,
-            _ = handle.kill.notified() => 0,
+            _ = kill.as_mut() => 0,
         };
         if n == 0 || handle.is_killed() {
             return Ok(());
@@ -113,11 +201,8 @@ async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> s
             .net_input_bytes
             .fetch_add(n as u64, Ordering::Relaxed);
         // Read the limits once per read batch: a config lookup allocates, too slow per command.
-        let qlimit = srv
-            .config
-            .get_i64("client-query-buffer-limit")
-            .max(1024 * 1024) as usize;
-        let max_bulk_len = srv.config.get_i64("proto-max-bulk-len");
+        let qlimit = srv.config.num(hot().qbuf_limit).max(1024 * 1024) as usize;
+        let max_bulk_len = srv.config.num(hot().max_bulk);
         if inbuf.len() > qlimit {
             // Redis logs and closes without a reply.
             tracing::warn!("closing client that reached max query buffer length");
@@ -144,6 +229,16 @@ async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> s
                     }
                     let reply = cmd::dispatch(srv, sess, args);
                     write_reply(&mut out, &reply, sess.resp3);
+                    if let Some(mut blocked) = sess.blocked.take() {
+                        // Replies so far go out now; this client waits, others don't.
+                        flush(stream, &mut out, srv).await?;
+                        match wait_blocked(srv, stream, &mut inbuf, &mut blocked, kill.as_mut())
+                            .await?
+                        {
+                            Some(reply) => write_reply(&mut out, &reply, sess.resp3),
+                            None => return Ok(()),
+                        }
+                    }
                     if sess.close_after_reply {
                         flush(stream, &mut out, srv).await?;
                         return Ok(());

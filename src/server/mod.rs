@@ -1,5 +1,6 @@
 //! Networking: the listener, per-connection loops and the state they share.
 
+pub mod blocking;
 pub mod clients;
 pub mod conn;
 pub mod pause;

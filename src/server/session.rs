@@ -36,6 +36,32 @@ pub struct Session {
     /// Set by QUIT and protocol errors: flush replies, then close.
     pub close_after_reply: bool,
     pub handle: Arc<ClientHandle>,
+    /// Set by a handler that found nothing and wants to block (see `Cx::block`).
+    pub block_request: Option<BlockRequest>,
+    /// Set by dispatch once the client is registered as blocked; the connection awaits it.
+    pub blocked: Option<Blocked>,
+    /// Running the queued commands of EXEC: blocking commands must not block.
+    pub in_exec: bool,
+}
+
+/// What a blocking command asks for when it finds nothing to serve.
+pub struct BlockRequest {
+    pub keys: Vec<Bytes>,
+    /// None blocks forever (`0` timeout).
+    pub timeout: Option<std::time::Duration>,
+    /// The reply when the timeout fires (nil or nil array, per command).
+    pub timeout_reply: crate::protocol::Reply,
+    /// The command to re-run when served, if it must differ from the original (e.g.
+    /// `XREAD … $` resolved to a concrete ID at block time).
+    pub args: Option<Vec<Bytes>>,
+}
+
+/// A client registered as blocked: its waiter and the channel its reply arrives on.
+pub struct Blocked {
+    pub waiter: Arc<super::blocking::Waiter>,
+    pub rx: tokio::sync::oneshot::Receiver<crate::protocol::Reply>,
+    pub deadline: Option<tokio::time::Instant>,
+    pub timeout_reply: crate::protocol::Reply,
 }
 
 impl Session {
@@ -51,6 +77,9 @@ impl Session {
             reply_mode: ReplyMode::On,
             close_after_reply: false,
             handle,
+            block_request: None,
+            blocked: None,
+            in_exec: false,
         }
     }
 }

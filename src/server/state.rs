@@ -73,6 +73,8 @@ impl Stats {
 }
 
 pub struct Shared {
+    /// Clients blocked on keys (BLPOP & co.).
+    pub blocking: super::blocking::Blocking,
     pub ks: Keyspace,
     pub clock: Clock,
     pub config: ConfigStore,
@@ -129,6 +131,7 @@ impl Shared {
             last_save_unix: AtomicU64::new(now / 1000),
             shutdown: tokio::sync::Notify::new(),
             pause: Default::default(),
+            blocking: Default::default(),
         }
     }
 

@@ -1,0 +1,126 @@
+//! Blocking commands' plumbing on the command side (DESIGN.md §4): how a handler asks to
+//! block, how dispatch registers it, and how ready keys are served in FIFO order.
+//!
+//! Handler contract (BLPOP, BZPOPMIN, XREAD BLOCK…):
+//! 1. Try the non-blocking operation; if it produced data, return it.
+//! 2. Else, if `cx.can_block()`, call `cx.block(keys, timeout, timeout_reply)` and return
+//!    `Reply::NoReply`; otherwise (inside MULTI/EXEC) return the timeout reply at once.
+//!
+//! Writers call `cx.ks.signal_ready(key)` after adding elements. After the writing command
+//! has released its locks, [`serve_ready`] re-runs each waiter's command, oldest first, as
+//! that client; a waiter whose command blocks again (nothing left) stays queued.
+
+use super::{registry, Cx, Lock};
+use crate::protocol::Reply;
+use crate::server::session::{BlockRequest, Blocked, Session};
+use crate::server::state::Shared;
+use bytes::Bytes;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+impl Cx<'_, '_> {
+    /// Whether this command may block (false inside MULTI/EXEC, where blocking commands
+    /// act as their non-blocking forms).
+    pub fn can_block(&self) -> bool {
+        !self.sess.in_exec
+    }
+
+    /// Asks to block on `keys` until one is ready or `timeout` passes (None = forever),
+    /// replying `timeout_reply` then. The handler returns `Reply::NoReply` after this.
+    pub fn block(&mut self, keys: Vec<Bytes>, timeout: Option<Duration>, timeout_reply: Reply) {
+        self.sess.block_request = Some(BlockRequest {
+            keys,
+            timeout,
+            timeout_reply,
+            args: None,
+        });
+    }
+
+    /// As [`Cx::block`], re-running `args` instead of the original command when served.
+    pub fn block_with_args(
+        &mut self,
+        keys: Vec<Bytes>,
+        timeout: Option<Duration>,
+        timeout_reply: Reply,
+        args: Vec<Bytes>,
+    ) {
+        self.sess.block_request = Some(BlockRequest {
+            keys,
+            timeout,
+            timeout_reply,
+            args: Some(args),
+        });
+    }
+}
+
+/// Registers the session's pending block request as a waiter (called by dispatch while the
+/// command's locks are still held, so no push can slip in between the failed pop and this).
+pub fn register(srv: &Arc<Shared>, sess: &mut Session, args: &[Bytes]) {
+    let Some(req) = sess.block_request.take() else {
+        return;
+    };
+    let run = req.args.unwrap_or_else(|| args.to_vec());
+    let keys: Vec<Bytes> = req.keys.iter().map(|k| Bytes::copy_from_slice(k)).collect();
+    let (waiter, rx) = srv
+        .blocking
+        .block(sess.db, keys, run, sess.handle.clone(), sess.resp3);
+    srv.ks.blocked_clients.fetch_add(1, Ordering::Relaxed);
+    sess.handle.info.lock().blocked = true;
+    sess.blocked = Some(Blocked {
+        waiter,
+        rx,
+        deadline: req.timeout.map(|t| tokio::time::Instant::now() + t),
+        timeout_reply: req.timeout_reply,
+    });
+}
+
+/// Forgets a waiter that was served, timed out or whose client left.
+pub fn unregister(srv: &Shared, blocked: &Blocked) {
+    srv.blocking.remove(&blocked.waiter);
+    srv.ks.blocked_clients.fetch_sub(1, Ordering::Relaxed);
+    blocked.waiter.handle.info.lock().blocked = false;
+}
+
+/// Serves clients blocked on the ready keys, in FIFO order per key. Serving may make more
+/// keys ready (BLMOVE pushes to its destination), which are served in turn.
+pub fn serve_ready(srv: &Arc<Shared>, mut ready: Vec<(usize, Bytes)>) {
+    let reg = registry();
+    while let Some((db, key)) = ready.pop() {
+        for w in srv.blocking.waiters(db, &key) {
+            if !w.claim() {
+                continue;
+            }
+            let Ok((id, spec)) = reg.resolve(&w.args) else {
+                w.unclaim();
+                continue;
+            };
+            // Run as the blocked client, in its db and protocol.
+            let mut sess = Session::new(w.handle.clone(), true);
+            sess.db = w.db;
+            sess.resp3 = w.resp3;
+            let now = srv.clock.now_ms();
+            let mut access = match spec.lock {
+                Lock::All => srv.ks.exclusive(w.db, now),
+                Lock::Keys => {
+                    let idx = spec.key_indices(&w.args);
+                    let keys: Vec<&[u8]> = idx.iter().map(|&i| &w.args[i][..]).collect();
+                    srv.ks.shared(w.db, &keys, now)
+                }
+            };
+            let reply = super::execute(srv, &mut sess, &mut access, id, spec, &w.args);
+            ready.extend(access.take_ready());
+            drop(access);
+            if sess.block_request.take().is_some() {
+                // Nothing left for this key: later waiters would find nothing either.
+                w.unclaim();
+                break;
+            }
+            // Remove from every queue before the client sees the reply.
+            srv.blocking.remove(&w);
+            srv.ks.blocked_clients.fetch_sub(1, Ordering::Relaxed);
+            w.handle.info.lock().blocked = false;
+            w.deliver(reply);
+        }
+    }
+}
