@@ -10,6 +10,7 @@ pub mod client;
 pub mod command;
 pub mod connection;
 pub mod keys;
+pub mod lists;
 pub mod server;
 pub mod strings;
 pub mod transactions;
@@ -40,7 +41,7 @@ impl Cx<'_, '_> {
 }
 
 /// Every family's top-level commands, in one place.
-fn families() -> [&'static [CommandSpec]; 7] {
+fn families() -> [&'static [CommandSpec]; 8] {
     [
         strings::COMMANDS,
         keys::COMMANDS,
@@ -49,6 +50,7 @@ fn families() -> [&'static [CommandSpec]; 7] {
         command::COMMANDS,
         transactions::COMMANDS,
         client::COMMANDS,
+        lists::COMMANDS,
     ]
 }
 

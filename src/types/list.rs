@@ -74,9 +74,7 @@ fn exceeds_limit(fill: i32, new_sz: usize, new_count: usize) -> bool {
 /// `_quicklistNodeAllowInsert` for an element of `len` bytes (1 GB "plain" elements cannot
 /// reach us: bulk strings are capped below that).
 fn allow_insert(node: Option<&Node>, fill: i32, len: usize) -> bool {
-    node.is_some_and(|n| {
-        !exceeds_limit(fill, n.sz + len + SIZE_ESTIMATE_OVERHEAD, n.count + 1)
-    })
+    node.is_some_and(|n| !exceeds_limit(fill, n.sz + len + SIZE_ESTIMATE_OVERHEAD, n.count + 1))
 }
 
 /// `_quicklistNodeAllowMerge`.
@@ -151,9 +149,7 @@ impl List {
         List {
             items: VecDeque::new(),
             data_bytes: 0,
-            shape: Shape::Listpack {
-                bytes: LP_OVERHEAD,
-            },
+            shape: Shape::Listpack { bytes: LP_OVERHEAD },
         }
     }
 
@@ -196,7 +192,11 @@ impl List {
     /// LRANGE/LTRIM normalisation: the inclusive position range, or `None` when empty.
     pub fn range(&self, start: i64, end: i64) -> Option<(usize, usize)> {
         let len = self.items.len() as i64;
-        let start = if start < 0 { (len + start).max(0) } else { start };
+        let start = if start < 0 {
+            (len + start).max(0)
+        } else {
+            start
+        };
         let end = if end < 0 { len + end } else { end };
         if start > end || start >= len {
             return None;
@@ -624,7 +624,11 @@ mod tests {
         assert_eq!(lp_entry_size(&[b'x'; 63]), 65);
         assert_eq!(lp_entry_size(&[b'x'; 64]), 67);
         assert_eq!(lp_entry_size(&[b'x'; 125]), 128);
-        assert_eq!(lp_entry_size(&[b'x'; 126]), 130, "back-length grows past 127");
+        assert_eq!(
+            lp_entry_size(&[b'x'; 126]),
+            130,
+            "back-length grows past 127"
+        );
         assert_eq!(lp_entry_size(&[b'x'; 4096]), 4101 + 2);
     }
 
@@ -783,7 +787,10 @@ mod tests {
                     l.after_remove(|| FILL);
                 }
                 3 if !l.is_empty() => {
-                    let pivot = l.get((r as usize / 7) % l.len()).cloned().unwrap_or_default();
+                    let pivot = l
+                        .get((r as usize / 7) % l.len())
+                        .cloned()
+                        .unwrap_or_default();
                     l.before_add(v.len(), 1, || FILL);
                     assert!(l.insert(&pivot, v, r % 2 == 0).is_some());
                 }
