@@ -11,6 +11,7 @@ use super::table::numkeys_at;
 use super::{CommandSpec, Cx, KeySpec};
 use crate::config::ParamRef;
 use crate::engine::{shard_of, Access, Value};
+use crate::protocol::parse::parse_i64;
 use crate::protocol::Reply;
 use crate::server::state::Shared;
 use crate::types::list::{End, List};
@@ -316,12 +317,25 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
 ];
 
+/// Keys after a `numkeys` argument at `args[at]`; none when the count runs past the
+/// arguments (Redis's key-spec finder refuses that: COMMAND GETKEYS answers "Invalid
+/// arguments", and the command itself fails its syntax check before touching keys).
+fn keys_after_numkeys(args: &[Bytes], at: usize) -> Vec<usize> {
+    let keys = numkeys_at(args, at);
+    let declared = args.get(at).and_then(|a| parse_i64(a));
+    if declared == Some(keys.len() as i64) {
+        keys
+    } else {
+        Vec::new()
+    }
+}
+
 fn lmpop_keys(args: &[Bytes]) -> Vec<usize> {
-    numkeys_at(args, 1)
+    keys_after_numkeys(args, 1)
 }
 
 fn blmpop_keys(args: &[Bytes]) -> Vec<usize> {
-    numkeys_at(args, 2)
+    keys_after_numkeys(args, 2)
 }
 
 // ---- shared helpers ----
