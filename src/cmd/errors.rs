@@ -134,3 +134,12 @@ pub const NUMKEYS_POSITIVE: &str = "ERR numkeys should be greater than 0";
 pub const COUNT_POSITIVE: &str = "ERR count should be greater than 0";
 pub const TIMEOUT_NOT_FLOAT: &str = "ERR timeout is not a float or out of range";
 pub const TIMEOUT_NEGATIVE: &str = "ERR timeout is negative";
+
+// Hash family (t_hash.c).
+pub const HASH_NOT_INT: &str = "ERR hash value is not an integer";
+pub const HASH_NOT_FLOAT: &str = "ERR hash value is not a float";
+pub const NAN_OR_INF_VALUE: &str = "ERR value is NaN or Infinity";
+pub const OUT_OF_RANGE: &str = "ERR value is out of range";
+/// `getRangeLongFromObjectOrReply(-LONG_MAX, LONG_MAX)` (HRANDFIELD's count).
+pub const COUNT_RANGE: &str =
+    "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807";

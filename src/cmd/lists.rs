@@ -9,14 +9,12 @@ use super::args::{self, is};
 use super::errors;
 use super::table::numkeys_at;
 use super::{CommandSpec, Cx, KeySpec};
-use crate::config::ParamRef;
 use crate::engine::{shard_of, Access, Value};
 use crate::protocol::parse::parse_i64;
 use crate::protocol::Reply;
 use crate::server::state::Shared;
 use crate::types::list::{End, List};
 use bytes::Bytes;
-use std::sync::OnceLock;
 
 pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec {
@@ -342,9 +340,7 @@ fn blmpop_keys(args: &[Bytes]) -> Vec<usize> {
 
 /// `list-max-listpack-size` (read only when a conversion is possible).
 fn fill(srv: &Shared) -> i32 {
-    static PARAM: OnceLock<Option<ParamRef>> = OnceLock::new();
-    let p = PARAM.get_or_init(|| crate::config::lookup("list-max-listpack-size"));
-    p.map_or(-2, |p| srv.config.num(p) as i32)
+    crate::config_num!(srv.config, "list-max-listpack-size") as i32
 }
 
 /// Write lookup (`lookupKeyWrite`) of a list: `None` when missing, WRONGTYPE otherwise.

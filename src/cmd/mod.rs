@@ -9,6 +9,7 @@ pub mod table;
 pub mod client;
 pub mod command;
 pub mod connection;
+pub mod hashes;
 pub mod keys;
 pub mod lists;
 pub mod server;
@@ -41,7 +42,7 @@ impl Cx<'_, '_> {
 }
 
 /// Every family's top-level commands, in one place.
-fn families() -> [&'static [CommandSpec]; 8] {
+fn families() -> [&'static [CommandSpec]; 9] {
     [
         strings::COMMANDS,
         keys::COMMANDS,
@@ -51,6 +52,7 @@ fn families() -> [&'static [CommandSpec]; 8] {
         transactions::COMMANDS,
         client::COMMANDS,
         lists::COMMANDS,
+        hashes::COMMANDS,
     ]
 }
 

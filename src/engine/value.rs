@@ -61,6 +61,7 @@ impl StrVal {
 pub enum Value {
     Str(StrVal),
     List(crate::types::list::List),
+    Hash(crate::types::hash::HashValue),
 }
 
 impl Value {
@@ -69,6 +70,7 @@ impl Value {
         match self {
             Value::Str(_) => "string",
             Value::List(_) => "list",
+            Value::Hash(_) => "hash",
         }
     }
 
@@ -76,6 +78,7 @@ impl Value {
         match self {
             Value::Str(s) => s.encoding(),
             Value::List(l) => l.encoding(),
+            Value::Hash(h) => h.encoding(),
         }
     }
 
@@ -85,6 +88,7 @@ impl Value {
             Value::Str(StrVal::Int(_)) => 8,
             Value::Str(StrVal::Bytes { data, .. }) => data.len(),
             Value::List(l) => l.approx_size(),
+            Value::Hash(h) => h.approx_size(),
         }
     }
 }
