@@ -794,3 +794,132 @@ fn mpop(cx: &mut Cx, m: &Mpop) -> Result<Option<Reply>, Reply> {
 fn lmpop(cx: &mut Cx) -> Reply {
     reply(parse_mpop(cx.args, 1).and_then(|m| Ok(mpop(cx, &m)?.unwrap_or(Reply::NilArray))))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::Clock;
+    use crate::config::Config;
+    use crate::server::session::Session;
+    use std::sync::Arc;
+
+    /// One client of an in-process server, driving commands through `dispatch`.
+    struct Client {
+        srv: Arc<Shared>,
+        sess: Session,
+    }
+
+    impl Client {
+        fn new() -> Client {
+            let srv = Arc::new(Shared::new(Config::default(), Clock::system()));
+            let addr = "127.0.0.1:1".parse().expect("addr");
+            let handle = srv.clients.register(addr, addr, 0);
+            Client {
+                sess: Session::new(handle, true),
+                srv,
+            }
+        }
+
+        fn run(&mut self, args: &[&[u8]]) -> Reply {
+            let args = args.iter().map(|a| Bytes::copy_from_slice(a)).collect();
+            crate::cmd::dispatch(&self.srv, &mut self.sess, args)
+        }
+
+        fn line(&mut self, line: &str) -> Reply {
+            let args: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();
+            self.run(&args)
+        }
+
+        fn encoding(&mut self, key: &str) -> String {
+            match self.line(&format!("OBJECT ENCODING {key}")) {
+                Reply::Bulk(b) => String::from_utf8_lossy(&b).into_owned(),
+                other => panic!("no encoding: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn encodings_follow_redis_7_2() {
+        let mut c = Client::new();
+        let big = vec![b'x'; 5000];
+        c.line("RPUSH l a b c");
+        assert_eq!(c.encoding("l"), "listpack");
+        c.run(&[b"RPUSH", b"l", &big]);
+        assert_eq!(c.encoding("l"), "listpack");
+        c.run(&[b"RPUSH", b"l", &big]);
+        assert_eq!(c.encoding("l"), "quicklist");
+        // One node again and under half the limit: back to a listpack.
+        c.line("RPOP l");
+        assert_eq!(c.encoding("l"), "quicklist", "5000 bytes > 4096");
+        c.line("RPOP l");
+        assert_eq!(c.encoding("l"), "listpack");
+        // COPY keeps the layout.
+        c.run(&[b"RPUSH", b"l", &big, &big]);
+        c.line("COPY l l2");
+        assert_eq!(c.encoding("l2"), "quicklist");
+        // A single element over the limit makes a quicklist straight away.
+        c.run(&[b"LPUSH", b"one", &big, &big]);
+        assert_eq!(c.encoding("one"), "quicklist");
+    }
+
+    #[test]
+    fn conversion_checks_run_even_when_nothing_changes() {
+        let mut c = Client::new();
+        let big = vec![b'y'; 9000];
+        c.line("RPUSH l a b");
+        // LINSERT converts before looking for the pivot; LSET before checking the index.
+        assert_eq!(
+            c.run(&[b"LINSERT", b"l", b"BEFORE", b"nope", &big]),
+            Reply::Int(-1)
+        );
+        assert_eq!(c.encoding("l"), "quicklist");
+        c.line("RPUSH m a b");
+        assert_eq!(
+            c.run(&[b"LSET", b"m", b"5", &big]),
+            Reply::error(errors::INDEX_OUT_OF_RANGE)
+        );
+        assert_eq!(c.encoding("m"), "quicklist");
+        // LSET with a small value lets a one-node quicklist shrink back.
+        assert_eq!(c.line("LSET m 0 z"), Reply::OK);
+        assert_eq!(c.encoding("m"), "listpack");
+    }
+
+    #[test]
+    fn entry_count_limits() {
+        let mut c = Client::new();
+        assert_eq!(c.line("CONFIG SET list-max-listpack-size 4"), Reply::OK);
+        c.line("RPUSH l 1 2 3 4");
+        assert_eq!(c.encoding("l"), "listpack");
+        c.line("RPUSH l 5");
+        assert_eq!(c.encoding("l"), "quicklist");
+        c.line("LTRIM l 0 2");
+        assert_eq!(c.encoding("l"), "quicklist", "3 > 4 / 2");
+        c.line("LREM l 1 1");
+        assert_eq!(c.encoding("l"), "listpack");
+    }
+
+    #[test]
+    fn lset_takes_the_index_as_a_c_int() {
+        let mut c = Client::new();
+        c.line("RPUSH l a b c");
+        assert_eq!(c.line("LSET l 4294967296 x"), Reply::OK);
+        assert_eq!(c.line("LSET l -4294967297 z"), Reply::OK);
+        assert_eq!(
+            c.line("LRANGE l 0 -1"),
+            Reply::Array(vec![
+                Reply::bulk_static("x"),
+                Reply::bulk_static("b"),
+                Reply::bulk_static("z")
+            ])
+        );
+    }
+
+    #[test]
+    fn rotation_of_a_single_element_list_keeps_it() {
+        let mut c = Client::new();
+        c.line("RPUSH l only");
+        assert_eq!(c.line("LMOVE l l LEFT RIGHT"), Reply::bulk_static("only"));
+        assert_eq!(c.line("RPOPLPUSH l l"), Reply::bulk_static("only"));
+        assert_eq!(c.line("LLEN l"), Reply::Int(1));
+    }
+}
