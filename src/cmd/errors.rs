@@ -122,6 +122,19 @@ pub const DEBUG_NOT_ALLOWED: &str = "ERR DEBUG command not allowed. If the enabl
     option is set to \"local\", you can run it from a local connection, otherwise you need to set \
     this option in the configuration file, and then restart the server.";
 
+// List family (t_list.c).
+pub const INDEX_OUT_OF_RANGE: &str = "ERR index out of range";
+/// `getPositiveLongFromObjectOrReply` without a message of its own.
+pub const MUST_BE_POSITIVE: &str = "ERR value is out of range, must be positive";
+pub const LPOS_RANK_ZERO: &str = "ERR RANK can't be zero: use 1 to start from the first match, \
+     2 from the second ... or use negative to start from the end of the list";
+pub const LPOS_COUNT_NEGATIVE: &str = "ERR COUNT can't be negative";
+pub const LPOS_MAXLEN_NEGATIVE: &str = "ERR MAXLEN can't be negative";
+pub const NUMKEYS_POSITIVE: &str = "ERR numkeys should be greater than 0";
+pub const COUNT_POSITIVE: &str = "ERR count should be greater than 0";
+pub const TIMEOUT_NOT_FLOAT: &str = "ERR timeout is not a float or out of range";
+pub const TIMEOUT_NEGATIVE: &str = "ERR timeout is negative";
+
 // Hash family (t_hash.c).
 pub const HASH_NOT_INT: &str = "ERR hash value is not an integer";
 pub const HASH_NOT_FLOAT: &str = "ERR hash value is not a float";

@@ -11,6 +11,7 @@ pub mod command;
 pub mod connection;
 pub mod hashes;
 pub mod keys;
+pub mod lists;
 pub mod server;
 pub mod sets;
 pub mod strings;
@@ -51,6 +52,7 @@ fn families() -> [&'static [CommandSpec]; 9] {
         command::COMMANDS,
         transactions::COMMANDS,
         client::COMMANDS,
+        lists::COMMANDS,
         hashes::COMMANDS,
         sets::COMMANDS,
     ]

@@ -60,6 +60,7 @@ impl StrVal {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {
     Str(StrVal),
+    List(crate::types::list::List),
     Hash(crate::types::hash::HashValue),
     Set(crate::types::set::SetValue),
 }
@@ -69,6 +70,7 @@ impl Value {
     pub fn type_name(&self) -> &'static str {
         match self {
             Value::Str(_) => "string",
+            Value::List(_) => "list",
             Value::Hash(_) => "hash",
             Value::Set(_) => "set",
         }
@@ -77,6 +79,7 @@ impl Value {
     pub fn encoding(&self) -> &'static str {
         match self {
             Value::Str(s) => s.encoding(),
+            Value::List(l) => l.encoding(),
             Value::Hash(h) => h.encoding(),
             Value::Set(s) => s.encoding(),
         }
@@ -87,6 +90,7 @@ impl Value {
         match self {
             Value::Str(StrVal::Int(_)) => 8,
             Value::Str(StrVal::Bytes { data, .. }) => data.len(),
+            Value::List(l) => l.approx_size(),
             Value::Hash(h) => h.approx_size(),
             Value::Set(s) => s.approx_size(),
         }

@@ -2,5 +2,6 @@
 
 pub mod glob;
 pub mod hash;
+pub mod list;
 pub mod placement;
 pub mod set;
