@@ -147,7 +147,6 @@ pub const COUNT_RANGE: &str =
 // Set family (t_set.c).
 /// `getPositiveLongFromObjectOrReply` without a message (SPOP count).
 pub const OUT_OF_RANGE_POSITIVE: &str = "ERR value is out of range, must be positive";
-pub const NUMKEYS_POSITIVE: &str = "ERR numkeys should be greater than 0";
 pub const NUMKEYS_TOO_MANY: &str = "ERR Number of keys can't be greater than number of args";
 pub const LIMIT_NEGATIVE: &str = "ERR LIMIT can't be negative";
 /// Ours: SRANDMEMBER with a negative count whose reply would not fit in memory (Redis

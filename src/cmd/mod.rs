@@ -43,7 +43,7 @@ impl Cx<'_, '_> {
 }
 
 /// Every family's top-level commands, in one place.
-fn families() -> [&'static [CommandSpec]; 9] {
+fn families() -> [&'static [CommandSpec]; 10] {
     [
         strings::COMMANDS,
         keys::COMMANDS,
