@@ -399,7 +399,36 @@ async fn concurrent_producers_and_consumers(proto: Proto) {
     assert_eq!(blocked_clients(&mut con).await, 0);
 }
 
+/// A key that became a list and then a string within one EXEC leaves BLPOP blocked (Redis
+/// serves a waiter only if the key still holds the awaited type), and a later push serves it.
+async fn key_of_another_type_keeps_waiter_blocked(proto: Proto) {
+    let server = real_server();
+    let mut con = connect(&server, proto).await;
+    let waiter = spawn_blocking::<Popped>(&server, proto, &["BLPOP", "k", "0"]).await;
+    until_blocked(&mut con, 1).await;
+    let mut p = redis::pipe();
+    p.atomic()
+        .cmd("RPUSH")
+        .arg("k")
+        .arg("x")
+        .cmd("DEL")
+        .arg("k")
+        .cmd("SET")
+        .arg("k")
+        .arg("s");
+    let _: Value = p.query_async(&mut con).await.expect("exec");
+    assert_eq!(
+        blocked_clients(&mut con).await,
+        1,
+        "waiter must stay blocked"
+    );
+    let _: i64 = q(&mut con, &c(&["DEL", "k"])).await;
+    let _: i64 = q(&mut con, &c(&["RPUSH", "k", "y"])).await;
+    assert_eq!(joined(waiter).await, Some(("k".into(), "y".into())));
+}
+
 both_protocols!(
+    key_of_another_type_keeps_waiter_blocked,
     concurrent_producers_and_consumers,
     fifo_wake_up_order,
     fifo_one_push_at_a_time,

@@ -19,7 +19,11 @@ async fn acquire(
 ) -> (bool, i64) {
     loop {
         let _: String = q(con, &c(&["WATCH", gate])).await;
-        let _: i64 = q(con, &c(&["ZREMRANGEBYSCORE", gate, "-inf", &format!("({now}")])).await;
+        let _: i64 = q(
+            con,
+            &c(&["ZREMRANGEBYSCORE", gate, "-inf", &format!("({now}")]),
+        )
+        .await;
         let live: i64 = q(con, &c(&["ZCARD", gate])).await;
         if live >= limit {
             let _: String = q(con, &c(&["UNWATCH"])).await;
@@ -42,11 +46,21 @@ async fn acquire(
 }
 
 /// Renews a live token's lease; false if the token is gone or expired.
-async fn renew(con: &mut MultiplexedConnection, gate: &str, token: &str, now: u64, lease: u64) -> bool {
+async fn renew(
+    con: &mut MultiplexedConnection,
+    gate: &str,
+    token: &str,
+    now: u64,
+    lease: u64,
+) -> bool {
     let score: Option<f64> = q(con, &c(&["ZSCORE", gate, token])).await;
     match score {
         Some(s) if s as u64 >= now => {
-            let r: i64 = q(con, &c(&["ZADD", gate, "XX", "CH", &(now + lease).to_string(), token])).await;
+            let r: i64 = q(
+                con,
+                &c(&["ZADD", gate, "XX", "CH", &(now + lease).to_string(), token]),
+            )
+            .await;
             r == 1
         }
         _ => false,
@@ -54,7 +68,11 @@ async fn renew(con: &mut MultiplexedConnection, gate: &str, token: &str, now: u6
 }
 
 async fn live_count(con: &mut MultiplexedConnection, gate: &str, now: u64) -> i64 {
-    let _: i64 = q(con, &c(&["ZREMRANGEBYSCORE", gate, "-inf", &format!("({now}")])).await;
+    let _: i64 = q(
+        con,
+        &c(&["ZREMRANGEBYSCORE", gate, "-inf", &format!("({now}")]),
+    )
+    .await;
     q(con, &c(&["ZCARD", gate])).await
 }
 
@@ -62,13 +80,25 @@ async fn gate_of_one_refuses_until_release(proto: Proto) {
     let server = manual_server();
     let mut con = connect(&server, proto).await;
     let now = server.clock().now_ms();
-    assert_eq!(acquire(&mut con, "gate:a", "t1", 1, now, 1000).await, (true, 1));
-    assert_eq!(acquire(&mut con, "gate:a", "t2", 1, now, 1000).await, (false, 1));
+    assert_eq!(
+        acquire(&mut con, "gate:a", "t1", 1, now, 1000).await,
+        (true, 1)
+    );
+    assert_eq!(
+        acquire(&mut con, "gate:a", "t2", 1, now, 1000).await,
+        (false, 1)
+    );
     // Gates keyed per resource have independent capacity.
-    assert_eq!(acquire(&mut con, "gate:b", "t2", 1, now, 1000).await, (true, 1));
+    assert_eq!(
+        acquire(&mut con, "gate:b", "t2", 1, now, 1000).await,
+        (true, 1)
+    );
     let removed: i64 = q(&mut con, &c(&["ZREM", "gate:a", "t1"])).await;
     assert_eq!(removed, 1);
-    assert_eq!(acquire(&mut con, "gate:a", "t2", 1, now, 1000).await, (true, 1));
+    assert_eq!(
+        acquire(&mut con, "gate:a", "t2", 1, now, 1000).await,
+        (true, 1)
+    );
 }
 
 async fn expired_holders_are_dropped_and_cannot_renew(proto: Proto) {
@@ -77,13 +107,22 @@ async fn expired_holders_are_dropped_and_cannot_renew(proto: Proto) {
     let t0 = server.clock().now_ms();
     assert!(acquire(&mut con, "gate", "old", 2, t0, 100).await.0);
     assert!(acquire(&mut con, "gate", "live", 2, t0, 10_000).await.0);
-    assert_eq!(acquire(&mut con, "gate", "third", 2, t0, 100).await, (false, 2));
+    assert_eq!(
+        acquire(&mut con, "gate", "third", 2, t0, 100).await,
+        (false, 2)
+    );
     server.advance_ms(500);
     let now = server.clock().now_ms();
-    assert!(!renew(&mut con, "gate", "old", now, 100).await, "expired lease renews");
+    assert!(
+        !renew(&mut con, "gate", "old", now, 100).await,
+        "expired lease renews"
+    );
     assert!(renew(&mut con, "gate", "live", now, 10_000).await);
     assert_eq!(live_count(&mut con, "gate", now).await, 1);
-    assert_eq!(acquire(&mut con, "gate", "third", 2, now, 100).await, (true, 2));
+    assert_eq!(
+        acquire(&mut con, "gate", "third", 2, now, 100).await,
+        (true, 2)
+    );
 }
 
 /// 16 clients race for a gate of limit 4: exactly 4 are admitted.
@@ -94,7 +133,9 @@ async fn concurrent_acquires_admit_exactly_the_limit(proto: Proto) {
     for i in 0..16 {
         let mut con = connect(&server, proto).await;
         tasks.push(tokio::spawn(async move {
-            acquire(&mut con, "gate", &format!("t{i}"), 4, now, 60_000).await.0
+            acquire(&mut con, "gate", &format!("t{i}"), 4, now, 60_000)
+                .await
+                .0
         }));
     }
     let mut admitted = 0;
