@@ -18,7 +18,8 @@ fn build(n: usize) -> List {
 
 fn lists(c: &mut Criterion) {
     let mut g = c.benchmark_group("list");
-    g.measurement_time(Duration::from_secs(2)).warm_up_time(Duration::from_millis(300));
+    g.measurement_time(Duration::from_secs(2))
+        .warm_up_time(Duration::from_millis(300));
     for n in [1_000usize, 100_000, 1_000_000] {
         let mut l = build(n);
         let v = Bytes::from_static(b"new-element-0001");

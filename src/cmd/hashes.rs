@@ -643,75 +643,34 @@ fn hscan(cx: &mut Cx) -> Reply {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::clock::Clock;
-    use crate::config::Config;
-    use crate::server::session::Session;
     use std::collections::{HashMap, HashSet};
-    use std::sync::Arc;
 
-    /// One client of an in-process server, driving commands through `dispatch`.
-    struct Client {
-        srv: Arc<Shared>,
-        sess: Session,
-    }
+    use crate::cmd::testing::Client;
 
-    impl Client {
-        fn new() -> Client {
-            let srv = Arc::new(Shared::new(Config::default(), Clock::system()));
-            let addr = "127.0.0.1:1".parse().expect("addr");
-            let handle = srv.clients.register(addr, addr, 0);
-            Client {
-                sess: Session::new(handle, true),
-                srv,
-            }
-        }
-
-        fn run(&mut self, line: &str) -> Reply {
-            let args = line
-                .split(' ')
-                .map(|a| Bytes::copy_from_slice(a.as_bytes()))
-                .collect();
-            crate::cmd::dispatch(&self.srv, &mut self.sess, args)
-        }
-
-        fn bulks(&mut self, line: &str) -> Vec<Bytes> {
-            match self.run(line) {
-                Reply::Array(v) => v
-                    .into_iter()
-                    .map(|r| match r {
-                        Reply::Bulk(b) => b,
-                        other => panic!("not a bulk: {other:?}"),
-                    })
-                    .collect(),
-                other => panic!("not an array: {other:?}"),
-            }
-        }
-
-        /// One HSCAN call: (next cursor, field → value).
-        fn hscan(&mut self, key: &str, cursor: u64, count: usize) -> (u64, Vec<(Bytes, Bytes)>) {
-            let Reply::Array(v) = self.run(&format!("HSCAN {key} {cursor} COUNT {count}")) else {
-                panic!("HSCAN reply");
-            };
-            let (Reply::Bulk(c), Reply::Array(items)) = (&v[0], &v[1]) else {
-                panic!("HSCAN shape");
-            };
-            let next = std::str::from_utf8(c)
-                .expect("utf8")
-                .parse()
-                .expect("cursor");
-            let items: Vec<Bytes> = items
-                .iter()
-                .map(|r| match r {
-                    Reply::Bulk(b) => b.clone(),
-                    other => panic!("{other:?}"),
-                })
-                .collect();
-            let pairs = items
-                .chunks_exact(2)
-                .map(|p| (p[0].clone(), p[1].clone()))
-                .collect();
-            (next, pairs)
-        }
+    /// One HSCAN call: (next cursor, field → value).
+    fn hscan(c: &mut Client, key: &str, cursor: u64, count: usize) -> (u64, Vec<(Bytes, Bytes)>) {
+        let Reply::Array(v) = c.line(&format!("HSCAN {key} {cursor} COUNT {count}")) else {
+            panic!("HSCAN reply");
+        };
+        let (Reply::Bulk(c), Reply::Array(items)) = (&v[0], &v[1]) else {
+            panic!("HSCAN shape");
+        };
+        let next = std::str::from_utf8(c)
+            .expect("utf8")
+            .parse()
+            .expect("cursor");
+        let items: Vec<Bytes> = items
+            .iter()
+            .map(|r| match r {
+                Reply::Bulk(b) => b.clone(),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        let pairs = items
+            .chunks_exact(2)
+            .map(|p| (p[0].clone(), p[1].clone()))
+            .collect();
+        (next, pairs)
     }
 
     #[test]
@@ -719,13 +678,13 @@ mod tests {
         let mut c = Client::new();
         // Three temporaries per stable field: deleting them all crosses compactions.
         for i in 0..300 {
-            c.run(&format!("HSET h stable{i} s{i} temp{i} t a{i} t b{i} t"));
+            c.line(&format!("HSET h stable{i} s{i} temp{i} t a{i} t b{i} t"));
         }
-        assert_eq!(c.run("OBJECT ENCODING h"), Reply::bulk_static("hashtable"));
+        assert_eq!(c.line("OBJECT ENCODING h"), Reply::bulk_static("hashtable"));
         let mut seen = HashMap::new();
         let (mut cursor, mut step) = (0, 0);
         loop {
-            let (next, pairs) = c.hscan("h", cursor, 20);
+            let (next, pairs) = hscan(&mut c, "h", cursor, 20);
             for (f, v) in pairs {
                 assert!(seen.insert(f, v).is_none(), "a field came back twice");
             }
@@ -736,10 +695,10 @@ mod tests {
             // Between calls: delete temporaries (forcing compactions) and add fields.
             for _ in 0..5 {
                 let i = step % 300;
-                c.run(&format!("HDEL h temp{i} a{i} b{i}"));
+                c.line(&format!("HDEL h temp{i} a{i} b{i}"));
                 step += 1;
             }
-            c.run(&format!("HSET h added{step} a"));
+            c.line(&format!("HSET h added{step} a"));
         }
         assert!(step >= 300, "every temporary was deleted during the scan");
         for i in 0..300 {
@@ -751,7 +710,7 @@ mod tests {
     #[test]
     fn hrandfield_counts_and_shapes() {
         let mut c = Client::new();
-        c.run("HSET h a 1 b 2 c 3 d 4 e 5");
+        c.line("HSET h a 1 b 2 c 3 d 4 e 5");
         for count in 1..=5 {
             let got = c.bulks(&format!("HRANDFIELD h {count}"));
             assert_eq!(got.len(), count);
@@ -764,7 +723,7 @@ mod tests {
             assert_eq!(p[0][0] - b'a' + b'1', p[1][0], "value belongs to its field");
         }
         c.sess.resp3 = true;
-        let Reply::Array(pairs) = c.run("HRANDFIELD h 3 WITHVALUES") else {
+        let Reply::Array(pairs) = c.line("HRANDFIELD h 3 WITHVALUES") else {
             panic!("array");
         };
         assert_eq!(pairs.len(), 3);
@@ -772,12 +731,12 @@ mod tests {
             .iter()
             .all(|p| matches!(p, Reply::Array(v) if v.len() == 2)));
         // A hashtable hash with holes still answers uniformly enough to hit every field.
-        c.run("CONFIG SET hash-max-listpack-entries 2");
+        c.line("CONFIG SET hash-max-listpack-entries 2");
         for i in 0..200 {
-            c.run(&format!("HSET big f{i} v"));
+            c.line(&format!("HSET big f{i} v"));
         }
         for i in 0..190 {
-            c.run(&format!("HDEL big f{i}"));
+            c.line(&format!("HDEL big f{i}"));
         }
         let got: HashSet<Bytes> = c.bulks("HRANDFIELD big -500").into_iter().collect();
         assert_eq!(got.len(), 10);
@@ -788,25 +747,25 @@ mod tests {
     #[test]
     fn encoding_follows_config_thresholds() {
         let mut c = Client::new();
-        c.run("CONFIG SET hash-max-listpack-entries 3");
-        c.run("CONFIG SET hash-max-listpack-value 4");
-        c.run("HSET h a 1 b 2 c 3");
-        assert_eq!(c.run("OBJECT ENCODING h"), Reply::bulk_static("listpack"));
-        c.run("HSET h d 4");
-        assert_eq!(c.run("OBJECT ENCODING h"), Reply::bulk_static("hashtable"));
-        c.run("HSET v f 1234");
-        assert_eq!(c.run("OBJECT ENCODING v"), Reply::bulk_static("listpack"));
-        c.run("HINCRBY v f 100000");
-        assert_eq!(c.run("OBJECT ENCODING v"), Reply::bulk_static("hashtable"));
+        c.line("CONFIG SET hash-max-listpack-entries 3");
+        c.line("CONFIG SET hash-max-listpack-value 4");
+        c.line("HSET h a 1 b 2 c 3");
+        assert_eq!(c.line("OBJECT ENCODING h"), Reply::bulk_static("listpack"));
+        c.line("HSET h d 4");
+        assert_eq!(c.line("OBJECT ENCODING h"), Reply::bulk_static("hashtable"));
+        c.line("HSET v f 1234");
+        assert_eq!(c.line("OBJECT ENCODING v"), Reply::bulk_static("listpack"));
+        c.line("HINCRBY v f 100000");
+        assert_eq!(c.line("OBJECT ENCODING v"), Reply::bulk_static("hashtable"));
         // 7.2: more pairs than the entry limit convert up front, repeated fields or not.
-        c.run("HSET dup f 1 f 2 f 3 f 4");
+        c.line("HSET dup f 1 f 2 f 3 f 4");
         assert_eq!(
-            c.run("OBJECT ENCODING dup"),
+            c.line("OBJECT ENCODING dup"),
             Reply::bulk_static("hashtable")
         );
-        assert_eq!(c.run("HLEN dup"), Reply::Int(1));
-        c.run("CONFIG SET hash-max-listpack-entries 0");
-        c.run("HSETNX z f v");
-        assert_eq!(c.run("OBJECT ENCODING z"), Reply::bulk_static("hashtable"));
+        assert_eq!(c.line("HLEN dup"), Reply::Int(1));
+        c.line("CONFIG SET hash-max-listpack-entries 0");
+        c.line("HSETNX z f v");
+        assert_eq!(c.line("OBJECT ENCODING z"), Reply::bulk_static("hashtable"));
     }
 }

@@ -798,45 +798,8 @@ fn lmpop(cx: &mut Cx) -> Reply {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::clock::Clock;
-    use crate::config::Config;
-    use crate::server::session::Session;
-    use std::sync::Arc;
 
-    /// One client of an in-process server, driving commands through `dispatch`.
-    struct Client {
-        srv: Arc<Shared>,
-        sess: Session,
-    }
-
-    impl Client {
-        fn new() -> Client {
-            let srv = Arc::new(Shared::new(Config::default(), Clock::system()));
-            let addr = "127.0.0.1:1".parse().expect("addr");
-            let handle = srv.clients.register(addr, addr, 0);
-            Client {
-                sess: Session::new(handle, true),
-                srv,
-            }
-        }
-
-        fn run(&mut self, args: &[&[u8]]) -> Reply {
-            let args = args.iter().map(|a| Bytes::copy_from_slice(a)).collect();
-            crate::cmd::dispatch(&self.srv, &mut self.sess, args)
-        }
-
-        fn line(&mut self, line: &str) -> Reply {
-            let args: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();
-            self.run(&args)
-        }
-
-        fn encoding(&mut self, key: &str) -> String {
-            match self.line(&format!("OBJECT ENCODING {key}")) {
-                Reply::Bulk(b) => String::from_utf8_lossy(&b).into_owned(),
-                other => panic!("no encoding: {other:?}"),
-            }
-        }
-    }
+    use crate::cmd::testing::Client;
 
     #[test]
     fn encodings_follow_redis_7_2() {

@@ -5,6 +5,8 @@ pub mod args;
 pub mod blocking;
 pub mod errors;
 pub mod table;
+#[cfg(test)]
+pub mod testing;
 
 pub mod client;
 pub mod command;
