@@ -14,6 +14,12 @@ pub struct Client {
     pub sess: Session,
 }
 
+impl Default for Client {
+    fn default() -> Self {
+        Client::new()
+    }
+}
+
 impl Client {
     pub fn new() -> Client {
         Client::on(Arc::new(Shared::new(Config::default(), Clock::system())))
