@@ -14,7 +14,9 @@
 #   REQUESTS [100000]     requests per run at pipeline 1
 #   REQUESTS_PIPELINED [1000000]  requests per run at pipeline > 1 (runs are ~16x faster)
 #   PIPELINES ["1 16"]    -P values
-#   TESTS [set,get,incr,mset]  redis-benchmark -t names
+#   TESTS [set,get,incr,mset]  redis-benchmark -t names, plus zrange10 (ZRANGE of the first
+#                         10 members of a 1000-member sorted set); e.g. for issue 3:
+#                         TESTS=lpush,lpop,sadd,hset,zadd,zrange10
 #   CLIENTS [50]  DATASIZE [100]
 #   KEYSPACE []           if set, -r KEYSPACE (random keys key:000000012345); unset = one key,
 #                         as plain redis-benchmark does
@@ -119,10 +121,27 @@ supports() { # port command
     incr) probe=(INCR __bench_probe_n__) ;;
     get) probe=(GET __bench_probe__) ;;
     set) probe=(SET __bench_probe__ 1) ;;
+    lpush | rpush) probe=(LPUSH __bench_probe_l__ 1) ;;
+    lpop | rpop) probe=(LPOP __bench_probe_l__) ;;
+    sadd | spop) probe=(SADD __bench_probe_s__ 1) ;;
+    hset) probe=(HSET __bench_probe_h__ f 1) ;;
+    zadd | zpopmin) probe=(ZADD __bench_probe_z__ 1 a) ;;
+    zrange10) probe=(ZRANGE __bench_probe_z__ 0 9) ;;
     *) return 0 ;;
     esac
     ! redis-cli -h $HOST -p "$1" "${probe[@]}" 2>&1 | grep -qi "unknown command"
 }
+
+# The sorted set read by zrange10, identical on both servers.
+if [[ ,$TESTS, == *,zrange10,* ]]; then
+    for port in "$RESPITE_PORT" "$REDIS_PORT"; do
+        for i in $(seq 0 99); do
+            args=()
+            for j in $(seq 0 9); do args+=("$((i * 10 + j))" "member:$((i * 10 + j))"); done
+            redis-cli -h $HOST -p "$port" ZADD bench:zset "${args[@]}" >/dev/null
+        done
+    done
+fi
 
 RESULTS="$OUT/results.tsv"
 printf 'round\ttest\tpipeline\tserver\trps\tcpu_us_per_req\n' >"$RESULTS"
@@ -134,8 +153,12 @@ run_one() { # round test pipeline server port pid
     local extra=()
     [[ -n $KEYSPACE ]] && extra=(-r "$KEYSPACE")
     c0=$(cpu_ticks "$pid")
-    line=$("$REDIS_BENCHMARK" -h $HOST -p "$port" -t "$test" -c "$CLIENTS" -d "$DATASIZE" \
-        -n "$n" -P "$p" "${extra[@]}" -q --csv 2>>"$OUT/benchmark.err" | grep -v '^"test"' | head -1)
+    # zrange10: ZRANGE of the first 10 members of a 1000-member sorted set (seeded below).
+    local what=(-t "$test")
+    [[ $test == zrange10 ]] && what=(ZRANGE bench:zset 0 9)
+    line=$("$REDIS_BENCHMARK" -h $HOST -p "$port" -c "$CLIENTS" -d "$DATASIZE" \
+        -n "$n" -P "$p" "${extra[@]}" -q --csv "${what[@]}" 2>>"$OUT/benchmark.err" |
+        grep -v '^"test"' | head -1)
     c1=$(cpu_ticks "$pid")
     rps=$(echo "$line" | cut -d, -f2 | tr -d '"')
     cpu=$(awk -v d=$((c1 - c0)) -v hz="$CLK_TCK" -v n="$n" 'BEGIN { printf "%.3f", d * 1e6 / hz / n }')

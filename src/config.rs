@@ -69,6 +69,16 @@ impl ParamRef {
     }
 }
 
+/// Integer view of a parameter named by a literal, with the name resolved once per call
+/// site (hot paths: encoding thresholds read on every write to a small collection).
+#[macro_export]
+macro_rules! config_num {
+    ($store:expr, $name:literal) => {{
+        static REF: std::sync::OnceLock<$crate::config::ParamRef> = std::sync::OnceLock::new();
+        $store.num(*REF.get_or_init(|| $crate::config::lookup($name).expect($name)))
+    }};
+}
+
 /// Lowercase name (and alias) → parameter.
 type Index = HashMap<&'static str, ParamRef, ahash::RandomState>;
 

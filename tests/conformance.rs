@@ -143,9 +143,11 @@ fn same(a: &Frame, b: &Frame) -> bool {
     }
 }
 
+/// Sorts array/set/map elements at every level (unordered replies nest: SCAN-family
+/// replies hold their elements one level down).
 fn sorted(f: &Frame) -> Frame {
     let sort = |v: &Vec<Frame>| {
-        let mut v = v.clone();
+        let mut v: Vec<Frame> = v.iter().map(sorted).collect();
         v.sort_by_key(|x| x.to_string());
         v
     };
@@ -153,7 +155,8 @@ fn sorted(f: &Frame) -> Frame {
         Frame::Array(v) => Frame::Array(sort(v)),
         Frame::Set(v) => Frame::Set(sort(v)),
         Frame::Map(v) => {
-            let mut v = v.clone();
+            let mut v: Vec<(Frame, Frame)> =
+                v.iter().map(|(k, x)| (sorted(k), sorted(x))).collect();
             v.sort_by_key(|(k, _)| k.to_string());
             Frame::Map(v)
         }
@@ -373,6 +376,11 @@ fn random_command(r: &mut Rng) -> (Vec<String>, Mode) {
     let v = |r: &mut Rng| r.pick(VALUES).to_string();
     let ttl = |r: &mut Rng| (1000 + r.below(100_000)).to_string();
     let s = |x: &str| x.to_string();
+    // Half the steps exercise the collection families (skipped while absent), half the
+    // string/key core, all over one key pool so cross-type errors happen.
+    if r.below(2) == 0 {
+        return random_collection_command(r);
+    }
     match r.below(34) {
         0..=3 => vec![s("GET"), k(r)]
             .into_iter()
@@ -453,6 +461,99 @@ fn random_command(r: &mut Rng) -> (Vec<String>, Mode) {
         31 => (vec![s("COPY"), k(r), k(r), s("REPLACE")], Mode::Exact),
         32 => (vec![s("GETEX"), k(r), s("PERSIST")], Mode::Exact),
         _ => (vec![s("SELECT"), s(r.pick(&["0", "1", "0"]))], Mode::Exact),
+    }
+}
+
+const FIELDS: &[&str] = &["f1", "f2", "f3", "10", "-1", ""];
+const SCORES: &[&str] = &["1", "2.5", "-3", "0", "inf", "-inf", "100", "1e3"];
+
+/// Hashes, lists, sets and sorted sets with deterministic replies (no SPOP/SRANDMEMBER/
+/// HRANDFIELD/ZRANDMEMBER: their random choice would make the two keyspaces diverge).
+fn random_collection_command(r: &mut Rng) -> (Vec<String>, Mode) {
+    let k = |r: &mut Rng| r.pick(KEYS).to_string();
+    let v = |r: &mut Rng| r.pick(VALUES).to_string();
+    let f = |r: &mut Rng| r.pick(FIELDS).to_string();
+    let sc = |r: &mut Rng| r.pick(SCORES).to_string();
+    let idx = |r: &mut Rng| r.pick(&["0", "1", "-1", "-2", "3", "100"]).to_string();
+    let s = |x: &str| x.to_string();
+    let e = Mode::Exact;
+    match r.below(44) {
+        0..=2 => (vec![s("HSET"), k(r), f(r), v(r), f(r), v(r)], e),
+        3 => (vec![s("HGET"), k(r), f(r)], e),
+        4 => (vec![s("HDEL"), k(r), f(r), f(r)], e),
+        5 => (vec![s("HGETALL"), k(r)], e),
+        6 => (
+            vec![s("HINCRBY"), k(r), f(r), s(r.pick(&["1", "-5", "x"]))],
+            e,
+        ),
+        7 => (vec![s("HMGET"), k(r), f(r), f(r)], e),
+        8 => (vec![s("HLEN"), k(r)], e),
+        9 => (vec![s("HSETNX"), k(r), f(r), v(r)], e),
+        10..=12 => (vec![s(r.pick(&["LPUSH", "RPUSH"])), k(r), v(r), v(r)], e),
+        13 => (vec![s(r.pick(&["LPOP", "RPOP"])), k(r)], e),
+        14 => (vec![s("LRANGE"), k(r), idx(r), idx(r)], e),
+        15 => (vec![s("LLEN"), k(r)], e),
+        16 => (vec![s("LINDEX"), k(r), idx(r)], e),
+        17 => (vec![s("LREM"), k(r), idx(r), v(r)], e),
+        18 => (vec![s("LTRIM"), k(r), idx(r), idx(r)], e),
+        19 => (
+            vec![
+                s("LMOVE"),
+                k(r),
+                k(r),
+                s(r.pick(&["LEFT", "RIGHT"])),
+                s(r.pick(&["LEFT", "RIGHT"])),
+            ],
+            e,
+        ),
+        20 => (vec![s("LPOS"), k(r), v(r)], e),
+        21..=23 => (vec![s("SADD"), k(r), f(r), f(r)], e),
+        24 => (vec![s("SREM"), k(r), f(r)], e),
+        25 => (vec![s("SMEMBERS"), k(r)], Mode::Sort),
+        26 => (vec![s("SISMEMBER"), k(r), f(r)], e),
+        27 => (vec![s("SCARD"), k(r)], e),
+        28 => (
+            vec![s(r.pick(&["SINTER", "SUNION", "SDIFF"])), k(r), k(r)],
+            Mode::Sort,
+        ),
+        29 => (
+            vec![
+                s(r.pick(&["SINTERSTORE", "SUNIONSTORE", "SDIFFSTORE"])),
+                k(r),
+                k(r),
+                k(r),
+            ],
+            e,
+        ),
+        30 => (vec![s("SMOVE"), k(r), k(r), f(r)], e),
+        31..=33 => (vec![s("ZADD"), k(r), sc(r), f(r), sc(r), f(r)], e),
+        34 => (vec![s("ZINCRBY"), k(r), sc(r), f(r)], e),
+        35 => (vec![s("ZREM"), k(r), f(r)], e),
+        36 => (vec![s("ZRANGE"), k(r), idx(r), idx(r), s("WITHSCORES")], e),
+        37 => (
+            vec![
+                s("ZRANGEBYSCORE"),
+                k(r),
+                s(r.pick(&["-inf", "(0", "1"])),
+                s(r.pick(&["+inf", "(100", "2.5"])),
+            ],
+            e,
+        ),
+        38 => (vec![s("ZSCORE"), k(r), f(r)], e),
+        39 => (vec![s("ZRANK"), k(r), f(r)], e),
+        40 => (vec![s("ZCARD"), k(r)], e),
+        41 => (vec![s(r.pick(&["ZPOPMIN", "ZPOPMAX"])), k(r)], e),
+        42 => (
+            vec![
+                s(r.pick(&["ZUNIONSTORE", "ZINTERSTORE"])),
+                k(r),
+                s("2"),
+                k(r),
+                k(r),
+            ],
+            e,
+        ),
+        _ => (vec![s("ZCOUNT"), k(r), s("-inf"), s("+inf")], e),
     }
 }
 

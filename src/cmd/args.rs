@@ -131,6 +131,13 @@ pub fn scan_cursor(arg: &[u8]) -> Result<u64, Reply> {
     Ok(if neg { n.wrapping_neg() } else { n })
 }
 
+/// Option comparison as Redis's `strcasecmp` on the argument: the argument's text ends at
+/// its first NUL byte (`"count\0x"` is `COUNT`).
+pub fn is_cstr(arg: &[u8], opt: &str) -> bool {
+    let end = arg.iter().position(|&b| b == 0).unwrap_or(arg.len());
+    is(&arg[..end], opt)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -173,5 +180,161 @@ mod tests {
         assert_eq!(db_id(b"16", 16).err(), Some(errors::err(errors::DB_INDEX)));
         assert_eq!(db_id(b"-1", 16).err(), Some(errors::err(errors::DB_INDEX)));
         assert_eq!(db_id(b"x", 16).err(), Some(errors::not_int()));
+    }
+}
+
+/// Redis `getRangeLongFromObjectOrReply`: an integer in `min..=max`. With `msg`, both a
+/// non-integer and an out-of-range value reply `msg`; without, Redis's two distinct errors.
+pub fn long_in_range(
+    arg: &[u8],
+    min: i64,
+    max: i64,
+    msg: Option<&'static str>,
+) -> Result<i64, Reply> {
+    let n = parse_i64(arg).ok_or_else(|| errors::err(msg.unwrap_or(errors::NOT_INT)))?;
+    if n < min || n > max {
+        return Err(match msg {
+            Some(m) => errors::err(m),
+            None => Reply::error(format!(
+                "ERR value is out of range, value must between {min} and {max}"
+            )),
+        });
+    }
+    Ok(n)
+}
+
+/// Redis `getPositiveLongFromObjectOrReply` (0 allowed).
+pub fn positive_long(arg: &[u8], msg: Option<&'static str>) -> Result<i64, Reply> {
+    long_in_range(
+        arg,
+        0,
+        i64::MAX,
+        Some(msg.unwrap_or(errors::MUST_BE_POSITIVE)),
+    )
+}
+
+/// Redis `getTimeoutFromObjectOrReply` with `UNIT_SECONDS` (BLPOP, BLMOVE, BZPOPMIN…): a
+/// `long double` number of seconds, scaled to milliseconds and rounded up (`ceill`).
+/// `None` is 0, "block forever". `now_ms` bounds the deadline as Redis does.
+pub fn timeout_secs(arg: &[u8], now_ms: u64) -> Result<Option<std::time::Duration>, Reply> {
+    use super::strings::ld::{self, LongDouble, Parsed};
+    let out_of_range = || errors::err(errors::TIMEOUT_OUT_OF_RANGE);
+    let negative = || errors::err(errors::TIMEOUT_NEGATIVE);
+    let v = match ld::parse(arg) {
+        None => return Err(errors::err(errors::TIMEOUT_NOT_FLOAT)),
+        Some(Parsed::Infinite) if arg.first() == Some(&b'-') => return Err(negative()),
+        Some(Parsed::Infinite) => return Err(out_of_range()),
+        Some(Parsed::Finite(v)) => v,
+    };
+    let is_zero = v.checked_add(LongDouble::ZERO) == Some(LongDouble::ZERO);
+    // The exact decimal text (`%.17Lf`, trailing zeros trimmed) gives ceil(v * 1000).
+    let text = v.to_human();
+    let (neg, text) = match text.strip_prefix('-') {
+        Some(t) => (true, t),
+        None => (false, text.as_str()),
+    };
+    let (int, frac) = text.split_once('.').unwrap_or((text, ""));
+    let digits = |s: &str| {
+        s.bytes().try_fold(0u128, |n, d| {
+            n.checked_mul(10)?.checked_add(u128::from(d - b'0'))
+        })
+    };
+    let ms_digits = &frac[..frac.len().min(3)];
+    let whole = int.len() <= 30;
+    let ms = digits(int)
+        .filter(|_| whole)
+        .and_then(|i| i.checked_mul(1000))
+        .and_then(|i| {
+            let f = digits(ms_digits)? * 10u128.pow(3 - ms_digits.len() as u32);
+            i.checked_add(f)
+        });
+    // Digits below the millisecond, or a value too small to print: rounds up to 1 ms more.
+    let below_ms = frac.len() > 3 || (text == "0" && !is_zero);
+    let ms = match (neg, ms) {
+        // ceil of a negative number is minus its truncation: -0.0005 s is 0 ms.
+        (true, Some(0)) => 0,
+        // Around -1 ms the long double product decides: 0.001 is stored a little below
+        // 1/1000, so Redis computes ceill(-0.99999…) = 0 for every v with |v| <= 0.001L.
+        (true, Some(1)) if !below_ms && !beyond_thousandth(v) => 0,
+        (true, _) => return Err(negative()),
+        (false, None) => return Err(out_of_range()),
+        (false, Some(ms)) => ms + u128::from(below_ms),
+    };
+    if ms > (i64::MAX as u128).saturating_sub(u128::from(now_ms)) {
+        return Err(out_of_range());
+    }
+    Ok((ms > 0).then(|| std::time::Duration::from_millis(ms as u64)))
+}
+
+/// Whether the negative `v` is below -0.001L (`long double` nearest to -1/1000), told from
+/// the sign of `v + 0.001L`: the sum is exact and tiny, so it is doubled until its decimal
+/// text shows the sign.
+fn beyond_thousandth(v: super::strings::ld::LongDouble) -> bool {
+    use super::strings::ld::{self, LongDouble, Parsed};
+    let Some(Parsed::Finite(t)) = ld::parse(b"0.001") else {
+        return true;
+    };
+    let Some(mut r) = v.checked_add(t) else {
+        return true;
+    };
+    if r == LongDouble::ZERO {
+        return false;
+    }
+    for _ in 0..128 {
+        match r.checked_add(r) {
+            Some(d) => r = d,
+            None => break,
+        }
+    }
+    r.to_human().starts_with('-')
+}
+
+#[cfg(test)]
+mod timeout_tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn ms(arg: &str) -> Result<Option<u64>, Reply> {
+        timeout_secs(arg.as_bytes(), 1_700_000_000_000).map(|d| d.map(|d| d.as_millis() as u64))
+    }
+
+    #[test]
+    fn timeouts_are_seconds_rounded_up_to_ms() {
+        assert_eq!(ms("0").ok(), Some(None));
+        assert_eq!(ms("0.0").ok(), Some(None));
+        assert_eq!(ms("-0").ok(), Some(None));
+        assert_eq!(ms("1").ok(), Some(Some(1000)));
+        assert_eq!(ms("0.01").ok(), Some(Some(10)));
+        assert_eq!(ms("0.0101").ok(), Some(Some(11)));
+        assert_eq!(ms("1e-30").ok(), Some(Some(1)));
+        assert_eq!(ms("-0.0009").ok(), Some(None), "ceil(-0.9) is 0");
+        assert_eq!(ms("0x10").ok(), Some(Some(16_000)));
+        assert_eq!(ms("1.5e3").ok(), Some(Some(1_500_000)));
+        assert_eq!(ms("-0.001").ok(), Some(None), "-0.001L * 1000 is above -1");
+        assert_eq!(ms("-1e-3").ok(), Some(None));
+        assert_eq!(ms("-0.00099999999999999999").ok(), Some(None));
+        let neg = Err(errors::err(errors::TIMEOUT_NEGATIVE));
+        assert_eq!(ms("-0.0010000000000000001"), neg);
+        assert_eq!(ms("-0.0011"), neg);
+        assert_eq!(ms("-0.002"), neg);
+        assert_eq!(ms("-1"), neg);
+        assert_eq!(ms("-inf"), neg);
+        assert_eq!(ms("-1e300"), neg);
+        let range = Err(errors::err(errors::TIMEOUT_OUT_OF_RANGE));
+        assert_eq!(ms("inf"), range);
+        assert_eq!(ms("1e300"), range);
+        assert_eq!(
+            ms("9223372036854775.807"),
+            range,
+            "now + timeout would overflow"
+        );
+        let bad = Err(errors::err(errors::TIMEOUT_NOT_FLOAT));
+        for a in ["", "x", "nan", " 1", "1 ", "1x"] {
+            assert_eq!(ms(a), bad, "{a:?}");
+        }
+        assert_eq!(
+            timeout_secs(b"2.5", 0).ok(),
+            Some(Some(Duration::from_millis(2500)))
+        );
     }
 }

@@ -82,6 +82,22 @@ pub fn unregister(srv: &Shared, blocked: &Blocked) {
     blocked.waiter.handle.info.lock().blocked = false;
 }
 
+/// Whether `key` holds the type a blocked command of `group` waits for.
+fn holds_awaited_type(srv: &Shared, db: usize, key: &[u8], group: &str) -> bool {
+    let want = match group {
+        "list" => "list",
+        "sorted-set" => "zset",
+        "stream" => "stream",
+        _ => return true,
+    };
+    let now = srv.clock.now_ms();
+    let mut access = srv.ks.shared(db, &[key], now);
+    access.db = db;
+    access
+        .peek(key)
+        .is_some_and(|e| e.value.type_name() == want)
+}
+
 /// Serves clients blocked on the ready keys, in FIFO order per key. Serving may make more
 /// keys ready (BLMOVE pushes to its destination), which are served in turn.
 pub fn serve_ready(srv: &Arc<Shared>, mut ready: Vec<(usize, Bytes)>) {
@@ -95,6 +111,12 @@ pub fn serve_ready(srv: &Arc<Shared>, mut ready: Vec<(usize, Bytes)>) {
                 w.unclaim();
                 continue;
             };
+            if !holds_awaited_type(srv, db, &key, spec.group) {
+                // Redis re-runs a waiter only if the key still holds the type it waits
+                // for (a key replaced by a string leaves BLPOP blocked, not WRONGTYPE).
+                w.unclaim();
+                break;
+            }
             // Run as the blocked client, in its db and protocol.
             let mut sess = Session::new(w.handle.clone(), true);
             sess.db = w.db;

@@ -122,6 +122,37 @@ pub const DEBUG_NOT_ALLOWED: &str = "ERR DEBUG command not allowed. If the enabl
     option is set to \"local\", you can run it from a local connection, otherwise you need to set \
     this option in the configuration file, and then restart the server.";
 
+// List family (t_list.c).
+pub const INDEX_OUT_OF_RANGE: &str = "ERR index out of range";
+/// `getPositiveLongFromObjectOrReply` without a message of its own.
+pub const MUST_BE_POSITIVE: &str = "ERR value is out of range, must be positive";
+pub const LPOS_RANK_ZERO: &str = "ERR RANK can't be zero: use 1 to start from the first match, \
+     2 from the second ... or use negative to start from the end of the list";
+pub const LPOS_COUNT_NEGATIVE: &str = "ERR COUNT can't be negative";
+pub const LPOS_MAXLEN_NEGATIVE: &str = "ERR MAXLEN can't be negative";
+pub const NUMKEYS_POSITIVE: &str = "ERR numkeys should be greater than 0";
+pub const COUNT_POSITIVE: &str = "ERR count should be greater than 0";
+pub const TIMEOUT_NOT_FLOAT: &str = "ERR timeout is not a float or out of range";
+pub const TIMEOUT_NEGATIVE: &str = "ERR timeout is negative";
+
+// Hash family (t_hash.c).
+pub const HASH_NOT_INT: &str = "ERR hash value is not an integer";
+pub const HASH_NOT_FLOAT: &str = "ERR hash value is not a float";
+pub const NAN_OR_INF_VALUE: &str = "ERR value is NaN or Infinity";
+pub const OUT_OF_RANGE: &str = "ERR value is out of range";
+/// `getRangeLongFromObjectOrReply(-LONG_MAX, LONG_MAX)` (HRANDFIELD's count).
+pub const COUNT_RANGE: &str =
+    "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807";
+
+// Set family (t_set.c).
+/// `getPositiveLongFromObjectOrReply` without a message (SPOP count).
+pub const OUT_OF_RANGE_POSITIVE: &str = "ERR value is out of range, must be positive";
+pub const NUMKEYS_TOO_MANY: &str = "ERR Number of keys can't be greater than number of args";
+pub const LIMIT_NEGATIVE: &str = "ERR LIMIT can't be negative";
+/// Ours: SRANDMEMBER with a negative count whose reply would not fit in memory (Redis
+/// streams it until the server runs out of memory).
+pub const RANDOM_COUNT_TOO_LARGE: &str = "ERR value is out of range, count is too large";
+
 // Sorted sets (t_zset.c).
 pub const ZADD_XX_NX: &str = "ERR XX and NX options at the same time are not compatible";
 pub const ZADD_GT_LT_NX: &str = "ERR GT, LT, and/or NX options at the same time are not compatible";
@@ -134,15 +165,6 @@ pub const ZRANGE_LIMIT: &str =
 pub const ZRANGE_BYLEX_WITHSCORES: &str =
     "ERR syntax error, WITHSCORES not supported in combination with BYLEX";
 pub const WEIGHT_NOT_FLOAT: &str = "ERR weight value is not a float";
-pub const LIMIT_NEGATIVE: &str = "ERR LIMIT can't be negative";
-pub const NUMKEYS_POSITIVE: &str = "ERR numkeys should be greater than 0";
-pub const COUNT_POSITIVE: &str = "ERR count should be greater than 0";
-pub const MUST_BE_POSITIVE: &str = "ERR value is out of range, must be positive";
-pub const OUT_OF_RANGE: &str = "ERR value is out of range";
-pub const LONG_RANGE: &str =
-    "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807";
-pub const TIMEOUT_NOT_FLOAT: &str = "ERR timeout is not a float or out of range";
-pub const TIMEOUT_NEGATIVE: &str = "ERR timeout is negative";
 
 /// `at least 1 input key is needed for '<cmd>' command` (ZUNION/ZINTER/ZDIFF families).
 pub fn need_input_key(cmd: &str) -> Reply {

@@ -5,12 +5,17 @@ pub mod args;
 pub mod blocking;
 pub mod errors;
 pub mod table;
+#[cfg(test)]
+pub mod testing;
 
 pub mod client;
 pub mod command;
 pub mod connection;
+pub mod hashes;
 pub mod keys;
+pub mod lists;
 pub mod server;
+pub mod sets;
 pub mod strings;
 pub mod transactions;
 pub mod zsets;
@@ -41,7 +46,7 @@ impl Cx<'_, '_> {
 }
 
 /// Every family's top-level commands, in one place.
-fn families() -> [&'static [CommandSpec]; 8] {
+fn families() -> [&'static [CommandSpec]; 11] {
     [
         strings::COMMANDS,
         keys::COMMANDS,
@@ -50,6 +55,9 @@ fn families() -> [&'static [CommandSpec]; 8] {
         command::COMMANDS,
         transactions::COMMANDS,
         client::COMMANDS,
+        lists::COMMANDS,
+        hashes::COMMANDS,
+        sets::COMMANDS,
         zsets::COMMANDS,
     ]
 }

@@ -135,8 +135,10 @@ pub fn numkeys_at(args: &[Bytes], pos: usize) -> Vec<usize> {
     else {
         return Vec::new();
     };
-    if n <= 0 {
+    // A count running past the arguments names no keys (COMMAND GETKEYS then reports
+    // Redis's "Invalid arguments" error; the command itself reports its own).
+    if n <= 0 || n as u64 > (args.len() - pos - 1) as u64 {
         return Vec::new();
     }
-    (pos + 1..(pos + 1 + n as usize).min(args.len())).collect()
+    (pos + 1..pos + 1 + n as usize).collect()
 }

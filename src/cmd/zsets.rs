@@ -29,7 +29,6 @@ fn read<'c>(cx: &'c mut Cx, key: &[u8]) -> Result<Option<&'c ZSet>, Reply> {
         None => Ok(None),
         Some(e) => match &e.value {
             Value::ZSet(z) => Ok(Some(z)),
-            #[allow(unreachable_patterns)]
             _ => Err(errors::wrongtype()),
         },
     }
@@ -42,7 +41,6 @@ fn write<'c>(cx: &'c mut Cx, key: &[u8]) -> Result<Option<&'c mut ZSet>, Reply> 
         None => Ok(None),
         Some(e) => match &mut e.value {
             Value::ZSet(z) => Ok(Some(z)),
-            #[allow(unreachable_patterns)]
             _ => Err(errors::wrongtype()),
         },
     }

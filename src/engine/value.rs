@@ -60,6 +60,9 @@ impl StrVal {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {
     Str(StrVal),
+    List(crate::types::list::List),
+    Hash(crate::types::hash::HashValue),
+    Set(crate::types::set::SetValue),
     ZSet(Box<crate::types::zset::ZSet>),
 }
 
@@ -68,6 +71,9 @@ impl Value {
     pub fn type_name(&self) -> &'static str {
         match self {
             Value::Str(_) => "string",
+            Value::List(_) => "list",
+            Value::Hash(_) => "hash",
+            Value::Set(_) => "set",
             Value::ZSet(_) => "zset",
         }
     }
@@ -75,6 +81,9 @@ impl Value {
     pub fn encoding(&self) -> &'static str {
         match self {
             Value::Str(s) => s.encoding(),
+            Value::List(l) => l.encoding(),
+            Value::Hash(h) => h.encoding(),
+            Value::Set(s) => s.encoding(),
             Value::ZSet(z) => z.encoding(),
         }
     }
@@ -84,6 +93,9 @@ impl Value {
         match self {
             Value::Str(StrVal::Int(_)) => 8,
             Value::Str(StrVal::Bytes { data, .. }) => data.len(),
+            Value::List(l) => l.approx_size(),
+            Value::Hash(h) => h.approx_size(),
+            Value::Set(s) => s.approx_size(),
             // Per element: the map entry, the tree item and the member's buffer header.
             Value::ZSet(z) => z.member_bytes() + z.len() * 112,
         }

@@ -1,5 +1,8 @@
 //! Pure data structures and algorithms with no I/O and no knowledge of the server.
 
 pub mod glob;
+pub mod hash;
+pub mod list;
 pub mod placement;
+pub mod set;
 pub mod zset;

@@ -22,7 +22,7 @@ pub fn zrandmember(cx: &mut Cx) -> Reply {
     if args.len() >= 3 {
         let l = match parse_i64(&args[2]) {
             None => return errors::not_int(),
-            Some(i64::MIN) => return errors::err(errors::LONG_RANGE),
+            Some(i64::MIN) => return errors::err(errors::COUNT_RANGE),
             Some(l) => l,
         };
         if args.len() > 4 || (args.len() == 4 && !opt(&args[3], "withscores")) {

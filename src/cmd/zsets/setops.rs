@@ -10,6 +10,7 @@ use super::{finish_new, opt, parse, store, Rows};
 use crate::cmd::{errors, Cx};
 use crate::engine::Value;
 use crate::protocol::Reply;
+use crate::types::set::SetValue;
 use crate::types::zset::ZSet;
 use bytes::Bytes;
 use std::collections::HashMap;
@@ -47,24 +48,28 @@ fn aggregate(target: &mut f64, val: f64, agg: Agg) {
 /// One input: a sorted set or a plain set (scores of 1).
 enum Src<'a> {
     Zset(&'a ZSet),
+    Set(&'a SetValue),
 }
 
 impl Src<'_> {
     fn len(&self) -> usize {
         match self {
             Src::Zset(z) => z.len(),
+            Src::Set(s) => s.len(),
         }
     }
 
     fn score(&self, member: &[u8]) -> Option<f64> {
         match self {
             Src::Zset(z) => z.score(member),
+            Src::Set(s) => s.contains(member).then_some(1.0),
         }
     }
 
     fn for_each(&self, mut f: impl FnMut(&Bytes, f64)) {
         match self {
             Src::Zset(z) => z.iter().for_each(|it| f(&it.member, it.score)),
+            Src::Set(s) => s.iter().for_each(|m| f(&m.to_bytes(), 1.0)),
         }
     }
 }
@@ -80,7 +85,7 @@ fn source<'c>(cx: &'c mut Cx, key: &[u8], first_look: bool) -> Result<Option<Src
     match entry.map(|e| &e.value) {
         None => Ok(None),
         Some(Value::ZSet(z)) => Ok(Some(Src::Zset(z))),
-        #[allow(unreachable_patterns)]
+        Some(Value::Set(s)) => Ok(Some(Src::Set(s))),
         Some(_) => Err(errors::wrongtype()),
     }
 }

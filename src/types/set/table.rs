@@ -1,0 +1,378 @@
+//! The `hashtable` encoding of sets: a chained hash table over a dense slot vector.
+//!
+//! Members live in `slots` (dense, so a uniformly random member is one index away and
+//! iteration is a slice walk); `buckets` holds the head slot of each chain. Removal swaps the
+//! last slot into the hole and relinks it. The bucket count is a power of two that grows and
+//! shrinks as Redis's dict does (grow at load 1, shrink below 10% fill), with a whole rehash
+//! at once (there is no second table, so SSCAN's reasoning is the simple single-table case).
+//!
+//! SSCAN uses Redis's reverse-binary cursor over buckets: a member present for a whole scan
+//! is returned at least once, whatever inserts, deletes and resizes happen between calls.
+
+use bytes::Bytes;
+use std::sync::OnceLock;
+
+const NIL: usize = usize::MAX;
+/// Redis's `DICT_HT_INITIAL_SIZE`.
+const MIN_BUCKETS: usize = 4;
+/// Redis's `HASHTABLE_MIN_FILL` (percent): below it the table shrinks.
+const MIN_FILL: usize = 10;
+
+/// One process-wide, randomly keyed hasher (members are client-controlled).
+fn hash(m: &[u8]) -> u64 {
+    static STATE: OnceLock<ahash::RandomState> = OnceLock::new();
+    STATE.get_or_init(ahash::RandomState::new).hash_one(m)
+}
+
+#[derive(Clone, Debug)]
+struct Slot {
+    hash: u64,
+    next: usize,
+    member: Bytes,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Table {
+    slots: Vec<Slot>,
+    buckets: Vec<usize>,
+    /// Sum of member lengths, for memory accounting.
+    bytes: usize,
+}
+
+impl Table {
+    /// An empty table presized for `cap` members (Redis `dictExpand`).
+    pub fn with_capacity(cap: usize) -> Table {
+        let mut t = Table {
+            slots: Vec::with_capacity(cap.min(1 << 20)),
+            buckets: Vec::new(),
+            bytes: 0,
+        };
+        t.rebuild(bucket_count(cap));
+        t
+    }
+
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    pub fn member_bytes(&self) -> usize {
+        self.bytes
+    }
+
+    pub fn bucket_len(&self) -> usize {
+        self.buckets.len()
+    }
+
+    #[inline]
+    fn mask(&self) -> usize {
+        self.buckets.len().wrapping_sub(1)
+    }
+
+    fn find(&self, m: &[u8], h: u64) -> Option<usize> {
+        if self.buckets.is_empty() {
+            return None;
+        }
+        let mut i = self.buckets[h as usize & self.mask()];
+        while i != NIL {
+            let s = &self.slots[i];
+            if s.hash == h && s.member[..] == *m {
+                return Some(i);
+            }
+            i = s.next;
+        }
+        None
+    }
+
+    pub fn contains(&self, m: &[u8]) -> bool {
+        self.find(m, hash(m)).is_some()
+    }
+
+    /// Adds a member (copying it); false if it was already there.
+    pub fn insert(&mut self, m: &[u8]) -> bool {
+        let h = hash(m);
+        if self.find(m, h).is_some() {
+            return false;
+        }
+        self.push(Bytes::copy_from_slice(m), h);
+        true
+    }
+
+    /// Adds a member known to be absent (conversions from the small encodings).
+    pub fn insert_new(&mut self, m: Bytes) {
+        let h = hash(&m);
+        debug_assert!(self.find(&m, h).is_none());
+        self.push(m, h);
+    }
+
+    fn push(&mut self, member: Bytes, h: u64) {
+        if self.slots.len() >= self.buckets.len() {
+            self.rebuild(bucket_count(self.slots.len() + 1));
+        }
+        let b = h as usize & self.mask();
+        self.bytes += member.len();
+        self.slots.push(Slot {
+            hash: h,
+            next: self.buckets[b],
+            member,
+        });
+        self.buckets[b] = self.slots.len() - 1;
+    }
+
+    /// Removes a member; false if absent.
+    pub fn remove(&mut self, m: &[u8]) -> bool {
+        match self.find(m, hash(m)) {
+            Some(i) => {
+                self.remove_at(i);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Removes the member in slot `i` and returns it.
+    pub fn remove_at(&mut self, i: usize) -> Bytes {
+        self.unlink(i, i);
+        let last = self.slots.len() - 1;
+        if i != last {
+            // The last slot moves into the hole: point its chain at the new index.
+            self.unlink(last, i);
+        }
+        let slot = self.slots.swap_remove(i);
+        self.bytes -= slot.member.len();
+        let size = self.buckets.len();
+        if size > MIN_BUCKETS && self.slots.len() * 100 / size < MIN_FILL {
+            self.rebuild(bucket_count(self.slots.len()));
+        }
+        slot.member
+    }
+
+    /// Replaces the link to slot `from` in its chain with `to` (`to == from` unlinks it).
+    fn unlink(&mut self, from: usize, to: usize) {
+        let replacement = if to == from {
+            self.slots[from].next
+        } else {
+            to
+        };
+        let b = self.slots[from].hash as usize & self.mask();
+        if self.buckets[b] == from {
+            self.buckets[b] = replacement;
+            return;
+        }
+        let mut i = self.buckets[b];
+        while i != NIL {
+            let next = self.slots[i].next;
+            if next == from {
+                self.slots[i].next = replacement;
+                return;
+            }
+            i = next;
+        }
+        debug_assert!(false, "slot {from} not in its chain");
+    }
+
+    fn rebuild(&mut self, buckets: usize) {
+        self.buckets.clear();
+        self.buckets.resize(buckets, NIL);
+        let mask = buckets - 1;
+        for (i, s) in self.slots.iter_mut().enumerate() {
+            let b = s.hash as usize & mask;
+            s.next = self.buckets[b];
+            self.buckets[b] = i;
+        }
+    }
+
+    /// The member in slot `i` (slots are dense: `0..len`).
+    pub fn get(&self, i: usize) -> &Bytes {
+        &self.slots[i].member
+    }
+
+    pub fn iter(&self) -> Iter<'_> {
+        Iter(self.slots.iter())
+    }
+
+    /// One SSCAN step (Redis `dictScan` loop): visits buckets from `cursor` in reverse-binary
+    /// order until at least `count` members were collected, `count * 10` more buckets were
+    /// visited, or the scan wrapped (next cursor 0). Returns the next cursor.
+    pub fn scan(&self, cursor: u64, count: usize, out: &mut Vec<Bytes>) -> u64 {
+        if self.buckets.is_empty() {
+            return 0;
+        }
+        let mask = self.mask() as u64;
+        let mut v = cursor;
+        let mut budget = count.saturating_mul(10);
+        loop {
+            let mut i = self.buckets[(v & mask) as usize];
+            while i != NIL {
+                out.push(self.slots[i].member.clone());
+                i = self.slots[i].next;
+            }
+            // Increment the reversed cursor: high bits first, so a resize between calls
+            // neither skips nor restarts buckets already covered.
+            v |= !mask;
+            v = v.reverse_bits().wrapping_add(1).reverse_bits();
+            if v == 0 || budget == 0 || out.len() >= count {
+                return v;
+            }
+            budget -= 1;
+        }
+    }
+
+    #[cfg(test)]
+    pub fn check(&self) {
+        let mut seen = 0;
+        for (b, &head) in self.buckets.iter().enumerate() {
+            let mut i = head;
+            while i != NIL {
+                assert_eq!(self.slots[i].hash as usize & self.mask(), b);
+                assert_eq!(self.slots[i].hash, hash(&self.slots[i].member));
+                seen += 1;
+                i = self.slots[i].next;
+            }
+        }
+        assert_eq!(seen, self.slots.len());
+        assert!(self.buckets.len().is_power_of_two());
+        assert_eq!(
+            self.bytes,
+            self.slots.iter().map(|s| s.member.len()).sum::<usize>()
+        );
+    }
+}
+
+/// Members in slot order.
+pub struct Iter<'a>(std::slice::Iter<'a, Slot>);
+
+impl<'a> Iterator for Iter<'a> {
+    type Item = &'a Bytes;
+    #[inline]
+    fn next(&mut self) -> Option<&'a Bytes> {
+        self.0.next().map(|s| &s.member)
+    }
+}
+
+/// Buckets for `n` members: the next power of two, at least `MIN_BUCKETS`.
+fn bucket_count(n: usize) -> usize {
+    n.max(MIN_BUCKETS)
+        .checked_next_power_of_two()
+        .unwrap_or(1 << (usize::BITS - 1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    fn key(i: usize) -> Vec<u8> {
+        format!("member:{i:06}").into_bytes()
+    }
+
+    #[test]
+    fn insert_remove_grow_shrink() {
+        let mut t = Table::with_capacity(0);
+        for i in 0..5000 {
+            assert!(t.insert(&key(i)));
+            assert!(!t.insert(&key(i)));
+        }
+        t.check();
+        assert_eq!(t.len(), 5000);
+        assert_eq!(t.bucket_len(), 8192);
+        for i in (0..5000).step_by(2) {
+            assert!(t.remove(&key(i)));
+            assert!(!t.remove(&key(i)));
+        }
+        t.check();
+        for i in 0..5000 {
+            assert_eq!(t.contains(&key(i)), i % 2 == 1);
+        }
+        for i in (1..5000).step_by(2).skip(10) {
+            assert!(t.remove(&key(i)));
+        }
+        t.check();
+        assert_eq!(t.len(), 10);
+        assert!(t.bucket_len() <= 128, "shrunk: {}", t.bucket_len());
+        let got: HashSet<_> = t.iter().cloned().collect();
+        assert_eq!(got.len(), 10);
+    }
+
+    #[test]
+    fn remove_at_every_position() {
+        let mut t = Table::with_capacity(16);
+        for i in 0..16 {
+            t.insert(&key(i));
+        }
+        let mut removed = HashSet::new();
+        while !t.is_empty() {
+            let i = removed.len() * 7 % t.len();
+            assert!(removed.insert(t.remove_at(i)));
+            t.check();
+        }
+        assert_eq!(removed.len(), 16);
+    }
+
+    fn full_scan(t: &Table, count: usize) -> Vec<Bytes> {
+        let mut out = Vec::new();
+        let mut c = 0;
+        loop {
+            c = t.scan(c, count, &mut out);
+            if c == 0 {
+                return out;
+            }
+        }
+    }
+
+    #[test]
+    fn scan_returns_everything_once_without_churn() {
+        let mut t = Table::with_capacity(0);
+        for i in 0..1000 {
+            t.insert(&key(i));
+        }
+        for count in [1, 7, 10, 5000] {
+            let got = full_scan(&t, count);
+            assert_eq!(got.len(), 1000);
+            assert_eq!(got.iter().collect::<HashSet<_>>().len(), 1000);
+        }
+    }
+
+    #[test]
+    fn scan_covers_stable_members_under_churn() {
+        // Members present throughout must be seen, while others come and go and the table
+        // grows and shrinks between calls.
+        let mut t = Table::with_capacity(0);
+        for i in 0..300 {
+            t.insert(format!("stable:{i}").as_bytes());
+        }
+        for i in 0..2000 {
+            t.insert(format!("churn:{i}").as_bytes());
+        }
+        let mut seen = HashSet::new();
+        let (mut cursor, mut step) = (0u64, 0usize);
+        loop {
+            let mut out = Vec::new();
+            cursor = t.scan(cursor, 5, &mut out);
+            seen.extend(out);
+            if cursor == 0 {
+                break;
+            }
+            step += 1;
+            // Phase 1 shrinks the table (removes churn), phase 2 grows it again.
+            if step < 150 {
+                for j in 0..14 {
+                    t.remove(format!("churn:{}", step * 14 + j).as_bytes());
+                }
+            } else {
+                for j in 0..20 {
+                    t.insert(format!("new:{step}:{j}").as_bytes());
+                }
+            }
+            t.check();
+            assert!(step < 100_000, "scan does not terminate");
+        }
+        for i in 0..300 {
+            let m = Bytes::from(format!("stable:{i}"));
+            assert!(seen.contains(&m), "missed {m:?}");
+        }
+    }
+}
