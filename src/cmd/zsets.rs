@@ -156,3 +156,6 @@ fn opt(arg: &[u8], name: &str) -> bool {
     let end = arg.iter().position(|&b| b == 0).unwrap_or(arg.len());
     arg[..end].eq_ignore_ascii_case(name.as_bytes())
 }
+
+#[cfg(test)]
+mod tests;
