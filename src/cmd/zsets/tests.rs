@@ -13,6 +13,27 @@ fn int(r: Reply) -> i64 {
     }
 }
 
+/// The members of an array-of-bulks reply, structured or pre-encoded (`Reply::Raw`).
+fn members(c: &mut Client, line: &str) -> Vec<Bytes> {
+    match c.line(line) {
+        Reply::Raw(b) => match crate::protocol::parse_command(
+            &mut bytes::BytesMut::from(&b[..]),
+            crate::protocol::Limits::default(),
+        ) {
+            Ok(crate::protocol::Parsed::Command(v)) => v,
+            other => panic!("bad raw reply {b:?}: {other:?}"),
+        },
+        Reply::Array(v) => v
+            .into_iter()
+            .map(|r| match r {
+                Reply::Bulk(b) => b,
+                other => panic!("not a bulk: {other:?}"),
+            })
+            .collect(),
+        other => panic!("not an array: {other:?}"),
+    }
+}
+
 /// `ZADD key 0 m0 1 m1 ... (n-1) m(n-1)` in one command.
 fn fill(c: &mut Client, key: &str, n: usize) {
     let mut line = format!("ZADD {key}");
@@ -244,12 +265,12 @@ fn zrandmember_counts_on_both_encodings() {
     for key in ["small", "big"] {
         let n = if key == "small" { 10 } else { 300 };
         for count in [1, 3, n / 2, n - 1] {
-            let got = c.bulks(&format!("ZRANDMEMBER {key} {count}"));
+            let got = members(&mut c, &format!("ZRANDMEMBER {key} {count}"));
             let distinct: HashSet<_> = got.iter().collect();
             assert_eq!(got.len(), count, "{key} {count}");
             assert_eq!(distinct.len(), count, "{key} {count} repeats");
         }
-        let got = c.bulks(&format!("ZRANDMEMBER {key} -{}", 3 * n));
+        let got = members(&mut c, &format!("ZRANDMEMBER {key} -{}", 3 * n));
         assert_eq!(got.len(), 3 * n);
         let Reply::Array(got) = c.line(&format!("ZRANDMEMBER {key} 5 WITHSCORES")) else {
             panic!("not an array");
@@ -264,7 +285,7 @@ fn zrandmember_counts_on_both_encodings() {
         }
     }
     // A listpack's unique sample comes in set order.
-    let got = c.bulks("ZRANDMEMBER small 5");
+    let got = members(&mut c, "ZRANDMEMBER small 5");
     let ranks: Vec<usize> = got
         .iter()
         .map(|m| String::from_utf8_lossy(&m[1..]).parse().unwrap_or(0))
@@ -282,14 +303,50 @@ fn big_sets_rank_and_range_agree() {
     fill(&mut c, "z", 5000);
     assert_eq!(c.line("ZRANK z m4321"), Reply::Int(4321));
     assert_eq!(c.line("ZREVRANK z m4321"), Reply::Int(678));
-    let got = c.bulks("ZRANGE z 2500 2502");
+    let got = members(&mut c, "ZRANGE z 2500 2502");
     assert_eq!(got, vec!["m2500", "m2501", "m2502"]);
-    let got = c.bulks("ZRANGE z (100 +inf BYSCORE LIMIT 1000 2");
+    let got = members(&mut c, "ZRANGE z (100 +inf BYSCORE LIMIT 1000 2");
     assert_eq!(got, vec!["m1101", "m1102"]);
-    let got = c.bulks("ZRANGE z 4000 -inf BYSCORE REV LIMIT 10 2");
+    let got = members(&mut c, "ZRANGE z 4000 -inf BYSCORE REV LIMIT 10 2");
     assert_eq!(got, vec!["m3990", "m3989"]);
     assert_eq!(c.line("ZREMRANGEBYRANK z 100 3999"), Reply::Int(3900));
     assert_eq!(c.line("ZCOUNT z -inf +inf"), Reply::Int(1100));
     assert_eq!(c.line("ZRANK z m4000"), Reply::Int(100));
     assert_eq!(c.encoding("z"), "skiplist");
+}
+
+#[test]
+fn pre_encoded_rows_match_the_writer() {
+    use super::Rows;
+    use crate::protocol::write_reply;
+    let sets: [&[&[u8]]; 3] = [&[], &[b"a"], &[b"", b"x\r\ny", b"\x00\xff", &[b'z'; 300]]];
+    for members in sets {
+        for resp3 in [false, true] {
+            let mut rows = Rows::new(resp3, false, 2);
+            for m in members {
+                rows.push(&Bytes::copy_from_slice(m), 1.0);
+            }
+            let Reply::Raw(raw) = rows.reply() else {
+                panic!("members-only rows are pre-encoded");
+            };
+            let structured = Reply::Array(
+                members
+                    .iter()
+                    .map(|m| Reply::Bulk(Bytes::copy_from_slice(m)))
+                    .collect(),
+            );
+            let mut want = bytes::BytesMut::new();
+            write_reply(&mut want, &structured, resp3);
+            assert_eq!(&raw[..], &want[..]);
+        }
+    }
+    // 10_000 members: a count with more digits than the room reserved for small replies.
+    let mut rows = Rows::new(false, false, 0);
+    for _ in 0..10_000 {
+        rows.push(&Bytes::from_static(b"m"), 0.0);
+    }
+    let Reply::Raw(raw) = rows.reply() else {
+        panic!("pre-encoded");
+    };
+    assert!(raw.starts_with(b"*10000\r\n$1\r\nm\r\n"));
 }
