@@ -427,7 +427,21 @@ async fn key_of_another_type_keeps_waiter_blocked(proto: Proto) {
     assert_eq!(joined(waiter).await, Some(("k".into(), "y".into())));
 }
 
+/// A list arriving under a watched-for key by RENAME (Redis `dbAdd`) serves the waiter.
+async fn rename_onto_the_key_serves_the_waiter(proto: Proto) {
+    let server = real_server();
+    let mut con = connect(&server, proto).await;
+    let waiter = spawn_blocking::<Popped>(&server, proto, &["BLPOP", "dst", "0"]).await;
+    until_blocked(&mut con, 1).await;
+    let _: i64 = q(&mut con, &c(&["RPUSH", "src", "a", "b"])).await;
+    let _: String = q(&mut con, &c(&["RENAME", "src", "dst"])).await;
+    assert_eq!(joined(waiter).await, Some(("dst".into(), "a".into())));
+    let left: Vec<String> = q(&mut con, &c(&["LRANGE", "dst", "0", "-1"])).await;
+    assert_eq!(left, vec!["b".to_string()]);
+}
+
 both_protocols!(
+    rename_onto_the_key_serves_the_waiter,
     key_of_another_type_keeps_waiter_blocked,
     concurrent_producers_and_consumers,
     fifo_wake_up_order,

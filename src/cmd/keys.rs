@@ -844,6 +844,12 @@ fn swapdb(cx: &mut Cx) -> Reply {
         return errors::err(errors::DB_INDEX);
     };
     cx.ks.swap_dbs(a, b);
+    // Clients blocked in either db may now find their keys (Redis scanDatabaseForReadyKeys).
+    for db in [a, b] {
+        for key in cx.srv.blocking.keys_in_db(db) {
+            cx.ks.signal_ready_in(db, &key);
+        }
+    }
     Reply::OK
 }
 

@@ -345,6 +345,10 @@ impl<'a> Access<'a> {
         expire_at: Option<u64>,
     ) -> Option<Entry> {
         let now = self.now;
+        if value.wakes_waiters() {
+            // Redis `dbAdd` signals list/zset/stream keys as ready (RENAME, COPY, stores).
+            self.signal_ready_in(db, key);
+        }
         self.expire_if_needed(db, key);
         let sh = self.shard_in(db, key);
         sh.signal(key);
@@ -354,6 +358,9 @@ impl<'a> Access<'a> {
     /// Stores a whole entry (value and deadline as they are), replacing any previous one:
     /// RENAME and MOVE carry an entry from one name or db to another.
     pub fn insert_entry_in(&mut self, db: usize, key: &[u8], entry: Entry) -> Option<Entry> {
+        if entry.value.wakes_waiters() {
+            self.signal_ready_in(db, key);
+        }
         self.expire_if_needed(db, key);
         let sh = self.shard_in(db, key);
         sh.signal(key);

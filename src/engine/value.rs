@@ -67,6 +67,12 @@ pub enum Value {
 }
 
 impl Value {
+    /// Types blocked clients wait for (BLPOP & co. on lists, BZPOP* on sorted sets): storing
+    /// one under a key marks the key ready.
+    pub fn wakes_waiters(&self) -> bool {
+        matches!(self, Value::List(_) | Value::ZSet(_))
+    }
+
     /// The name `TYPE` reports.
     pub fn type_name(&self) -> &'static str {
         match self {

@@ -38,7 +38,8 @@ pub fn format_double(d: f64) -> String {
     if d.is_infinite() {
         return if d > 0.0 { "inf".into() } else { "-inf".into() };
     }
-    if d == d.trunc() && d.abs() < 1e17 {
+    // Redis 7.2 `d2string`: integral values within ±2^62 print as integers.
+    if d == d.trunc() && d.abs() <= (1u64 << 62) as f64 {
         // Integral values print without a fractional part, like `%.17g`.
         let i = d as i64;
         if i == 0 && d.is_sign_negative() {
@@ -166,6 +167,8 @@ mod tests {
         assert_eq!(format_double(3.0), "3");
         assert_eq!(format_double(0.1), "0.1");
         assert_eq!(format_double(1e30), "1e+30");
+        assert_eq!(format_double(1e17), "100000000000000000");
+        assert_eq!(format_double(-0.0), "-0");
         assert_eq!(format_double(1.5e-7), "1.5e-07");
         assert_eq!(format_double(f64::INFINITY), "inf");
         assert_eq!(format_double(-2.5), "-2.5");

@@ -134,7 +134,8 @@ pub static COMMANDS: &[CommandSpec] = &[
     // while the table test compares against the 7.0 oracle.
     CommandSpec {
         name: "zrank",
-        arity: 3,
+        // 7.2 (WITHSCORE); the 7.0 oracle says 3.
+        arity: -3,
         flags: &["readonly", "fast"],
         keys: KeySpec::Range(1, 1, 1),
         acl: &["read", "sortedset", "fast"],
@@ -149,7 +150,8 @@ pub static COMMANDS: &[CommandSpec] = &[
     // while the table test compares against the 7.0 oracle.
     CommandSpec {
         name: "zrevrank",
-        arity: 3,
+        // 7.2 (WITHSCORE); the 7.0 oracle says 3.
+        arity: -3,
         flags: &["readonly", "fast"],
         keys: KeySpec::Range(1, 1, 1),
         acl: &["read", "sortedset", "fast"],
