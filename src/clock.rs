@@ -3,7 +3,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 #[derive(Clone, Debug)]
 pub struct Clock(Arc<Inner>);
@@ -13,6 +13,10 @@ struct Inner {
     manual: AtomicBool,
     /// Microseconds since the Unix epoch while manual.
     now_us: AtomicU64,
+    /// Monotonic reference for `ms_at`: Unix time ≈ `offset_us + (t - base)`. Re-synced
+    /// with the system clock by `resync` (the expiry tick), so drift stays sub-second.
+    base: Instant,
+    offset_us: AtomicU64,
 }
 
 fn system_us() -> u64 {
@@ -30,10 +34,31 @@ impl Default for Clock {
 
 impl Clock {
     pub fn system() -> Clock {
+        let base = Instant::now();
         Clock(Arc::new(Inner {
             manual: AtomicBool::new(false),
             now_us: AtomicU64::new(0),
+            base,
+            offset_us: AtomicU64::new(system_us()),
         }))
+    }
+
+    /// Unix milliseconds at monotonic instant `t` (a command's start, already read for its
+    /// duration): saves a system-clock read per command. Manual clocks ignore `t`.
+    pub fn ms_at(&self, t: Instant) -> u64 {
+        if self.is_manual() {
+            return self.now_ms();
+        }
+        let since = t.saturating_duration_since(self.0.base).as_micros() as u64;
+        (self.0.offset_us.load(Ordering::Relaxed) + since) / 1000
+    }
+
+    /// Re-anchors `ms_at` to the system clock (wall-clock steps and NTP slewing).
+    pub fn resync(&self) {
+        let since = self.0.base.elapsed().as_micros() as u64;
+        self.0
+            .offset_us
+            .store(system_us().saturating_sub(since), Ordering::Relaxed);
     }
 
     /// A manual clock starting at the current system time.
@@ -92,5 +117,14 @@ mod tests {
         assert_eq!(c.now_ms(), t + 1500);
         c.set_ms(42);
         assert_eq!(c.now_ms(), 42);
+        assert_eq!(c.ms_at(Instant::now()), 42);
+    }
+
+    #[test]
+    fn ms_at_follows_the_system_clock() {
+        let c = Clock::system();
+        c.resync();
+        let (a, b) = (c.ms_at(Instant::now()), c.now_ms());
+        assert!(a.abs_diff(b) <= 2, "{a} vs {b}");
     }
 }

@@ -131,6 +131,7 @@ pub fn serve_ready(srv: &Arc<Shared>, mut ready: Vec<(usize, Bytes)>) {
                 }
             };
             let reply = super::execute(srv, &mut sess, &mut access, id, spec, &w.args);
+            super::flush_stats(srv, &mut sess);
             ready.extend(access.take_ready());
             drop(access);
             if sess.block_request.take().is_some() {

@@ -142,6 +142,10 @@ fn allowed_unauthenticated(spec: &CommandSpec) -> bool {
 /// `CLIENT REPLY`). Empty lines are ignored by the caller.
 pub fn dispatch(srv: &Arc<Shared>, sess: &mut Session, args: Vec<Bytes>) -> Reply {
     let reply = dispatch_inner(srv, sess, args);
+    if sess.mark.is_none() {
+        // Not inside a connection's read batch (tests, internal callers): count now.
+        flush_stats(srv, sess);
+    }
     if let Reply::Error(msg) = &reply {
         Shared::bump_errors(srv);
         srv.stats.record_error(msg);
@@ -176,7 +180,10 @@ fn dispatch_inner(srv: &Arc<Shared>, sess: &mut Session, args: Vec<Bytes>) -> Re
     if !sess.authenticated && !allowed_unauthenticated(spec) {
         return reject(srv, sess, id, spec, errors::NOAUTH, "");
     }
-    let now = srv.clock.now_ms();
+    let now = match sess.mark {
+        Some(t) => srv.clock.ms_at(t),
+        None => srv.clock.now_ms(),
+    };
     sess.handle.last_cmd.store(id, Ordering::Relaxed);
     sess.handle
         .last_interaction_ms
@@ -245,7 +252,7 @@ pub fn execute(
     spec: &'static CommandSpec,
     args: &[Bytes],
 ) -> Reply {
-    let start = std::time::Instant::now();
+    let start = sess.mark.unwrap_or_else(std::time::Instant::now);
     access.db = sess.db;
     let reply = {
         let mut cx = Cx {
@@ -257,15 +264,37 @@ pub fn execute(
         };
         (spec.handler)(&mut cx)
     };
-    let st = &srv.cmdstats[id];
-    st.calls.fetch_add(1, Ordering::Relaxed);
-    st.usec
-        .fetch_add(start.elapsed().as_micros() as u64, Ordering::Relaxed);
-    if reply.is_error() {
-        st.failed.fetch_add(1, Ordering::Relaxed);
+    let end = std::time::Instant::now();
+    if sess.mark.is_some() {
+        sess.mark = Some(end);
     }
-    srv.stats.total_commands.fetch_add(1, Ordering::Relaxed);
+    if sess.pending.id != id {
+        flush_stats(srv, sess);
+        sess.pending.id = id;
+    }
+    let p = &mut sess.pending;
+    p.calls += 1;
+    p.usec += end.saturating_duration_since(start).as_micros() as u64;
+    p.failed += u64::from(reply.is_error());
     reply
+}
+
+/// Adds a session's pending command statistics to the shared counters (INFO
+/// commandstats, total_commands_processed). Connections call it at the end of each batch.
+pub fn flush_stats(srv: &Shared, sess: &mut Session) {
+    let p = std::mem::take(&mut sess.pending);
+    if p.calls == 0 {
+        return;
+    }
+    let st = &srv.cmdstats[p.id];
+    st.calls.fetch_add(p.calls, Ordering::Relaxed);
+    st.usec.fetch_add(p.usec, Ordering::Relaxed);
+    if p.failed > 0 {
+        st.failed.fetch_add(p.failed, Ordering::Relaxed);
+    }
+    srv.stats
+        .total_commands
+        .fetch_add(p.calls, Ordering::Relaxed);
 }
 
 impl Shared {

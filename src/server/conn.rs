@@ -40,6 +40,7 @@ pub async fn serve(srv: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) {
     }
     let mut sess = Session::new(handle.clone(), srv.requirepass().is_none());
     let _ = run(&srv, &mut stream, &mut sess).await;
+    cmd::flush_stats(&srv, &mut sess);
     srv.clients.unregister(handle.id);
     // Drop WATCH registrations so shards do not keep dead flags.
     if !sess.watched.is_empty() {
@@ -238,6 +239,7 @@ async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> s
                             Some(reply) => write_reply(&mut out, &reply, sess.resp3),
                             None => return Ok(()),
                         }
+                        sess.mark = Some(std::time::Instant::now());
                     }
                     if sess.close_after_reply {
                         flush(stream, &mut out, srv).await?;
@@ -264,6 +266,8 @@ async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> s
                 }
             }
         }
+        cmd::flush_stats(srv, sess);
+        sess.mark = None;
         flush(stream, &mut out, srv).await?;
         handle.info.lock().qbuf = inbuf.len();
         if inbuf.is_empty() && inbuf.capacity() > KEEP_BUF {

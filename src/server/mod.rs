@@ -88,6 +88,7 @@ async fn active_expiry(srv: Arc<Shared>) {
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
+        srv.clock.resync();
         let now = srv.clock.now_ms();
         srv.ks.sweep(now, 200);
     }

@@ -42,6 +42,21 @@ pub struct Session {
     pub blocked: Option<Blocked>,
     /// Running the queued commands of EXEC: blocking commands must not block.
     pub in_exec: bool,
+    /// When the next command starts: the previous command's end within a read batch (set
+    /// by the connection per batch), so each command costs one clock read.
+    pub mark: Option<std::time::Instant>,
+    /// Command statistics not yet added to the shared counters (flushed per batch).
+    pub pending: PendingStats,
+}
+
+/// Per-connection command counters, flushed to `Shared` when the command changes or the
+/// read batch ends: one set of shared atomic adds per run of commands, not per command.
+#[derive(Default, Clone, Copy)]
+pub struct PendingStats {
+    pub id: usize,
+    pub calls: u64,
+    pub usec: u64,
+    pub failed: u64,
 }
 
 /// What a blocking command asks for when it finds nothing to serve.
@@ -80,6 +95,8 @@ impl Session {
             block_request: None,
             blocked: None,
             in_exec: false,
+            mark: None,
+            pending: PendingStats::default(),
         }
     }
 }
