@@ -252,7 +252,7 @@ pub fn execute(
     spec: &'static CommandSpec,
     args: &[Bytes],
 ) -> Reply {
-    let start = sess.mark.unwrap_or_else(std::time::Instant::now);
+    let start = sess.mark.unwrap_or_else(crate::clock::Instant::now);
     access.db = sess.db;
     let reply = {
         let mut cx = Cx {
@@ -264,7 +264,7 @@ pub fn execute(
         };
         (spec.handler)(&mut cx)
     };
-    let end = std::time::Instant::now();
+    let end = crate::clock::Instant::now();
     if sess.mark.is_some() {
         sess.mark = Some(end);
     }

@@ -239,7 +239,7 @@ async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> s
                             Some(reply) => write_reply(&mut out, &reply, sess.resp3),
                             None => return Ok(()),
                         }
-                        sess.mark = Some(std::time::Instant::now());
+                        sess.mark = Some(crate::clock::Instant::now());
                     }
                     if sess.close_after_reply {
                         flush(stream, &mut out, srv).await?;

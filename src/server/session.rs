@@ -44,7 +44,7 @@ pub struct Session {
     pub in_exec: bool,
     /// When the next command starts: the previous command's end within a read batch (set
     /// by the connection per batch), so each command costs one clock read.
-    pub mark: Option<std::time::Instant>,
+    pub mark: Option<crate::clock::Instant>,
     /// Command statistics not yet added to the shared counters (flushed per batch).
     pub pending: PendingStats,
 }

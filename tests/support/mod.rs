@@ -107,7 +107,8 @@ impl Conn {
             .map(|s| s.as_bytes().to_vec())
             .collect();
         let port = self.w.peer_addr().map(|a| a.port()).unwrap_or(0);
-        self.call(&args).unwrap_or_else(|e| panic!("{line:?} to port {port}: {e}"))
+        self.call(&args)
+            .unwrap_or_else(|e| panic!("{line:?} to port {port}: {e}"))
     }
 
     fn line(&mut self) -> std::io::Result<String> {
