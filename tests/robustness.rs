@@ -156,9 +156,11 @@ fn seed(c: &mut Conn) {
     }
 }
 
-#[test]
-fn random_arguments_never_break_the_server() {
-    {
+/// Counts panics on the in-process server's worker threads (a panicking connection task
+/// would otherwise just vanish).
+fn watch_server_panics() {
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| {
         let prev = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
             if std::thread::current().name() == Some("tokio-runtime-worker") {
@@ -166,7 +168,12 @@ fn random_arguments_never_break_the_server() {
             }
             prev(info)
         }));
-    }
+    });
+}
+
+#[test]
+fn random_arguments_never_break_the_server() {
+    watch_server_panics();
     let server = respite::TestServer::start().expect("start");
     let mut c = Conn::connect(server.port()).expect("connect");
     let mut rng = Rng(0x5eed_1234_abcd_ef01);
@@ -209,4 +216,60 @@ fn random_arguments_never_break_the_server() {
         "the server panicked"
     );
     eprintln!("robustness: {sent} random commands");
+}
+
+/// Random bytes and mangled frames on fresh connections: the server may reply with an error
+/// and close, but never panics, and keeps serving new connections.
+#[test]
+fn random_bytes_never_break_the_server() {
+    use std::io::{Read, Write};
+    watch_server_panics();
+    let server = respite::TestServer::start().expect("start");
+    let mut rng = Rng(0xfeed_beef_0bad_cafe);
+    let pieces: &[&[u8]] = &[
+        b"*",
+        b"$",
+        b"\r\n",
+        b"\n",
+        b"1",
+        b"3",
+        b"-1",
+        b"99999999999",
+        b"GET",
+        b"SET",
+        b"k",
+        b"\"",
+        b"'",
+        b"\\x4",
+        b" ",
+        b"\x00",
+        b"PING",
+        b"*2\r\n$3\r\nGET\r\n",
+        b"$0\r\n\r\n",
+        b"HELLO 3\r\n",
+        b"*1\r\n$4\r\nPING\r\n",
+        b"+OK",
+        b":",
+        b"%",
+        b"\xff",
+    ];
+    for _ in 0..400 {
+        let mut blob = Vec::new();
+        for _ in 0..rng.below(40) {
+            blob.extend_from_slice(pieces[rng.below(pieces.len())]);
+        }
+        let mut s = std::net::TcpStream::connect(server.addr()).expect("connect");
+        s.set_read_timeout(Some(std::time::Duration::from_millis(20)))
+            .ok();
+        let _ = s.write_all(&blob);
+        let mut sink = [0u8; 4096];
+        let _ = s.read(&mut sink);
+    }
+    let mut c = Conn::connect(server.port()).expect("connect");
+    assert_eq!(c.cmd("PING"), Frame::Simple("PONG".into()));
+    assert_eq!(
+        SERVER_PANICS.load(Ordering::Relaxed),
+        0,
+        "the server panicked"
+    );
 }
