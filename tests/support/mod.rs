@@ -86,6 +86,20 @@ impl Conn {
         })
     }
 
+    /// How long `read` waits for a reply (default 10 s).
+    pub fn set_timeout(&mut self, t: Duration) {
+        let _ = self.w.set_read_timeout(Some(t));
+    }
+
+    /// Sends a command line (split on whitespace) without reading the reply.
+    pub fn send_line(&mut self, line: &str) -> std::io::Result<()> {
+        let args: Vec<Vec<u8>> = line
+            .split_whitespace()
+            .map(|s| s.as_bytes().to_vec())
+            .collect();
+        self.send(&args)
+    }
+
     pub fn send(&mut self, args: &[Vec<u8>]) -> std::io::Result<()> {
         let mut out = format!("*{}\r\n", args.len()).into_bytes();
         for a in args {
