@@ -100,7 +100,11 @@ unsafe extern "C-unwind" fn bswap(l: *mut lua_State) -> c_int {
 
 /// `n` hex digits of `b` (lowercase; uppercase when `n` is negative), at most 8.
 pub fn hex(b: u32, n: i32) -> ([u8; 8], usize) {
-    let digits: &[u8; 16] = if n < 0 { b"0123456789ABCDEF" } else { b"0123456789abcdef" };
+    let digits: &[u8; 16] = if n < 0 {
+        b"0123456789ABCDEF"
+    } else {
+        b"0123456789abcdef"
+    };
     // Redis's build turns -(-2^31) into "more than 8", so it prints 8 digits.
     let n = n.unsigned_abs().min(8) as usize;
     let mut buf = [0u8; 8];
@@ -114,7 +118,11 @@ pub fn hex(b: u32, n: i32) -> ([u8; 8], usize) {
 
 unsafe extern "C-unwind" fn tohex(l: *mut lua_State) -> c_int {
     let b = barg(l, 1);
-    let n = if ffi::lua_isnone(l, 2) != 0 { 8 } else { barg(l, 2) as i32 };
+    let n = if ffi::lua_isnone(l, 2) != 0 {
+        8
+    } else {
+        barg(l, 2) as i32
+    };
     let (buf, len) = hex(b, n);
     ffi::lua_pushlstring(l, buf.as_ptr().cast(), len);
     1
@@ -173,7 +181,12 @@ pub(crate) mod tests {
                 failures.push(format!("{expr}\n   want {want}\n   got  {got}"));
             }
         }
-        assert!(failures.is_empty(), "{} mismatches:\n{}", failures.len(), failures.join("\n"));
+        assert!(
+            failures.is_empty(),
+            "{} mismatches:\n{}",
+            failures.len(),
+            failures.join("\n")
+        );
     }
 
     /// `expression ==> result` lines recorded from redis-server 7.0.15 (same library as 7.2).
