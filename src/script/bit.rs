@@ -276,6 +276,17 @@ return pcall(bit.band, "x") ==> false,x62616420617267756d656e7420233120746f20273
 return bit.tobit("1e3") ==> 1000
 return bit.tobit("") ==> err:user_script:1: bad argument #1 to 'tobit' (number expected, got string)
 return bit.tobit(" ") ==> err:user_script:1: bad argument #1 to 'tobit' (number expected, got string)
+return bit.tohex(-1, -1) ==> x46
+return bit.tohex(0x1234, -0.5) ==> x
+return bit.bxor() ==> err:user_script:1: bad argument #1 to 'bxor' (number expected, got no value)
+return bit.bor(1, {}, "x") ==> err:user_script:1: bad argument #3 to 'bor' (number expected, got string)
+return pcall(bit.tohex) ==> false,x62616420617267756d656e7420233120746f20273f2720286e756d6265722065787065637465642c20676f74206e6f2076616c756529
+return bit.tohex(2^32 + 15, 1) ==> x66
+return bit.rol(1, 31), bit.ror(1, 1), bit.ror(1, 33) ==> -2147483648,-2147483648,-2147483648
+return bit.arshift(-1, 31), bit.arshift(-2^31, 1), bit.rshift(2^31, 31) ==> -1,-1073741824,1
+return bit.tobit("0x7fffffff"), bit.tobit("0x80000000"), bit.tobit("-0x1") ==> 2147483647,-2147483648,-1
+return bit.tobit(" 10 "), bit.tobit("10e"), bit.tobit("1e2") ==> err:user_script:1: bad argument #1 to 'tobit' (number expected, got string)
+return bit:band(1) ==> err:user_script:1: calling 'band' on bad self (number expected, got table)
 "#;
 
     fn lua() -> Lua {

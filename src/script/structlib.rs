@@ -610,5 +610,36 @@ return struct.unpack('<i', '\255\255\255\127') ==> 2147483647,5
 return struct.unpack('<d', '\0\0\0\0\0\0\248\127') ==> nan,9
 return struct.size('\0') ==> 0
 return struct.unpack('c1', 'a', 1e300) ==> err:user_script:1: bad argument #2 to 'unpack' (data string too short)
+return pcall(struct.pack) ==> false,x62616420617267756d656e7420233120746f20273f272028737472696e672065787065637465642c20676f74206e6f2076616c756529
+return pcall(struct.unpack, 's', 'ab') ==> false,x756e66696e697368656420737472696e6720696e2064617461
+return pcall(struct.size, 'c0') ==> false,x62616420617267756d656e7420233120746f20273f2720286f7074696f6e202763302720686173206e6f2066697865642073697a6529
+return struct:pack('b') ==> err:user_script:1: calling 'pack' on bad self (string expected, got table)
+return struct.unpack(string.rep('b', 9000), string.rep('a', 9000)) ==> err:user_script:1: stack overflow (too many results)
+return #{struct.unpack(string.rep('b', 7000), string.rep('a', 7000))} ==> 7001
+return struct.unpack('s c0', '2\0abc') ==> x6162,5
+return struct.unpack('b c0', '\2abc', 1) ==> x6162,4
+return struct.unpack('>I2 c0 b', '\0\3abc\9') ==> x616263,9,7
+return struct.unpack('!1073741824 b i', '\1\0\0\0\2\0\0\0') ==> 1,2,9
+return struct.pack('!1073741824 b i', 1, 2) ==> x0100000002000000
+return struct.pack('!2147483647 b', 1) ==> err:user_script:1: alignment 2147483647 is not a power of 2
+return struct.size('!4 i3 b i3') ==> 9
+return struct.pack('!4 b i3', 1, 2) ==> x010000020000
+return struct.pack('!4 b h i3', 1, 2, 3) ==> x010002000000030000
+return struct.unpack('!4 b i3', '\1\0\0\0\2\0\0') ==> 1,512,7
+return struct.pack('>i0 b', 5, 6) ==> x06
+return struct.pack('%') ==> err:user_script:1: bad argument #1 to 'pack' (invalid format option '%')
+return struct.unpack('B', 'abc', 4294967297) ==> err:user_script:1: bad argument #2 to 'unpack' (data string too short)
+return struct.pack('c0s', 'ab', 'cd') ==> x6162636400
+return struct.unpack('s', '\0') ==> x,2
+return struct.unpack('b c0', '\0') ==> x,2
+return struct.unpack('d c0', string.rep('\255', 8)) ==> err:user_script:1: bad argument #2 to 'unpack' (data string too short)
+return struct.pack('I3', 16777217) ==> x010000
+return struct.pack('<l', 2^53 + 1) ==> x0000000000002000
+return struct.unpack('<L', struct.pack('<l', -1)) ==> 1.844674407371e+19,9
+return struct.unpack('<l', struct.pack('<l', -2^53)) ==> -9.007199254741e+15,9
+return struct.unpack('T', '\1\0\0\0\0\0\0\0') ==> 1,9
+return struct.pack('  >  H  ', 1) ==> x0001
+local ok, m = pcall(struct.pack, '\128', 1) return m:byte(-2), #m ==> 39,50
+local ok, m = pcall(struct.size, 'b\255') return m:byte(-2), #m ==> 39,50
 "#;
 }
