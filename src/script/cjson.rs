@@ -35,14 +35,30 @@ pub(crate) fn arg_err(n: i32, s: impl Into<Vec<u8>>) -> Fail {
     Fail::Arg(n, s.into())
 }
 
-/// Calls the implementation (upvalue 1) which returns `true, results...` or
-/// `false, message[, narg | true (no position)]`, and raises the error the way C library code does.
+/// Calls the implementation (upvalue 1) which returns `true, results...`, `0, table, n`
+/// (results in a table) or `false, message[, narg | true (no position)]`, and raises the
+/// error the way C library code does.
 unsafe extern "C-unwind" fn trampoline(l: *mut ffi::lua_State) -> c_int {
     let nargs = ffi::lua_gettop(l);
     ffi::lua_pushvalue(l, ffi::lua_upvalueindex(1));
     ffi::lua_insert(l, 1);
     ffi::lua_call(l, nargs, ffi::LUA_MULTRET);
     let top = ffi::lua_gettop(l);
+    if ffi::lua_type(l, 1) == ffi::LUA_TNUMBER {
+        // Results in a table (see `Results`): unpacked here, where the Lua stack holds only
+        // them and the table, as the C library's stack holds them and its argument.
+        let n = ffi::lua_tointeger(l, 3);
+        ffi::lua_settop(l, 2);
+        ffi::lua_replace(l, 1);
+        for i in 1..=n {
+            // The implementation keeps within LUAI_MAXCSTACK; this is a safety net.
+            if ffi::lua_checkstack(l, 1) == 0 {
+                return ffi::luaL_error(l, c"stack overflow".as_ptr());
+            }
+            ffi::lua_rawgeti(l, 1, i as _);
+        }
+        return n as c_int;
+    }
     if ffi::lua_toboolean(l, 1) != 0 {
         return top - 1;
     }
@@ -64,17 +80,44 @@ unsafe extern "C-unwind" fn trampoline(l: *mut ffi::lua_State) -> c_int {
     ffi::lua_error(l)
 }
 
+/// Many results gathered in a Lua table (1..n), returned without mlua's callback stack.
+pub(crate) struct Results(pub Table, pub i64);
+
+/// What a wrapped function returns: a few values, or many in a table.
+pub(crate) enum Ret {
+    Values(MultiValue),
+    Table(Results),
+}
+
+impl From<MultiValue> for Ret {
+    fn from(v: MultiValue) -> Self {
+        Ret::Values(v)
+    }
+}
+
+impl From<Results> for Ret {
+    fn from(r: Results) -> Self {
+        Ret::Table(r)
+    }
+}
+
 /// Wraps `f` into a Lua function that behaves like a C library function.
-pub(crate) fn c_style<F>(lua: &Lua, f: F) -> mlua::Result<Function>
+pub(crate) fn c_style<F, R>(lua: &Lua, f: F) -> mlua::Result<Function>
 where
-    F: Fn(&Lua, MultiValue) -> Result<MultiValue, Fail> + 'static,
+    F: Fn(&Lua, MultiValue) -> Result<R, Fail> + 'static,
+    R: Into<Ret>,
 {
     let inner = lua.create_function(move |lua, args: MultiValue| {
         let mut out = MultiValue::new();
-        match f(lua, args) {
-            Ok(vals) => {
+        match f(lua, args).map(Into::into) {
+            Ok(Ret::Values(vals)) => {
                 out.push_back(Value::Boolean(true));
                 out.extend(vals);
+            }
+            Ok(Ret::Table(Results(t, n))) => {
+                out.push_back(Value::Number(0.0));
+                out.push_back(Value::Table(t));
+                out.push_back(Value::Number(n as f64));
             }
             Err(Fail::Lua(e)) => return Err(e),
             Err(Fail::Msg(m)) => {
@@ -472,7 +515,7 @@ fn new_module(lua: &Lua) -> mlua::Result<Table> {
                 return Err(arg_err(1, "expected 1 argument"));
             }
             let conf = c.borrow().clone();
-            let out = encode(&conf, &args[0])?;
+            let out = encode(lua, &conf, &args[0])?;
             Ok(one(Value::String(lua.create_string(&out)?)))
         })?,
     )?;
@@ -609,19 +652,41 @@ fn number_of(v: &Value) -> Option<f64> {
     }
 }
 
-/// A table being encoded: its remaining items.
-enum Frame {
-    Array(Vec<Value>, usize),
-    Object(Vec<(Value, Value)>, usize),
+/// LUAI_MAXCSTACK: the C library fails where its Lua stack would exceed this many slots.
+pub(crate) const MAX_CSTACK: usize = 8000;
+
+/// An object key, owned so that open tables hold no mlua references.
+enum Key {
+    Str(Vec<u8>),
+    Num(f64),
+    /// A key of another type: its type name, for the error when it is reached.
+    Bad(&'static str),
 }
 
-/// `lua_array_length`: `Some(items)` for an array, `None` for an object.
-fn table_items(cfg: &Config, t: &Table, tv: &Value) -> Result<Frame, Fail> {
-    let mut pairs = Vec::new();
+/// A table being encoded (the table itself is kept in the Lua-side `path` table so that
+/// deep nesting holds no mlua references).
+enum Frame {
+    Array { len: i32, pos: i32 },
+    Object { keys: Vec<Key>, pos: usize },
+}
+
+impl Frame {
+    /// Lua stack slots this level holds in the C encoder (array: the item; object: key, value).
+    fn slots(&self) -> usize {
+        match self {
+            Frame::Array { .. } => 1,
+            Frame::Object { .. } => 2,
+        }
+    }
+}
+
+/// `lua_array_length` plus key collection: an array frame, or an object frame.
+fn table_frame(cfg: &Config, t: &Table, tv: &Value) -> Result<Frame, Fail> {
+    let mut keys = Vec::new();
     let mut max: i32 = 0;
     let mut items: i64 = 0;
     let mut array = true;
-    t.for_each(|k: Value, v: Value| {
+    t.for_each(|k: Value, _: Value| {
         if array {
             match number_of(&k) {
                 Some(x) if x != 0.0 && x.floor() == x && x >= 1.0 => {
@@ -633,7 +698,11 @@ fn table_items(cfg: &Config, t: &Table, tv: &Value) -> Result<Frame, Fail> {
                 _ => array = false,
             }
         }
-        pairs.push((k, v));
+        keys.push(match &k {
+            Value::String(s) => Key::Str(s.as_bytes().to_vec()),
+            Value::Integer(_) | Value::Number(_) => Key::Num(number_of(&k).unwrap_or(0.0)),
+            other => Key::Bad(type_name(Some(other))),
+        });
         Ok(())
     })?;
     if array {
@@ -643,22 +712,19 @@ fn table_items(cfg: &Config, t: &Table, tv: &Value) -> Result<Frame, Fail> {
                 return Err(encode_exception(tv, "excessively sparse array"));
             }
         } else if max > 0 {
-            let mut vals = Vec::with_capacity(max as usize);
-            for i in 1..=max {
-                vals.push(t.raw_get::<Value>(i)?);
-            }
-            return Ok(Frame::Array(vals, 0));
+            return Ok(Frame::Array { len: max, pos: 0 });
         }
     }
-    Ok(Frame::Object(pairs, 0))
+    Ok(Frame::Object { keys, pos: 0 })
 }
 
-/// Appends a scalar, or returns the frame of a table to descend into.
+/// Appends a scalar, or opens a table (returns its frame; the table goes to `path`).
 fn append_value(
     cfg: &Config,
     out: &mut Vec<u8>,
     v: &Value,
-    depth: usize,
+    stack: &[Frame],
+    path: &Table,
 ) -> Result<Option<Frame>, Fail> {
     match v {
         Value::String(s) => append_string(out, &s.as_bytes()),
@@ -669,14 +735,16 @@ fn append_value(
         Value::Nil => out.extend_from_slice(b"null"),
         Value::LightUserData(p) if p.0.is_null() => out.extend_from_slice(b"null"),
         Value::Table(t) => {
-            let depth = depth + 1;
-            if depth > cfg.encode_max_depth as usize {
+            let depth = stack.len() + 1;
+            let used = 1 + stack.iter().map(Frame::slots).sum::<usize>();
+            if depth > cfg.encode_max_depth as usize || used + 3 > MAX_CSTACK {
                 return Err(msg(format!(
                     "Cannot serialise, excessive nesting ({depth})"
                 )));
             }
-            let frame = table_items(cfg, t, v)?;
-            out.push(if matches!(frame, Frame::Array(..)) {
+            let frame = table_frame(cfg, t, v)?;
+            path.raw_set(depth, t)?;
+            out.push(if matches!(frame, Frame::Array { .. }) {
                 b'['
             } else {
                 b'{'
@@ -688,18 +756,19 @@ fn append_value(
     Ok(None)
 }
 
-fn encode(cfg: &Config, v: &Value) -> Result<Vec<u8>, Fail> {
+fn encode(lua: &Lua, cfg: &Config, v: &Value) -> Result<Vec<u8>, Fail> {
     let mut out = Vec::new();
     let mut stack: Vec<Frame> = Vec::new();
-    if let Some(f) = append_value(cfg, &mut out, v, 0)? {
+    let path = lua.create_table()?;
+    if let Some(f) = append_value(cfg, &mut out, v, &stack, &path)? {
         stack.push(f);
     }
     loop {
         let depth = stack.len();
         let Some(top) = stack.last_mut() else { break };
-        let next = match top {
-            Frame::Array(vals, pos) => {
-                if *pos == vals.len() {
+        let value: Value = match top {
+            Frame::Array { len, pos } => {
+                if *pos == *len {
                     out.push(b']');
                     stack.pop();
                     continue;
@@ -708,10 +777,10 @@ fn encode(cfg: &Config, v: &Value) -> Result<Vec<u8>, Fail> {
                     out.push(b',');
                 }
                 *pos += 1;
-                append_value(cfg, &mut out, &vals[*pos - 1], depth)?
+                path.raw_get::<Table>(depth)?.raw_get(*pos)?
             }
-            Frame::Object(pairs, pos) => {
-                if *pos == pairs.len() {
+            Frame::Object { keys, pos } => {
+                if *pos == keys.len() {
                     out.push(b'}');
                     stack.pop();
                     continue;
@@ -720,23 +789,28 @@ fn encode(cfg: &Config, v: &Value) -> Result<Vec<u8>, Fail> {
                     out.push(b',');
                 }
                 *pos += 1;
-                let (k, val) = &pairs[*pos - 1];
-                match k {
-                    Value::String(s) => {
-                        append_string(&mut out, &s.as_bytes());
+                let t = path.raw_get::<Table>(depth)?;
+                match &keys[*pos - 1] {
+                    Key::Str(s) => {
+                        append_string(&mut out, s);
                         out.push(b':');
+                        t.raw_get(lua.create_string(s)?)?
                     }
-                    Value::Integer(_) | Value::Number(_) => {
+                    Key::Num(n) => {
                         out.push(b'"');
-                        append_number(cfg, &mut out, k, number_of(k).unwrap_or(0.0))?;
+                        append_number(cfg, &mut out, &Value::Number(*n), *n)?;
                         out.extend_from_slice(b"\":");
+                        t.raw_get(*n)?
                     }
-                    _ => return Err(encode_exception(k, "table key must be a number or string")),
+                    Key::Bad(name) => {
+                        return Err(msg(format!(
+                            "Cannot serialise {name}: table key must be a number or string"
+                        )))
+                    }
                 }
-                append_value(cfg, &mut out, val, depth)?
             }
         };
-        if let Some(f) = next {
+        if let Some(f) = append_value(cfg, &mut out, &value, &stack, &path)? {
             stack.push(f);
         }
     }
@@ -983,9 +1057,11 @@ impl Parser<'_> {
         true
     }
 
-    fn descend(&mut self) -> Result<(), Fail> {
+    /// `json_decode_descend`: the depth limit, and the Lua stack the C decoder would need
+    /// (`used` slots held by the open containers plus `slots` more).
+    fn descend(&mut self, used: usize, slots: usize) -> Result<(), Fail> {
         self.depth += 1;
-        if self.depth > self.max_depth {
+        if self.depth > self.max_depth || used + slots > MAX_CSTACK {
             return Err(msg(format!(
                 "Found too many nested data structures ({}) at character {}",
                 self.depth, self.pos
@@ -1003,9 +1079,18 @@ fn parse_error(expected: &str, tok: Tok, index: usize) -> Fail {
     ))
 }
 
+/// An open container; its table is `path[depth]` (no mlua references held per level).
 enum Open {
-    Array(Table, i64),
-    Object(Table, Vec<u8>),
+    Array(i64),
+    Object(Vec<u8>),
+}
+
+/// Lua stack slots the C decoder holds: the argument, each open table, and each pending key.
+fn used_slots(stack: &[Open]) -> usize {
+    1 + stack
+        .iter()
+        .map(|o| if matches!(o, Open::Object(_)) { 2 } else { 1 })
+        .sum::<usize>()
 }
 
 fn decode(lua: &Lua, cfg: &Config, text: &[u8]) -> Result<Value, Fail> {
@@ -1020,6 +1105,7 @@ fn decode(lua: &Lua, cfg: &Config, text: &[u8]) -> Result<Value, Fail> {
         depth: 0,
         max_depth: cfg.decode_max_depth as i64,
     };
+    let path = lua.create_table()?;
     let mut stack: Vec<Open> = Vec::new();
     let mut tok = p.next();
     loop {
@@ -1030,7 +1116,7 @@ fn decode(lua: &Lua, cfg: &Config, text: &[u8]) -> Result<Value, Fail> {
             Tok::Bool(b) => Value::Boolean(b),
             Tok::Null => null(),
             Tok::ObjBegin => {
-                p.descend()?;
+                p.descend(used_slots(&stack), 3)?;
                 let t = lua.create_table()?;
                 tok = p.next();
                 if tok.0 == Tok::ObjEnd {
@@ -1038,20 +1124,22 @@ fn decode(lua: &Lua, cfg: &Config, text: &[u8]) -> Result<Value, Fail> {
                     Value::Table(t)
                 } else {
                     let key = object_key(&mut p, tok)?;
-                    stack.push(Open::Object(t, key));
+                    stack.push(Open::Object(key));
+                    path.raw_set(stack.len(), t)?;
                     tok = p.next();
                     continue;
                 }
             }
             Tok::ArrBegin => {
-                p.descend()?;
+                p.descend(used_slots(&stack), 2)?;
                 let t = lua.create_table()?;
                 tok = p.next();
                 if tok.0 == Tok::ArrEnd {
                     p.depth -= 1;
                     Value::Table(t)
                 } else {
-                    stack.push(Open::Array(t, 1));
+                    stack.push(Open::Array(1));
+                    path.raw_set(stack.len(), t)?;
                     continue;
                 }
             }
@@ -1059,46 +1147,47 @@ fn decode(lua: &Lua, cfg: &Config, text: &[u8]) -> Result<Value, Fail> {
         };
         // Attach completed values to their containers, closing them as they end.
         loop {
-            match stack.last_mut() {
-                None => {
-                    let end = p.next();
-                    if end.0 != Tok::End {
-                        return Err(parse_error("the end", end.0, end.1));
-                    }
-                    return Ok(value);
+            let depth = stack.len();
+            let Some(top) = stack.last_mut() else {
+                let end = p.next();
+                if end.0 != Tok::End {
+                    return Err(parse_error("the end", end.0, end.1));
                 }
-                Some(Open::Array(t, i)) => {
+                return Ok(value);
+            };
+            let t: Table = path.raw_get(depth)?;
+            let end = match top {
+                Open::Array(i) => {
                     t.raw_set(*i, value)?;
                     *i += 1;
                     tok = p.next();
-                    if tok.0 == Tok::ArrEnd {
-                        p.depth -= 1;
-                        value = close(stack.pop());
-                        continue;
-                    }
-                    if tok.0 != Tok::Comma {
+                    if tok.0 != Tok::ArrEnd && tok.0 != Tok::Comma {
                         return Err(parse_error("comma or array end", tok.0, tok.1));
                     }
-                    tok = p.next();
-                    break;
+                    tok.0 == Tok::ArrEnd
                 }
-                Some(Open::Object(t, key)) => {
+                Open::Object(key) => {
                     t.raw_set(lua.create_string(&*key)?, value)?;
                     tok = p.next();
-                    if tok.0 == Tok::ObjEnd {
-                        p.depth -= 1;
-                        value = close(stack.pop());
-                        continue;
-                    }
-                    if tok.0 != Tok::Comma {
+                    if tok.0 != Tok::ObjEnd && tok.0 != Tok::Comma {
                         return Err(parse_error("comma or object end", tok.0, tok.1));
                     }
-                    tok = p.next();
-                    *key = object_key(&mut p, tok)?;
-                    tok = p.next();
-                    break;
+                    tok.0 == Tok::ObjEnd
                 }
+            };
+            if end {
+                p.depth -= 1;
+                stack.pop();
+                path.raw_set(depth, Value::Nil)?;
+                value = Value::Table(t);
+                continue;
             }
+            tok = p.next();
+            if let Some(Open::Object(key)) = stack.last_mut() {
+                *key = object_key(&mut p, tok)?;
+                tok = p.next();
+            }
+            break;
         }
     }
 }
@@ -1114,13 +1203,6 @@ fn object_key(p: &mut Parser, tok: (Tok, usize)) -> Result<Vec<u8>, Fail> {
         return Err(parse_error("colon", colon.0, colon.1));
     }
     Ok(key)
-}
-
-fn close(open: Option<Open>) -> Value {
-    match open {
-        Some(Open::Array(t, _)) | Some(Open::Object(t, _)) => Value::Table(t),
-        None => Value::Nil,
-    }
 }
 
 #[cfg(test)]

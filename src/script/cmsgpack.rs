@@ -5,18 +5,15 @@ use mlua::{Lua, MultiValue, Table, Value};
 
 use super::cjson::{
     arg_err, c_style, check_bytes, check_integer, msg, number_to_int, number_to_integer,
-    opt_integer, Fail,
+    opt_integer, Fail, Results, MAX_CSTACK,
 };
 
 /// Tables nested deeper than this are packed as nil (LUACMSGPACK_MAX_NESTING).
 const MAX_NESTING: usize = 16;
 
-/// Lua's C stack limit (LUAI_MAXCSTACK): bounds results and decoding depth as the Lua stack
-/// bounds them in C.
-const MAX_STACK: usize = 8000;
-
 const TOO_MANY: &str =
     "stack overflow (too many return values at once; use unpack_one or unpack_limit instead.)";
+const ARRAY_STACK: &str = "stack overflow (in function mp_decode_to_lua_array)";
 
 // ---------------------------------------------------------------------------------------------
 // Encoding
@@ -139,16 +136,17 @@ fn encode_value(out: &mut Vec<u8>, v: &Value, level: usize) -> mlua::Result<()> 
                     encode_value(out, &t.raw_get::<Value>(j)?, level + 1)?;
                 }
             } else {
-                let mut pairs = Vec::new();
-                t.for_each(|k: Value, v: Value| {
-                    pairs.push((k, v));
+                // Count first, then encode while iterating: no references pile up.
+                let mut len = 0;
+                t.for_each(|_: Value, _: Value| {
+                    len += 1;
                     Ok(())
                 })?;
-                encode_len(out, pairs.len(), 0x80, 0xde, 0xdf);
-                for (k, v) in &pairs {
-                    encode_value(out, k, level + 1)?;
-                    encode_value(out, v, level + 1)?;
-                }
+                encode_len(out, len, 0x80, 0xde, 0xdf);
+                t.for_each(|k: Value, v: Value| {
+                    encode_value(out, &k, level + 1)?;
+                    encode_value(out, &v, level + 1)
+                })?;
             }
         }
         _ => out.push(0xc0),
@@ -171,7 +169,7 @@ pub fn pack(values: &[Value]) -> mlua::Result<Vec<u8>> {
 enum DecodeErr {
     Eof,
     BadFormat,
-    Stack,
+    Msg(&'static str),
     Raw(&'static str),
     Lua(mlua::Error),
 }
@@ -208,13 +206,24 @@ impl Cursor<'_> {
     }
 }
 
-/// A container being filled: the table, the next array index or pending key, items left.
+/// A container being filled; its table is `path[2 * depth - 1]` and a pending map key
+/// `path[2 * depth]` (no mlua references held per level).
 struct Open {
-    table: Table,
     map: bool,
     left: usize,
     index: i64,
-    key: Option<Value>,
+    has_key: bool,
+}
+
+impl Open {
+    /// Lua stack slots the C decoder holds for this level while decoding its next item.
+    fn slots(&self) -> usize {
+        if self.map && !self.has_key {
+            1
+        } else {
+            2
+        }
+    }
 }
 
 /// What one msgpack object starts: a complete value or a container to fill.
@@ -224,9 +233,6 @@ enum Item {
 }
 
 fn decode_head(lua: &Lua, c: &mut Cursor) -> Result<Item, DecodeErr> {
-    if c.left() < 1 {
-        return Err(DecodeErr::Eof);
-    }
     let t = c.data[c.pos];
     let num = |x: f64| Ok(Item::Value(Value::Number(x)));
     let string = |c: &mut Cursor, hdr: usize, len: usize| -> Result<Item, DecodeErr> {
@@ -258,7 +264,10 @@ fn decode_head(lua: &Lua, c: &mut Cursor) -> Result<Item, DecodeErr> {
         0xca => num(f32::from_bits(c.be(1, 4)? as u32) as f64),
         0xcb => num(f64::from_bits(c.be(1, 8)?)),
         0xd9 => {
-            let len = *c.data.get(c.pos + 1).ok_or(DecodeErr::Eof)? as usize;
+            if c.left() < 2 {
+                return Err(DecodeErr::Eof);
+            }
+            let len = c.data[c.pos + 1] as usize;
             string(c, 2, len)
         }
         0xda => {
@@ -297,68 +306,77 @@ fn decode_head(lua: &Lua, c: &mut Cursor) -> Result<Item, DecodeErr> {
     }
 }
 
-/// Decodes one top-level object. `base` is the Lua stack already in use (results so far),
-/// so that deep nesting fails where the C stack check would.
-fn decode_one(lua: &Lua, c: &mut Cursor, base: usize) -> Result<Value, DecodeErr> {
+/// Decodes one top-level object. `base` is the Lua stack the C decoder already uses (its
+/// argument and the results so far): deep nesting fails where its stack checks would.
+fn decode_one(lua: &Lua, c: &mut Cursor, base: usize, path: &Table) -> Result<Value, DecodeErr> {
     let mut stack: Vec<Open> = Vec::new();
     loop {
-        // Each open array holds its table and index on the Lua stack; maps their table and key.
-        if base + 2 * stack.len() + 2 > MAX_STACK {
-            return Err(DecodeErr::Stack);
+        if c.left() < 1 {
+            return Err(DecodeErr::Eof);
+        }
+        let used = base + stack.iter().map(Open::slots).sum::<usize>();
+        if used + 1 > MAX_CSTACK {
+            return Err(DecodeErr::Msg(TOO_MANY));
         }
         let mut value = match decode_head(lua, c)? {
             Item::Value(v) => v,
             Item::Open(len, map) => {
+                if !map && used + 2 > MAX_CSTACK {
+                    return Err(DecodeErr::Msg(ARRAY_STACK));
+                }
                 let table = lua.create_table()?;
                 if len > 0 {
                     stack.push(Open {
-                        table,
                         map,
                         left: len,
                         index: 1,
-                        key: None,
+                        has_key: false,
                     });
+                    path.raw_set(2 * stack.len() - 1, table)?;
                     continue;
                 }
                 Value::Table(table)
             }
         };
         loop {
+            let depth = stack.len();
             let Some(top) = stack.last_mut() else {
                 return Ok(value);
             };
+            let table: Table = path.raw_get(2 * depth - 1)?;
             if top.map {
-                match top.key.take() {
-                    None => {
-                        top.key = Some(value);
-                        break;
-                    }
-                    Some(k) => {
-                        // lua_settable raises on a nil or NaN key.
-                        match k {
-                            Value::Nil => return Err(DecodeErr::Raw("table index is nil")),
-                            Value::Number(n) if n.is_nan() => {
-                                return Err(DecodeErr::Raw("table index is NaN"))
-                            }
-                            _ => top.table.raw_set(k, value)?,
-                        }
-                    }
+                if !top.has_key {
+                    top.has_key = true;
+                    path.raw_set(2 * depth, value)?;
+                    break;
                 }
+                top.has_key = false;
+                let key: Value = path.raw_get(2 * depth)?;
+                // lua_settable raises on a nil or NaN key.
+                match key {
+                    Value::Nil => return Err(DecodeErr::Raw("table index is nil")),
+                    Value::Number(n) if n.is_nan() => {
+                        return Err(DecodeErr::Raw("table index is NaN"))
+                    }
+                    _ => table.raw_set(key, value)?,
+                }
+                path.raw_set(2 * depth, Value::Nil)?;
             } else {
-                top.table.raw_set(top.index, value)?;
+                table.raw_set(top.index, value)?;
                 top.index += 1;
             }
             top.left -= 1;
             if top.left > 0 {
                 break;
             }
-            value = Value::Table(top.table.clone());
             stack.pop();
+            path.raw_set(2 * depth - 1, Value::Nil)?;
+            value = Value::Table(table);
         }
     }
 }
 
-fn unpack_full(lua: &Lua, s: &[u8], limit: i64, offset: i64) -> Result<MultiValue, Fail> {
+fn unpack_full(lua: &Lua, s: &[u8], limit: i64, offset: i64) -> Result<Results, Fail> {
     let len = s.len();
     let decode_all = limit == 0 && offset == 0;
     if offset < 0 || limit < 0 {
@@ -378,24 +396,31 @@ fn unpack_full(lua: &Lua, s: &[u8], limit: i64, offset: i64) -> Result<MultiValu
         data: s,
         pos: offset as usize,
     };
-    let mut out = MultiValue::new();
-    let mut cnt = 0;
+    let out = lua.create_table()?;
+    let path = lua.create_table()?;
+    // Slot 1 is left for the offset when one is returned.
+    let first = if decode_all { 1 } else { 2 };
+    let mut cnt: i64 = 0;
     while c.left() > 0 && cnt < limit {
-        match decode_one(lua, &mut c, out.len()) {
-            Ok(v) => out.push_back(v),
+        match decode_one(lua, &mut c, 1 + cnt as usize, &path) {
+            Ok(v) => out.raw_set(first + cnt, v)?,
             Err(DecodeErr::Eof) => return Err(msg("Missing bytes in input.")),
             Err(DecodeErr::BadFormat) => return Err(msg("Bad data format in input.")),
-            Err(DecodeErr::Stack) => return Err(msg(TOO_MANY)),
+            Err(DecodeErr::Msg(m)) => return Err(msg(m)),
             Err(DecodeErr::Raw(m)) => return Err(Fail::Raw(m.into())),
             Err(DecodeErr::Lua(e)) => return Err(Fail::Lua(e)),
         }
         cnt += 1;
     }
-    if !decode_all {
-        let next = if c.left() == 0 { -1.0 } else { c.pos as f64 };
-        out.push_front(Value::Number(next));
+    if decode_all {
+        return Ok(Results(out, cnt));
     }
-    Ok(out)
+    if 1 + cnt as usize + 1 > MAX_CSTACK {
+        return Err(msg("stack overflow (in function mp_unpack_full)"));
+    }
+    let next = if c.left() == 0 { -1.0 } else { c.pos as f64 };
+    out.raw_set(1, next)?;
+    Ok(Results(out, cnt + 1))
 }
 
 /// Sets the global `cmsgpack` table.
