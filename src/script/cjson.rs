@@ -38,7 +38,7 @@ pub(crate) fn arg_err(n: i32, s: impl Into<Vec<u8>>) -> Fail {
 /// Calls the implementation (upvalue 1) which returns `true, results...`, `0, table, n`
 /// (results in a table) or `false, message[, narg | true (no position)]`, and raises the
 /// error the way C library code does.
-unsafe extern "C-unwind" fn trampoline(l: *mut ffi::lua_State) -> c_int {
+pub(crate) unsafe extern "C-unwind" fn trampoline(l: *mut ffi::lua_State) -> c_int {
     let nargs = ffi::lua_gettop(l);
     ffi::lua_pushvalue(l, ffi::lua_upvalueindex(1));
     ffi::lua_insert(l, 1);
@@ -107,6 +107,19 @@ where
     F: Fn(&Lua, MultiValue) -> Result<R, Fail> + 'static,
     R: Into<Ret>,
 {
+    c_style_with(lua, f, trampoline)
+}
+
+/// [`c_style`] with a given trampoline (which must end by calling [`trampoline`]).
+pub(crate) fn c_style_with<F, R>(
+    lua: &Lua,
+    f: F,
+    tramp: ffi::lua_CFunction,
+) -> mlua::Result<Function>
+where
+    F: Fn(&Lua, MultiValue) -> Result<R, Fail> + 'static,
+    R: Into<Ret>,
+{
     let inner = lua.create_function(move |lua, args: MultiValue| {
         let mut out = MultiValue::new();
         match f(lua, args).map(Into::into) {
@@ -141,7 +154,7 @@ where
     // Lua C API and owns no Rust values when it raises.
     unsafe {
         lua.exec_raw::<Function>(inner, |state| {
-            ffi::lua_pushcclosure(state, trampoline, 1);
+            ffi::lua_pushcclosure(state, tramp, 1);
         })
     }
 }
@@ -1494,5 +1507,48 @@ mod tests {
         assert_eq!(strtod(b"-"), None);
         assert_eq!(str2number(b" 12 "), Some(12.0));
         assert_eq!(str2number(b"12a"), None);
+    }
+
+    /// Limits where the C library runs out of Lua stack (values checked against Redis 7.0).
+    #[test]
+    fn stack_limits() {
+        let l = lua();
+        let run = |code: &str| {
+            eval(
+                &l,
+                &format!("local ok, e = pcall(function() {code} end) return tostring(e)"),
+            )
+        };
+        let chain = |n: usize, field: &str, max: &str| {
+            format!(
+                "cjson.encode_max_depth({max}) local t = {{}} local c = t \
+                 for i=1,{n} do c{field} = {{}} c = c{field} end return #cjson.encode(t)"
+            )
+        };
+        assert_eq!(run(&chain(7996, "[1]", "9000")), "15994");
+        assert_eq!(
+            run(&chain(7997, "[1]", "9000")),
+            "user_script:1: Cannot serialise, excessive nesting (7998)"
+        );
+        assert_eq!(run(&chain(3998, ".a", "9000")), "23990");
+        assert_eq!(
+            run(&chain(3999, ".a", "9000")),
+            "user_script:1: Cannot serialise, excessive nesting (4000)"
+        );
+        assert_eq!(
+            run("cjson.decode_max_depth(100000) \
+                 return cjson.decode(string.rep('[', 9000) .. string.rep(']', 9000))"),
+            "user_script:1: Found too many nested data structures (7999) at character 7999"
+        );
+        assert_eq!(
+            run("cjson.decode_max_depth(5000) \
+                 return cjson.decode(string.rep('{\"a\":', 4000) .. '1' .. string.rep('}', 4000))"),
+            "user_script:1: Found too many nested data structures (4000) at character 19996"
+        );
+        assert_eq!(
+            run("local t = {} for i=1,100000 do t[i] = 'str' .. i end \
+                 return #cjson.decode(cjson.encode(t))"),
+            "100000"
+        );
     }
 }

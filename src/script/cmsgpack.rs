@@ -1,11 +1,13 @@
 //! The `cmsgpack` library as Redis embeds it (lua-cmsgpack 0.4.0): `pack`, `unpack`,
 //! `unpack_one`, `unpack_limit` and the metadata fields.
 
-use mlua::{Lua, MultiValue, Table, Value};
+use std::ffi::c_int;
+
+use mlua::{ffi, Lua, MultiValue, Table, Value};
 
 use super::cjson::{
-    arg_err, c_style, check_bytes, check_integer, msg, number_to_int, number_to_integer,
-    opt_integer, Fail, Results, MAX_CSTACK,
+    arg_err, c_style, c_style_with, check_bytes, check_integer, msg, number_to_int,
+    number_to_integer, opt_integer, trampoline, Fail, Results, MAX_CSTACK,
 };
 
 /// Tables nested deeper than this are packed as nil (LUACMSGPACK_MAX_NESTING).
@@ -423,12 +425,21 @@ fn unpack_full(lua: &Lua, s: &[u8], limit: i64, offset: i64) -> Result<Results, 
     Ok(Results(out, cnt + 1))
 }
 
+/// `mp_pack`'s own check: it needs as many free stack slots as it has arguments.
+unsafe extern "C-unwind" fn pack_trampoline(l: *mut ffi::lua_State) -> c_int {
+    let nargs = ffi::lua_gettop(l);
+    if nargs > 0 && ffi::lua_checkstack(l, nargs) == 0 {
+        return ffi::luaL_argerror(l, 0, c"Too many arguments for MessagePack pack.".as_ptr());
+    }
+    trampoline(l)
+}
+
 /// Sets the global `cmsgpack` table.
 pub fn open(lua: &Lua) -> mlua::Result<()> {
     let t = lua.create_table()?;
-    t.set(
-        "pack",
-        c_style(lua, |lua, args| {
+    let pack_fn = c_style_with(
+        lua,
+        |lua, args| {
             if args.is_empty() {
                 return Err(arg_err(0, "MessagePack pack needs input."));
             }
@@ -437,8 +448,10 @@ pub fn open(lua: &Lua) -> mlua::Result<()> {
             Ok(MultiValue::from_vec(vec![Value::String(
                 lua.create_string(&bytes)?,
             )]))
-        })?,
+        },
+        pack_trampoline,
     )?;
+    t.set("pack", pack_fn)?;
     t.set(
         "unpack",
         c_style(lua, |lua, args| {
@@ -494,7 +507,11 @@ mod tests {
     }
 
     fn eval(lua: &Lua, code: &str) -> String {
-        match lua.load(code).eval::<mlua::LuaString>() {
+        match lua
+            .load(code)
+            .set_name("@user_script")
+            .eval::<mlua::LuaString>()
+        {
             Ok(s) => String::from_utf8_lossy(&s.as_bytes()).into_owned(),
             Err(e) => format!("LUAERR {e}"),
         }
@@ -623,5 +640,99 @@ mod tests {
             eval(&l, "return cmsgpack._VERSION .. cmsgpack._NAME"),
             "lua-cmsgpack 0.4.0cmsgpack"
         );
+    }
+
+    /// Limits where the C library runs out of Lua stack (values checked against Redis 7.0).
+    #[test]
+    fn stack_limits() {
+        let l = lua();
+        let err = |call: &str| {
+            eval(
+                &l,
+                &format!("local ok, e = pcall(function() {call} end) return tostring(e)"),
+            )
+        };
+        assert_eq!(
+            err("return select('#', cmsgpack.unpack(string.rep('\\1', 7999)))"),
+            "7999"
+        );
+        assert_eq!(
+            err("return select('#', cmsgpack.unpack(string.rep('\\1', 8000)))"),
+            format!("user_script:1: {TOO_MANY}")
+        );
+        assert_eq!(
+            err("return select('#', cmsgpack.unpack_limit(string.rep('\\1', 7999), 7999))"),
+            "user_script:1: stack overflow (in function mp_unpack_full)"
+        );
+        assert_eq!(
+            err("return select('#', cmsgpack.unpack_limit(string.rep('\\1', 7998), 7998))"),
+            "7999"
+        );
+        assert_eq!(
+            err("return select('#', cmsgpack.unpack(string.rep('\\1', 7998)..'\\205'))"),
+            "user_script:1: Missing bytes in input."
+        );
+        assert_eq!(
+            err("return type(cmsgpack.unpack(string.rep('\\145', 3998) .. '\\1'))"),
+            "table"
+        );
+        assert_eq!(
+            err("return type(cmsgpack.unpack(string.rep('\\145', 4000) .. '\\1'))"),
+            format!("user_script:1: {ARRAY_STACK}")
+        );
+        assert_eq!(
+            err("return type(cmsgpack.unpack(string.rep('\\129\\1', 5000) .. '\\1'))"),
+            format!("user_script:1: {TOO_MANY}")
+        );
+        assert_eq!(
+            err("local t = {} for i=1,4000 do t[i] = 1 end return #cmsgpack.pack(unpack(t))"),
+            "4000"
+        );
+        assert_eq!(
+            err("local t = {} for i=1,4001 do t[i] = 1 end return #cmsgpack.pack(unpack(t))"),
+            "user_script:1: bad argument #0 to 'pack' (Too many arguments for MessagePack pack.)"
+        );
+        // Large containers hold no mlua reference per item.
+        assert_eq!(
+            err("local t = {} for i=1,100000 do t['k' .. i] = 'v' .. i end
+                 local u = cmsgpack.unpack(cmsgpack.pack(t)) return u.k99999"),
+            "v99999"
+        );
+    }
+
+    #[test]
+    fn decode_edge_cases() {
+        let l = lua();
+        let err = |call: &str| {
+            eval(
+                &l,
+                &format!("local ok, e = pcall(function() {call} end) return tostring(e)"),
+            )
+        };
+        assert_eq!(
+            err("return cmsgpack.unpack('\\129\\192\\1')"),
+            "table index is nil"
+        );
+        assert_eq!(
+            err("return cmsgpack.unpack('\\199')"),
+            "user_script:1: Bad data format in input."
+        );
+        assert_eq!(
+            err("return cmsgpack.unpack('\\218\\0\\2x')"),
+            "user_script:1: Missing bytes in input."
+        );
+        assert_eq!(
+            err("return tostring(cmsgpack.unpack('\\209\\128\\0'))"),
+            "-32768"
+        );
+        assert_eq!(
+            err("return tostring(cmsgpack.unpack('\\206\\255\\255\\255\\255'))"),
+            "4294967295"
+        );
+        assert_eq!(
+            err("return table.concat({cmsgpack.unpack_one('\\1\\2', 1.7)}, ',')"),
+            "-1,2"
+        );
+        assert_eq!(err("return #cmsgpack.pack(1, nil, 3)"), "3");
     }
 }
