@@ -16,6 +16,7 @@ pub mod cmd;
 pub mod config;
 pub mod engine;
 pub mod protocol;
+pub mod script;
 pub mod server;
 pub mod types;
 

@@ -14,6 +14,7 @@ pub mod connection;
 pub mod hashes;
 pub mod keys;
 pub mod lists;
+pub mod scripting;
 pub mod server;
 pub mod sets;
 pub mod strings;
@@ -46,7 +47,7 @@ impl Cx<'_, '_> {
 }
 
 /// Every family's top-level commands, in one place.
-fn families() -> [&'static [CommandSpec]; 11] {
+fn families() -> [&'static [CommandSpec]; 12] {
     [
         strings::COMMANDS,
         keys::COMMANDS,
@@ -59,6 +60,7 @@ fn families() -> [&'static [CommandSpec]; 11] {
         hashes::COMMANDS,
         sets::COMMANDS,
         zsets::COMMANDS,
+        scripting::COMMANDS,
     ]
 }
 
@@ -195,6 +197,9 @@ fn dispatch_inner(srv: &Arc<Shared>, sess: &mut Session, args: Vec<Bytes>) -> Re
         }
         sess.multi.as_mut().expect("in multi").queue.push(args);
         return Reply::QUEUED;
+    }
+    if let Some(r) = crate::script::before_lock(srv, spec) {
+        return r;
     }
     let mut access = match spec.lock {
         Lock::All => srv.ks.exclusive(sess.db, now),

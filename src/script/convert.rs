@@ -1,0 +1,271 @@
+//! Conversions between command replies and Lua values, as Redis 7.2's script_lua.c does
+//! them (`redisProtocolToLuaType` one way, `luaReplyToRedisReply` the other).
+
+use crate::protocol::write::format_double;
+use crate::protocol::Reply;
+use bytes::Bytes;
+use mlua::{Lua, Table, Value};
+
+/// The error-table text Redis builds from an error reply (`luaPushErrorBuff`): a message
+/// with no space gets the generic `ERR` code, and trailing newlines are trimmed.
+pub fn error_text(msg: &str) -> String {
+    let msg = msg.strip_prefix('-').unwrap_or(msg);
+    let out = match msg.split_once(' ') {
+        Some(_) => msg.to_string(),
+        None => format!("ERR {msg}"),
+    };
+    out.trim_end_matches(['\r', '\n']).to_string()
+}
+
+/// `{err = text}` as Redis pushes it for a failed command (with the flag telling the
+/// final reply not to count the error twice).
+pub fn error_table(lua: &Lua, text: &str) -> mlua::Result<Table> {
+    let t = lua.create_table()?;
+    t.raw_set("err", lua.create_string(text)?)?;
+    t.raw_set("ignore_error_stats_update", true)?;
+    Ok(t)
+}
+
+/// A command's reply as the script sees it. `resp3` is the protocol the script chose
+/// with `redis.setresp` (RESP2 shapes by default).
+pub fn reply_to_lua(lua: &Lua, r: Reply, resp3: bool) -> mlua::Result<Value> {
+    Ok(match r {
+        Reply::Status(s) => {
+            let t = lua.create_table()?;
+            t.raw_set("ok", lua.create_string(s.as_bytes())?)?;
+            Value::Table(t)
+        }
+        Reply::Error(e) => Value::Table(error_table(lua, &error_text(&e))?),
+        Reply::Int(i) => Value::Number(i as f64),
+        Reply::Bulk(b) | Reply::Verbatim(b) if !resp3 => Value::String(lua.create_string(&b)?),
+        Reply::Bulk(b) => Value::String(lua.create_string(&b)?),
+        Reply::Verbatim(b) => {
+            let inner = lua.create_table()?;
+            inner.raw_set("format", "txt")?;
+            inner.raw_set("string", lua.create_string(&b)?)?;
+            let t = lua.create_table()?;
+            t.raw_set("verbatim_string", inner)?;
+            Value::Table(t)
+        }
+        Reply::Nil | Reply::NilArray => {
+            if resp3 {
+                Value::Nil
+            } else {
+                Value::Boolean(false)
+            }
+        }
+        Reply::Array(items) | Reply::Push(items) => array(lua, items, resp3)?,
+        Reply::Set(items) if !resp3 => array(lua, items, resp3)?,
+        Reply::Set(items) => {
+            let inner = lua.create_table()?;
+            for it in items {
+                inner.raw_set(reply_to_lua(lua, it, resp3)?, true)?;
+            }
+            let t = lua.create_table()?;
+            t.raw_set("set", inner)?;
+            Value::Table(t)
+        }
+        Reply::Map(pairs) if !resp3 => {
+            let t = lua.create_table_with_capacity(pairs.len() * 2, 0)?;
+            let mut i = 1;
+            for (k, v) in pairs {
+                t.raw_set(i, reply_to_lua(lua, k, resp3)?)?;
+                t.raw_set(i + 1, reply_to_lua(lua, v, resp3)?)?;
+                i += 2;
+            }
+            Value::Table(t)
+        }
+        Reply::Map(pairs) => {
+            let inner = lua.create_table()?;
+            for (k, v) in pairs {
+                inner.raw_set(reply_to_lua(lua, k, resp3)?, reply_to_lua(lua, v, resp3)?)?;
+            }
+            let t = lua.create_table()?;
+            t.raw_set("map", inner)?;
+            Value::Table(t)
+        }
+        Reply::Double(d) if !resp3 => Value::String(lua.create_string(format_double(d))?),
+        Reply::Double(d) => {
+            let t = lua.create_table()?;
+            t.raw_set("double", d)?;
+            Value::Table(t)
+        }
+        Reply::Bool(b) if !resp3 => Value::Number(if b { 1.0 } else { 0.0 }),
+        Reply::Bool(b) => Value::Boolean(b),
+        Reply::Raw(bytes) => match parse_raw(&bytes) {
+            Some(r) => reply_to_lua(lua, r, resp3)?,
+            None => Value::Boolean(false),
+        },
+        Reply::NoReply => Value::Boolean(false),
+    })
+}
+
+fn array(lua: &Lua, items: Vec<Reply>, resp3: bool) -> mlua::Result<Value> {
+    let t = lua.create_table_with_capacity(items.len(), 0)?;
+    for (i, it) in items.into_iter().enumerate() {
+        t.raw_set(i + 1, reply_to_lua(lua, it, resp3)?)?;
+    }
+    Ok(Value::Table(t))
+}
+
+/// Pre-encoded replies (`Reply::Raw`) are arrays of bulk strings or scalars; decode them
+/// back so scripts see the same shapes as for structured replies.
+fn parse_raw(buf: &[u8]) -> Option<Reply> {
+    let mut pos = 0;
+    let r = parse_one(buf, &mut pos, 0)?;
+    Some(r)
+}
+
+fn line<'a>(buf: &'a [u8], pos: &mut usize) -> Option<&'a [u8]> {
+    let rest = buf.get(*pos..)?;
+    let end = rest.windows(2).position(|w| w == b"\r\n")?;
+    *pos += end + 2;
+    Some(&rest[..end])
+}
+
+fn parse_one(buf: &[u8], pos: &mut usize, depth: usize) -> Option<Reply> {
+    if depth > 64 {
+        return None;
+    }
+    let l = line(buf, pos)?;
+    let (&kind, body) = l.split_first()?;
+    let num = || crate::protocol::parse::parse_i64(body);
+    Some(match kind {
+        b'+' => Reply::Status(String::from_utf8_lossy(body).into_owned().into()),
+        b'-' => Reply::Error(String::from_utf8_lossy(body).into_owned().into()),
+        b':' => Reply::Int(num()?),
+        b'_' => Reply::Nil,
+        b'$' => {
+            let n = num()?;
+            if n < 0 {
+                return Some(Reply::Nil);
+            }
+            let n = usize::try_from(n).ok()?;
+            let data = buf.get(*pos..pos.checked_add(n)?)?;
+            *pos += n + 2;
+            Reply::Bulk(Bytes::copy_from_slice(data))
+        }
+        b'*' => {
+            let n = num()?;
+            if n < 0 {
+                return Some(Reply::NilArray);
+            }
+            let mut items = Vec::new();
+            for _ in 0..n {
+                items.push(parse_one(buf, pos, depth + 1)?);
+            }
+            Reply::Array(items)
+        }
+        _ => return None,
+    })
+}
+
+/// A script's return value as the client's reply (`luaReplyToRedisReply`). `resp3` is
+/// the script's `redis.setresp` choice: it decides how booleans come back.
+pub fn lua_to_reply(v: &Value, resp3: bool, depth: usize) -> Reply {
+    match v {
+        Value::Nil => Reply::Nil,
+        Value::Boolean(b) if resp3 => Reply::Bool(*b),
+        Value::Boolean(true) => Reply::Int(1),
+        Value::Boolean(false) => Reply::Nil,
+        Value::Integer(i) => Reply::Int(*i),
+        Value::Number(n) => Reply::Int(number_to_int(*n)),
+        Value::String(s) => Reply::Bulk(Bytes::copy_from_slice(&s.as_bytes())),
+        Value::Table(t) => table_to_reply(t, resp3, depth),
+        _ => Reply::Nil,
+    }
+}
+
+/// C's `(long long)` cast of a Lua number: truncation toward zero (saturating here, where
+/// C is undefined).
+pub fn number_to_int(n: f64) -> i64 {
+    if n.is_nan() {
+        i64::MIN
+    } else {
+        n as i64
+    }
+}
+
+fn table_to_reply(t: &Table, resp3: bool, depth: usize) -> Reply {
+    // Redis refuses to descend further than its reply nesting limit.
+    if depth > 1000 {
+        return Reply::error("ERR reached lua stack limit");
+    }
+    if let Ok(Value::String(e)) = t.raw_get::<Value>("err") {
+        let msg = String::from_utf8_lossy(&e.as_bytes()).into_owned();
+        return Reply::Error(sanitize(&msg).into());
+    }
+    if let Ok(Value::String(s)) = t.raw_get::<Value>("ok") {
+        let msg = String::from_utf8_lossy(&s.as_bytes()).into_owned();
+        return Reply::Status(sanitize(&msg).into());
+    }
+    if let Ok(Value::Number(d)) = t.raw_get::<Value>("double") {
+        return Reply::Double(d);
+    }
+    if let Ok(Value::Integer(d)) = t.raw_get::<Value>("double") {
+        return Reply::Double(d as f64);
+    }
+    if let Ok(Value::String(s)) = t.raw_get::<Value>("big_number") {
+        return Reply::Bulk(Bytes::copy_from_slice(&s.as_bytes()));
+    }
+    if let Ok(Value::Table(m)) = t.raw_get::<Value>("map") {
+        let mut out = Vec::new();
+        for (k, v) in m.pairs::<Value, Value>().flatten() {
+            out.push((
+                lua_to_reply(&k, resp3, depth + 1),
+                lua_to_reply(&v, resp3, depth + 1),
+            ));
+        }
+        return Reply::Map(out);
+    }
+    if let Ok(Value::Table(s)) = t.raw_get::<Value>("set") {
+        let mut out = Vec::new();
+        for (k, _) in s.pairs::<Value, Value>().flatten() {
+            out.push(lua_to_reply(&k, resp3, depth + 1));
+        }
+        return Reply::Set(out);
+    }
+    let mut items = Vec::new();
+    let mut i = 1i64;
+    loop {
+        match t.raw_get::<Value>(i) {
+            Ok(Value::Nil) | Err(_) => break,
+            Ok(v) => items.push(lua_to_reply(&v, resp3, depth + 1)),
+        }
+        i += 1;
+    }
+    Reply::Array(items)
+}
+
+/// Error and status lines cannot carry newlines: Redis turns them into spaces.
+fn sanitize(s: &str) -> String {
+    s.replace(['\r', '\n'], " ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_codes() {
+        assert_eq!(error_text("My"), "ERR My");
+        assert_eq!(error_text("-X yz"), "X yz");
+        assert_eq!(error_text("-"), "ERR ");
+        assert_eq!(error_text("WRONGTYPE Op\r\n"), "WRONGTYPE Op");
+    }
+
+    #[test]
+    fn truncation() {
+        assert_eq!(number_to_int(3.99), 3);
+        assert_eq!(number_to_int(-3.99), -3);
+    }
+
+    #[test]
+    fn raw_arrays() {
+        let r = parse_raw(b"*2\r\n$1\r\na\r\n$2\r\nbc\r\n").unwrap();
+        assert_eq!(
+            r,
+            Reply::Array(vec![Reply::bulk_static("a"), Reply::bulk_static("bc")])
+        );
+    }
+}

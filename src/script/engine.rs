@@ -1,0 +1,522 @@
+//! The script runner: script bodies shared per server (by SHA1), one Lua interpreter per
+//! worker thread (mlua's `Lua` is not `Send`) with compiled functions cached by SHA1, and
+//! the `redis.call` bridge into command execution.
+
+use super::convert::{error_table, lua_to_reply, reply_to_lua};
+use super::sha1::sha1_hex;
+use crate::cmd::{errors, registry, Cx};
+use crate::protocol::Reply;
+use crate::server::state::Shared;
+use bytes::Bytes;
+use mlua::{Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, Value, Variadic};
+use parking_lot::Mutex;
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::ffi::c_int;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock, Weak};
+use std::time::Instant;
+
+/// Lua heap ceiling: a runaway allocation fails the script, not the server.
+const MEMORY_LIMIT: usize = 1 << 30;
+/// Instructions between checks for SCRIPT KILL (Redis's count hook uses the same).
+const HOOK_EVERY: u32 = 100_000;
+
+/// Scripts running on any server of this process: dispatch's BUSY check costs one atomic
+/// load while none runs.
+pub static RUNNING: AtomicUsize = AtomicUsize::new(0);
+
+/// Per-server scripting state, shared by every worker thread.
+pub struct Scripts {
+    bodies: Mutex<HashMap<String, Bytes>>,
+    /// Bumped by SCRIPT FLUSH: interpreters drop their compiled functions when it moves.
+    generation: AtomicU64,
+    /// Milliseconds since `epoch` + 1 when the running script started; 0 when none runs.
+    running_since: AtomicU64,
+    epoch: Instant,
+    wrote: AtomicBool,
+    kill: AtomicBool,
+}
+
+impl Scripts {
+    fn new() -> Scripts {
+        Scripts {
+            bodies: Mutex::new(HashMap::new()),
+            generation: AtomicU64::new(0),
+            running_since: AtomicU64::new(0),
+            epoch: Instant::now(),
+            wrote: AtomicBool::new(false),
+            kill: AtomicBool::new(false),
+        }
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.epoch.elapsed().as_millis() as u64 + 1
+    }
+
+    pub fn exists(&self, sha: &[u8]) -> bool {
+        let sha = String::from_utf8_lossy(sha).to_ascii_lowercase();
+        self.bodies.lock().contains_key(&sha)
+    }
+
+    pub fn flush(&self) {
+        self.bodies.lock().clear();
+        self.generation.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// How long the running script has run, if one runs.
+    pub fn running_for_ms(&self) -> Option<u64> {
+        match self.running_since.load(Ordering::Acquire) {
+            0 => None,
+            t => Some(self.now_ms().saturating_sub(t)),
+        }
+    }
+
+    /// SCRIPT KILL.
+    pub fn kill(&self) -> Reply {
+        if self.running_for_ms().is_none() {
+            return errors::err(errors::NOTBUSY);
+        }
+        if self.wrote.load(Ordering::Acquire) {
+            return errors::err(errors::UNKILLABLE);
+        }
+        self.kill.store(true, Ordering::Release);
+        Reply::OK
+    }
+}
+
+/// The scripting state of a server. Kept in a registry keyed by the server so several
+/// in-process servers (tests) stay apart.
+pub fn scripts(srv: &Arc<Shared>) -> Arc<Scripts> {
+    type Registry = Mutex<Vec<(Weak<Shared>, Arc<Scripts>)>>;
+    static ALL: OnceLock<Registry> = OnceLock::new();
+    let mut all = ALL.get_or_init(Default::default).lock();
+    all.retain(|(w, _)| w.strong_count() > 0);
+    if let Some((_, s)) = all.iter().find(|(w, _)| w.as_ptr() == Arc::as_ptr(srv)) {
+        return s.clone();
+    }
+    let s = Arc::new(Scripts::new());
+    all.push((Arc::downgrade(srv), s.clone()));
+    s
+}
+
+/// Runs a command for `redis.call`: the command line, or the error text for the script.
+type Exec<'a> = dyn FnMut(Vec<Bytes>) -> Result<Reply, String> + 'a;
+
+thread_local! {
+    static INTERPS: RefCell<Vec<(Weak<Shared>, Rc<Interp>)>> = const { RefCell::new(Vec::new()) };
+    /// The running script's command bridge, set only while a script runs on this thread.
+    static CURRENT: Cell<Option<*mut Exec<'static>>> = const { Cell::new(None) };
+}
+
+/// Clears `CURRENT` however the script ends.
+struct CurrentGuard;
+
+impl Drop for CurrentGuard {
+    fn drop(&mut self) {
+        CURRENT.with(|c| c.set(None));
+    }
+}
+
+struct Interp {
+    lua: Lua,
+    globals: Table,
+    env: Table,
+    run: Function,
+    funcs: RefCell<HashMap<String, Function>>,
+    generation: Cell<u64>,
+    resp3: Rc<Cell<bool>>,
+    scripts: Arc<Scripts>,
+}
+
+fn interp(srv: &Arc<Shared>) -> Result<Rc<Interp>, String> {
+    INTERPS.with(|cell| {
+        let mut v = cell.borrow_mut();
+        if let Some((_, i)) = v.iter().find(|(w, _)| w.as_ptr() == Arc::as_ptr(srv)) {
+            return Ok(i.clone());
+        }
+        v.retain(|(w, _)| w.strong_count() > 0);
+        let i = Rc::new(Interp::new(scripts(srv)).map_err(|e| e.to_string())?);
+        v.push((Arc::downgrade(srv), i.clone()));
+        Ok(i)
+    })
+}
+
+impl Interp {
+    fn new(scripts: Arc<Scripts>) -> mlua::Result<Interp> {
+        let libs = StdLib::TABLE | StdLib::STRING | StdLib::MATH | StdLib::DEBUG;
+        // SAFETY: `debug` is needed only by the error handler (to find the failing line);
+        // lib.lua captures it in a local and removes the global before any script runs.
+        let lua = unsafe { Lua::unsafe_new_with(libs, LuaOptions::new()) };
+        super::open_libraries(&lua)?;
+        let resp3 = Rc::new(Cell::new(false));
+        let r3c = resp3.clone();
+        let rawcall = lua.create_function(move |lua, a| redis_call(lua, a, r3c.get()))?;
+        let sha1 = lua.create_function(|lua, v: Value| {
+            let s = lua.coerce_string(v)?;
+            let hex = sha1_hex(
+                s.map(|s| s.as_bytes().to_vec())
+                    .unwrap_or_default()
+                    .as_slice(),
+            );
+            Ok(hex)
+        })?;
+        let log = lua.create_function(|lua, (level, msg): (i64, Variadic<Value>)| {
+            let mut text = Vec::new();
+            for (i, v) in msg.into_iter().enumerate() {
+                if i > 0 {
+                    text.push(b' ');
+                }
+                if let Some(s) = lua.coerce_string(v)? {
+                    text.extend_from_slice(&s.as_bytes());
+                }
+            }
+            let text = String::from_utf8_lossy(&text);
+            match level {
+                0 => tracing::debug!("{text}"),
+                1 => tracing::trace!("{text}"),
+                2 => tracing::info!("{text}"),
+                _ => tracing::warn!("{text}"),
+            }
+            Ok(())
+        })?;
+        let r3 = resp3.clone();
+        let setresp = lua.create_function(move |_, v: i64| {
+            r3.set(v == 3);
+            Ok(())
+        })?;
+        let known = lua.create_function(|_, name: mlua::LuaString| {
+            Ok(registry().lookup(&name.as_bytes()).is_some())
+        })?;
+        let raising = lua.create_function(|lua, imp: Function| {
+            // SAFETY: pushes one C closure over the given function (one stack slot).
+            unsafe {
+                lua.exec_raw::<Function>(imp, |state| {
+                    mlua::ffi::lua_pushcclosure(state, raising_trampoline, 1);
+                })
+            }
+        })?;
+        let version_num = crate::REDIS_VERSION
+            .split('.')
+            .filter_map(|p| p.parse::<i64>().ok())
+            .fold(0i64, |acc, p| acc * 256 + p);
+        let (env, run): (Table, Function) = lua
+            .load(include_str!("lib.lua"))
+            .set_name("=redis_lib")
+            .call((
+                rawcall,
+                sha1,
+                log,
+                setresp,
+                crate::REDIS_VERSION,
+                version_num,
+                known,
+                raising,
+            ))?;
+        let killer = scripts.clone();
+        lua.set_hook(
+            HookTriggers::new().every_nth_instruction(HOOK_EVERY),
+            move |_, _| {
+                if killer.kill.load(Ordering::Acquire) {
+                    return Err(mlua::Error::RuntimeError(errors::SCRIPT_KILLED.into()));
+                }
+                Ok(mlua::VmState::Continue)
+            },
+        )?;
+        lua.set_memory_limit(MEMORY_LIMIT)?;
+        let globals = lua.globals();
+        Ok(Interp {
+            lua,
+            globals,
+            env,
+            run,
+            funcs: RefCell::new(HashMap::new()),
+            generation: Cell::new(0),
+            resp3,
+            scripts,
+        })
+    }
+
+    /// The compiled function of a script, compiling and caching it on first use.
+    fn function(&self, sha: &str, body: Option<&[u8]>) -> Result<Option<Function>, Reply> {
+        let g = self.scripts.generation.load(Ordering::Acquire);
+        if self.generation.get() != g {
+            self.funcs.borrow_mut().clear();
+            self.generation.set(g);
+        }
+        if let Some(f) = self.funcs.borrow().get(sha) {
+            return Ok(Some(f.clone()));
+        }
+        let body = match body {
+            Some(b) => Bytes::copy_from_slice(b),
+            None => match self.scripts.bodies.lock().get(sha) {
+                Some(b) => b.clone(),
+                None => return Ok(None),
+            },
+        };
+        let f = self.compile(&body)?;
+        self.scripts
+            .bodies
+            .lock()
+            .entry(sha.to_string())
+            .or_insert(body);
+        self.funcs.borrow_mut().insert(sha.to_string(), f.clone());
+        Ok(Some(f))
+    }
+
+    fn compile(&self, body: &[u8]) -> Result<Function, Reply> {
+        self.lua
+            .load(body)
+            .set_name("@user_script")
+            .set_environment(self.env.clone())
+            .into_function()
+            .map_err(|e| {
+                let msg = match e {
+                    mlua::Error::SyntaxError { message, .. } => message,
+                    other => other.to_string(),
+                };
+                Reply::error(format!("ERR Error compiling script (new function): {msg}"))
+            })
+    }
+}
+
+/// Calls its upvalue with the arguments; a second result that is not nil is raised as the
+/// error value. Being a C function, it keeps the calling script's frame (and line) on the
+/// stack even for `return redis.call(...)`, as Redis's C API functions do.
+unsafe extern "C-unwind" fn raising_trampoline(state: *mut mlua::ffi::lua_State) -> c_int {
+    use mlua::ffi;
+    let n = ffi::lua_gettop(state);
+    ffi::lua_pushvalue(state, ffi::lua_upvalueindex(1));
+    ffi::lua_insert(state, 1);
+    ffi::lua_call(state, n, 2);
+    if ffi::lua_isnil(state, -1) == 0 {
+        ffi::lua_error(state);
+    }
+    ffi::lua_pop(state, 1);
+    1
+}
+
+/// SCRIPT LOAD: compiles (to report syntax errors) and stores the body.
+pub fn load(srv: &Arc<Shared>, body: &[u8]) -> Reply {
+    let sha = sha1_hex(body);
+    let it = match interp(srv) {
+        Ok(i) => i,
+        Err(e) => return Reply::error(format!("ERR {e}")),
+    };
+    match it.function(&sha, Some(body)) {
+        Ok(_) => Reply::bulk(sha),
+        Err(e) => e,
+    }
+}
+
+/// How a script is named: its body (EVAL) or its SHA1 (EVALSHA).
+pub enum Source<'a> {
+    Body(&'a [u8]),
+    Sha(&'a [u8]),
+}
+
+/// EVAL / EVALSHA and their read-only forms. `cx.args`: name, script, numkeys, keys…, args….
+pub fn eval(cx: &mut Cx, source: Source, read_only: bool) -> Reply {
+    let numkeys = match crate::cmd::args::int(&cx.args[2]) {
+        Ok(n) => n,
+        Err(e) => return e,
+    };
+    if numkeys < 0 {
+        return errors::err(errors::NUMKEYS_NEGATIVE);
+    }
+    if numkeys as u64 > (cx.args.len() - 3) as u64 {
+        return errors::err(errors::NUMKEYS_TOO_MANY);
+    }
+    let it = match interp(cx.srv) {
+        Ok(i) => i,
+        Err(e) => return Reply::error(format!("ERR {e}")),
+    };
+    let (sha, func) = match source {
+        Source::Body(body) => {
+            let sha = sha1_hex(body);
+            match it.function(&sha, Some(body)) {
+                Ok(f) => (sha, f),
+                Err(e) => return e,
+            }
+        }
+        Source::Sha(s) => {
+            let sha = String::from_utf8_lossy(s).to_ascii_lowercase();
+            if sha.len() != 40 {
+                return errors::err(errors::NOSCRIPT);
+            }
+            match it.function(&sha, None) {
+                Ok(f) => (sha, f),
+                Err(e) => return e,
+            }
+        }
+    };
+    let Some(func) = func else {
+        return errors::err(errors::NOSCRIPT);
+    };
+    let split = 3 + numkeys as usize;
+    match call(cx, &it, &func, split, read_only) {
+        Ok(Ok(v)) => lua_to_reply(&v, it.resp3.get(), 0),
+        Ok(Err(v)) => error_reply(&v, &sha),
+        Err(e) => Reply::error(format!("ERR Error running script {sha}, {e}")),
+    }
+}
+
+/// The final reply for a script that failed (Redis 7 `luaCallFunction`).
+fn error_reply(err: &Value, sha: &str) -> Reply {
+    let text = |v: Value| match v {
+        Value::String(s) => Some(String::from_utf8_lossy(&s.as_bytes()).into_owned()),
+        Value::Integer(i) => Some(i.to_string()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    };
+    match err {
+        Value::Table(t) => {
+            let msg = text(t.raw_get("err").unwrap_or(Value::Nil)).unwrap_or_default();
+            let msg = msg.strip_prefix('-').unwrap_or(&msg).to_string();
+            let source = text(t.raw_get("source").unwrap_or(Value::Nil));
+            let line = text(t.raw_get("line").unwrap_or(Value::Nil));
+            let full = match (source, line) {
+                (Some(s), Some(l)) => format!("{msg} script: {sha}, on {s}:{l}."),
+                _ => msg,
+            };
+            Reply::Error(full.replace(['\r', '\n'], " ").into())
+        }
+        other => {
+            let msg = text(other.clone()).unwrap_or_else(|| "execution failure".into());
+            let msg: String = msg.chars().take(100).collect();
+            Reply::Error(format!("ERR Error running script {sha}, {msg}").into())
+        }
+    }
+}
+
+/// Runs a compiled script with exclusive access already held by the caller. Returns the
+/// script's first value, or its error value.
+fn call(
+    cx: &mut Cx,
+    it: &Interp,
+    func: &Function,
+    split: usize,
+    read_only: bool,
+) -> mlua::Result<Result<Value, Value>> {
+    let lua = &it.lua;
+    let keys = lua.create_table_with_capacity(split - 3, 0)?;
+    for (i, k) in cx.args[3..split].iter().enumerate() {
+        keys.raw_set(i + 1, lua.create_string(k)?)?;
+    }
+    let argv = lua.create_table_with_capacity(cx.args.len() - split, 0)?;
+    for (i, a) in cx.args[split..].iter().enumerate() {
+        argv.raw_set(i + 1, lua.create_string(a)?)?;
+    }
+    it.globals.raw_set("KEYS", keys)?;
+    it.globals.raw_set("ARGV", argv)?;
+    it.resp3.set(false);
+
+    let scripts = it.scripts.clone();
+    scripts.wrote.store(false, Ordering::Release);
+    scripts.kill.store(false, Ordering::Release);
+    scripts
+        .running_since
+        .store(scripts.now_ms(), Ordering::Release);
+    RUNNING.fetch_add(1, Ordering::AcqRel);
+    let saved_db = cx.sess.db;
+    let saved_resp3 = cx.sess.resp3;
+    let saved_in_exec = cx.sess.in_exec;
+    cx.sess.in_exec = true;
+    let resp3 = it.resp3.clone();
+    let result = {
+        let mut exec = |args: Vec<Bytes>| -> Result<Reply, String> {
+            run_command(cx, &scripts, args, read_only, resp3.get())
+        };
+        let ptr: *mut Exec<'_> = &mut exec;
+        // SAFETY: the pointer is only dereferenced by `redis_call` while this frame is
+        // alive: `CurrentGuard` clears it before `exec` goes out of scope, and scripts run
+        // synchronously on this thread.
+        let ptr: *mut Exec<'static> = unsafe { std::mem::transmute(ptr) };
+        CURRENT.with(|c| c.set(Some(ptr)));
+        let _guard = CurrentGuard;
+        it.run.call::<MultiValue>(func.clone())
+    };
+    cx.sess.in_exec = saved_in_exec;
+    cx.sess.resp3 = saved_resp3;
+    cx.sess.db = saved_db;
+    scripts.running_since.store(0, Ordering::Release);
+    RUNNING.fetch_sub(1, Ordering::AcqRel);
+    scripts.kill.store(false, Ordering::Release);
+    let mut vals = result?.into_iter();
+    let ok = matches!(vals.next(), Some(Value::Boolean(true)));
+    let v = vals.next().unwrap_or(Value::Nil);
+    Ok(if ok { Ok(v) } else { Err(v) })
+}
+
+/// One `redis.call`: Redis's checks (`scriptCall`), then the command itself.
+fn run_command(
+    cx: &mut Cx,
+    scripts: &Scripts,
+    args: Vec<Bytes>,
+    read_only: bool,
+    resp3: bool,
+) -> Result<Reply, String> {
+    let (id, spec) = registry()
+        .resolve(&args)
+        .map_err(|_| "ERR Unknown Redis command called from script".to_string())?;
+    if !spec.arity_ok(args.len()) {
+        return Err("ERR Wrong number of args calling Redis command from script".into());
+    }
+    if spec.has_flag("noscript") {
+        return Err("ERR This Redis command is not allowed from script".into());
+    }
+    let writes = spec.is_write();
+    if writes && read_only {
+        return Err("ERR Write commands are not allowed from read-only scripts.".into());
+    }
+    cx.sess.resp3 = resp3;
+    let reply = crate::cmd::execute(cx.srv, cx.sess, cx.ks, id, spec, &args);
+    if writes {
+        scripts.wrote.store(true, Ordering::Release);
+    }
+    Ok(reply)
+}
+
+/// `redis.call` / `redis.pcall` core: returns the reply, and whether the wrapper must
+/// raise it (an error under `redis.call`).
+fn redis_call(
+    lua: &Lua,
+    (raise, args): (bool, Variadic<Value>),
+    resp3: bool,
+) -> mlua::Result<(Value, bool)> {
+    let fail = |text: &str| -> mlua::Result<(Value, bool)> {
+        Ok((Value::Table(error_table(lua, text)?), raise))
+    };
+    if args.is_empty() {
+        return fail("ERR Please specify at least one argument for this redis lib call");
+    }
+    let mut argv = Vec::with_capacity(args.len());
+    for a in args.into_iter() {
+        match a {
+            Value::String(s) => argv.push(Bytes::copy_from_slice(&s.as_bytes())),
+            Value::Integer(_) | Value::Number(_) => match lua.coerce_string(a)? {
+                Some(s) => argv.push(Bytes::copy_from_slice(&s.as_bytes())),
+                None => return fail(errors::SCRIPT_ARG_TYPE),
+            },
+            _ => return fail(errors::SCRIPT_ARG_TYPE),
+        }
+    }
+    let Some(ptr) = CURRENT.with(|c| c.get()) else {
+        return fail("ERR redis.call is only available while a script runs");
+    };
+    // SAFETY: see `call`: the pointer is live while the script runs, and taken again
+    // (no aliasing) only after this borrow ends; commands cannot re-enter a script.
+    let exec = unsafe { &mut *ptr };
+    CURRENT.with(|c| c.set(None));
+    let out = exec(argv);
+    CURRENT.with(|c| c.set(Some(ptr)));
+    match out {
+        Err(text) => fail(&text),
+        Ok(r) => {
+            let is_err = r.is_error();
+            let v = reply_to_lua(lua, r, resp3)?;
+            Ok((v, is_err && raise))
+        }
+    }
+}

@@ -1,0 +1,138 @@
+-- Sandbox and redis.* wrappers, run once per interpreter (chunk name "=redis_lib").
+-- Rust helpers return error texts; these wrappers raise them as Redis 7 does: as
+-- {err = ...} tables, so the error handler can add where the script failed.
+local rawcall, sha1raw, lograw, setresp_raw, version, version_num, known_cmd, raising = ...
+local G = _G
+local dbg = debug
+local error, type, tostring, select, rawget, rawset, setmetatable =
+  error, type, tostring, select, rawget, rawset, setmetatable
+
+for _, name in ipairs({'debug', 'print', 'dofile', 'loadfile', 'require', 'module',
+    'getfenv', 'setfenv', 'newproxy', 'package', 'os', 'io'}) do
+  rawset(G, name, nil)
+end
+
+-- Functions wrapped by `raising` (a C trampoline, so the failing script line stays on
+-- the stack as with Redis's C functions) return `nil, {err = ...}` to raise.
+local function fail(text) return nil, {err = text} end
+
+local redis = {}
+redis.call = raising(function(...)
+  local r, failed = rawcall(true, ...)
+  if failed then return nil, r end
+  return r
+end)
+redis.pcall = function(...) return (rawcall(false, ...)) end
+redis.error_reply = raising(function(...)
+  local e = ...
+  if select('#', ...) ~= 1 or type(e) ~= 'string' then
+    return fail('ERR wrong number or type of arguments')
+  end
+  if e:sub(1, 1) ~= '-' then e = '-' .. e end
+  local code, msg = e:match('^%-([^ ]*) (.*)$')
+  if not code then code, msg = 'ERR', e:sub(2) end
+  msg = msg:gsub('[\r\n]+$', '')
+  return {err = code .. ' ' .. msg}
+end)
+redis.status_reply = raising(function(...)
+  local s = ...
+  if select('#', ...) ~= 1 or type(s) ~= 'string' then
+    return fail('ERR wrong number or type of arguments')
+  end
+  return {ok = s}
+end)
+redis.sha1hex = raising(function(...)
+  if select('#', ...) ~= 1 then return fail('ERR wrong number of arguments') end
+  return sha1raw(...)
+end)
+redis.log = raising(function(level, ...)
+  if select('#', ...) < 1 then return fail('ERR redis.log() requires two arguments or more.') end
+  if type(level) ~= 'number' then return fail('ERR First argument must be a number (log level).') end
+  if level < 0 or level > 3 then return fail('ERR Invalid debug level.') end
+  lograw(level, ...)
+end)
+redis.setresp = raising(function(...)
+  local v = ...
+  if select('#', ...) ~= 1 then
+    return fail('ERR redis.setresp() requires one argument.')
+  end
+  if v ~= 2 and v ~= 3 then return fail('ERR RESP version must be 2 or 3.') end
+  setresp_raw(v)
+end)
+redis.set_repl = raising(function(...)
+  local v = ...
+  if select('#', ...) ~= 1 then return fail('ERR redis.set_repl() requires one argument.') end
+  if type(v) ~= 'number' or v < 0 or v > 3 then
+    return fail('ERR Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.')
+  end
+end)
+redis.replicate_commands = function() return true end
+redis.breakpoint = function() return false end
+redis.debug = function() end
+redis.acl_check_cmd = raising(function(name, ...)
+  if type(name) ~= 'string' or not known_cmd(name) then
+    return fail('ERR Invalid command passed to redis.acl_check_cmd()')
+  end
+  return true
+end)
+redis.LOG_DEBUG, redis.LOG_VERBOSE, redis.LOG_NOTICE, redis.LOG_WARNING = 0, 1, 2, 3
+redis.REPL_NONE, redis.REPL_AOF, redis.REPL_SLAVE, redis.REPL_REPLICA, redis.REPL_ALL =
+  0, 1, 2, 2, 3
+redis.REDIS_VERSION, redis.REDIS_VERSION_NUM = version, version_num
+rawset(G, 'redis', redis)
+
+-- Read-only views: stock Lua 5.1 has no read-only tables, so scripts see proxies whose
+-- writes fail with Redis 7's message; rawset refuses them too.
+local readonly = setmetatable({}, {__mode = 'k'})
+local function ro_error() error('Attempt to modify a readonly table', 2) end
+local function protect(t)
+  local p = setmetatable({}, {__index = t, __newindex = ro_error, __metatable = false})
+  readonly[p] = true
+  return p
+end
+rawset(G, 'rawset', function(t, k, v)
+  if readonly[t] then error('Attempt to modify a readonly table', 0) end
+  return rawset(t, k, v)
+end)
+for _, name in ipairs({'redis', 'string', 'table', 'math', 'coroutine', 'cjson', 'cmsgpack',
+    'bit', 'struct'}) do
+  local t = rawget(G, name)
+  if type(t) == 'table' then rawset(G, name, protect(t)) end
+end
+
+local env = setmetatable({}, {
+  __index = function(_, k)
+    local v = rawget(G, k)
+    if v == nil then
+      error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
+    end
+    return v
+  end,
+  __newindex = ro_error,
+  __metatable = false,
+})
+readonly[env] = true
+rawset(G, '_G', env)
+
+local function handler(err)
+  local lvl = 2
+  local i = dbg.getinfo(lvl, 'nSl')
+  while i and (i.what == 'C' or i.source == '=redis_lib') do
+    lvl = lvl + 1
+    i = dbg.getinfo(lvl, 'nSl')
+  end
+  if type(err) == 'userdata' then
+    err = {err = tostring(err)}
+  elseif type(err) ~= 'table' then
+    err = {err = 'ERR ' .. tostring(err)}
+  end
+  if i then
+    err['source'] = i.source
+    err['line'] = i.currentline
+  end
+  return err
+end
+
+local xpcall = xpcall
+local function run(f) return xpcall(f, handler) end
+return env, run

