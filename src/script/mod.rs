@@ -2,16 +2,23 @@
 //! the `redis.*` API. Libraries (`cjson`, `cmsgpack`, `bit`, `struct`) register their
 //! global tables through [`open_libraries`].
 
+pub mod bit;
+pub mod cjson;
+pub mod cmsgpack;
 pub mod convert;
 pub mod engine;
 pub mod sha1;
+pub mod structlib;
 
 pub use engine::{eval, load, scripts, Scripts, Source};
 
 /// Registers the extra libraries Redis ships with its Lua, before the sandbox is sealed.
 /// Each library module provides `pub fn open(lua: &mlua::Lua) -> mlua::Result<()>`.
 pub fn open_libraries(lua: &mlua::Lua) -> mlua::Result<()> {
-    let _ = lua;
+    cjson::open(lua)?;
+    cmsgpack::open(lua)?;
+    bit::open(lua)?;
+    structlib::open(lua)?;
     Ok(())
 }
 
