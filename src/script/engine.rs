@@ -37,6 +37,8 @@ pub struct Scripts {
     epoch: Instant,
     wrote: AtomicBool,
     kill: AtomicBool,
+    /// The running script has moved its runtime worker away (see `hand_off_worker`).
+    handed_off: AtomicBool,
 }
 
 impl Scripts {
@@ -48,6 +50,7 @@ impl Scripts {
             epoch: Instant::now(),
             wrote: AtomicBool::new(false),
             kill: AtomicBool::new(false),
+            handed_off: AtomicBool::new(false),
         }
     }
 
@@ -221,6 +224,11 @@ impl Interp {
                 if killer.kill.load(Ordering::Acquire) {
                     return Err(mlua::Error::RuntimeError(errors::SCRIPT_KILLED.into()));
                 }
+                if killer.running_for_ms().unwrap_or(0) >= HANDOFF_AFTER_MS
+                    && !killer.handed_off.swap(true, Ordering::AcqRel)
+                {
+                    hand_off_worker();
+                }
                 Ok(mlua::VmState::Continue)
             },
         )?;
@@ -278,6 +286,21 @@ impl Interp {
                 };
                 Reply::error(format!("ERR Error compiling script (new function): {msg}"))
             })
+    }
+}
+
+/// A script running this long hands its tokio worker to a fresh thread, so the other
+/// connections queued on that worker get BUSY replies and can send SCRIPT KILL.
+const HANDOFF_AFTER_MS: u64 = 20;
+
+/// Moves the multi-thread runtime's worker core off this thread (`block_in_place`); the
+/// short sleep lets the replacement thread take the core before this one could reclaim it.
+fn hand_off_worker() {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    if let Ok(h) = Handle::try_current() {
+        if h.runtime_flavor() == RuntimeFlavor::MultiThread {
+            tokio::task::block_in_place(|| std::thread::sleep(std::time::Duration::from_millis(2)));
+        }
     }
 }
 
@@ -415,6 +438,7 @@ fn call(
     let scripts = it.scripts.clone();
     scripts.wrote.store(false, Ordering::Release);
     scripts.kill.store(false, Ordering::Release);
+    scripts.handed_off.store(false, Ordering::Release);
     scripts
         .running_since
         .store(scripts.now_ms(), Ordering::Release);
