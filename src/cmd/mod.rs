@@ -201,6 +201,16 @@ fn dispatch_inner(srv: &Arc<Shared>, sess: &mut Session, args: Vec<Bytes>) -> Re
     if let Some(r) = crate::script::before_lock(srv, spec) {
         return r;
     }
+    // While a script holds the keyspace, wait in short sleeps rather than parking on the
+    // gate, so this worker answers BUSY (or serves SCRIPT KILL) once lua-time-limit passes
+    // instead of waiting forever behind a runaway script.
+    while crate::script::engine::RUNNING.load(Ordering::Acquire) > 0 && srv.ks.is_exclusively_held()
+    {
+        if let Some(r) = crate::script::before_lock(srv, spec) {
+            return r;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
     let mut access = match spec.lock {
         Lock::All => srv.ks.exclusive(sess.db, now),
         // The common single-key shape needs no index vector.

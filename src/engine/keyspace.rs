@@ -84,6 +84,11 @@ impl Keyspace {
         }
     }
 
+    /// Whether an exclusive holder (a script, EXEC…) has the keyspace right now.
+    pub fn is_exclusively_held(&self) -> bool {
+        self.gate.is_locked_exclusive()
+    }
+
     /// Exclusive access to everything (EXEC, scripts, whole-keyspace commands).
     pub fn exclusive(&self, db: usize, now: u64) -> Access<'_> {
         let gate = Gate::Exclusive(self.gate.write());
@@ -128,7 +133,11 @@ impl Keyspace {
         let mut total = 0;
         for db in 0..self.dbs.len() {
             for s in 0..SHARDS {
-                let _g = self.gate.read();
+                // Never wait behind an exclusive holder (a long script, EXEC): a worker
+                // parked here could leave no thread to answer BUSY or SCRIPT KILL.
+                let Some(_g) = self.gate.try_read() else {
+                    return total;
+                };
                 let mut sh = self.dbs[db][s].lock();
                 let gone = sh.sweep(now, per_shard);
                 for k in &gone {
