@@ -217,7 +217,7 @@ pub fn positive_long(arg: &[u8], msg: Option<&'static str>) -> Result<i64, Reply
 /// `long double` number of seconds, scaled to milliseconds and rounded up (`ceill`).
 /// `None` is 0, "block forever". `now_ms` bounds the deadline as Redis does.
 pub fn timeout_secs(arg: &[u8], now_ms: u64) -> Result<Option<std::time::Duration>, Reply> {
-    use super::strings::ld::{self, LongDouble, Parsed};
+    use crate::types::long_double::{self as ld, LongDouble, Parsed};
     let out_of_range = || errors::err(errors::TIMEOUT_OUT_OF_RANGE);
     let negative = || errors::err(errors::TIMEOUT_NEGATIVE);
     let v = match ld::parse(arg) {
@@ -269,8 +269,8 @@ pub fn timeout_secs(arg: &[u8], now_ms: u64) -> Result<Option<std::time::Duratio
 /// Whether the negative `v` is below -0.001L (`long double` nearest to -1/1000), told from
 /// the sign of `v + 0.001L`: the sum is exact and tiny, so it is doubled until its decimal
 /// text shows the sign.
-fn beyond_thousandth(v: super::strings::ld::LongDouble) -> bool {
-    use super::strings::ld::{self, LongDouble, Parsed};
+fn beyond_thousandth(v: crate::types::long_double::LongDouble) -> bool {
+    use crate::types::long_double::{self as ld, LongDouble, Parsed};
     let Some(Parsed::Finite(t)) = ld::parse(b"0.001") else {
         return true;
     };
@@ -336,5 +336,22 @@ mod timeout_tests {
             timeout_secs(b"2.5", 0).ok(),
             Some(Some(Duration::from_millis(2500)))
         );
+    }
+
+    #[test]
+    fn blocking_timeout_vectors() {
+        use std::time::Duration;
+        let t = |s: &[u8]| timeout_secs(s, 1_700_000_000_000);
+        assert_eq!(t(b"0").ok(), Some(None));
+        assert_eq!(t(b"-0.001").ok(), Some(None));
+        assert_eq!(t(b"0.1").ok(), Some(Some(Duration::from_millis(100))));
+        assert_eq!(t(b"1.0001").ok(), Some(Some(Duration::from_millis(1001))));
+        assert!(t(b"-1").is_err());
+        assert!(t(b"-0.002").is_err());
+        assert!(t(b"abc").is_err());
+        assert!(t(b"inf").is_err());
+        assert!(t(b"-inf").is_err());
+        assert!(t(b"nan").is_err());
+        assert!(t(b"9223372036854775").is_err());
     }
 }

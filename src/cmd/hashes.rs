@@ -4,7 +4,7 @@
 
 use super::args;
 use super::errors;
-use super::strings::{add_float_text, ld};
+use super::strings::add_float_text;
 use super::{CommandSpec, Cx, KeySpec};
 use crate::engine::{shard_of, Access, Value};
 use crate::protocol::parse::parse_i64;
@@ -12,6 +12,7 @@ use crate::protocol::Reply;
 use crate::server::state::Shared;
 use crate::types::glob::glob_match;
 use crate::types::hash::{HashValue, Limits};
+use crate::types::long_double as ld;
 use bytes::Bytes;
 
 pub static COMMANDS: &[CommandSpec] = &[

@@ -2,7 +2,7 @@
 //! APPEND/SETRANGE/GETRANGE, the INCR family, INCRBYFLOAT (80-bit, see [`ld`]) and LCS.
 
 mod lcs;
-pub mod ld;
+use crate::types::long_double as ld;
 
 use super::args::{self, is};
 use super::errors;

@@ -3,6 +3,7 @@
 pub mod glob;
 pub mod hash;
 pub mod list;
+pub mod long_double;
 pub mod placement;
 pub mod set;
 pub mod zset;

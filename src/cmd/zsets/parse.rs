@@ -298,42 +298,6 @@ pub fn long_at_least_one(arg: &[u8], msg: &'static str) -> Result<i64, Reply> {
         .ok_or_else(|| errors::err(msg))
 }
 
-/// A blocking command's timeout in seconds (`getTimeoutFromObjectOrReply`, `UNIT_SECONDS`):
-/// `string2ld` syntax, milliseconds rounded up; `None` = block forever (0). `now_ms` bounds
-/// the deadline as Redis does (`timeout is out of range` when now + timeout overflows).
-pub fn block_timeout(arg: &[u8], now_ms: u64) -> Result<Option<std::time::Duration>, Reply> {
-    let bad = || errors::err(errors::TIMEOUT_NOT_FLOAT);
-    // string2ld copies into a C buffer, so the text ends at a NUL byte.
-    if arg.is_empty() || arg.len() >= 5 * 1024 || is_c_space(arg[0]) {
-        return Err(bad());
-    }
-    let text = arg.split(|&b| b == 0).next().unwrap_or(&[]);
-    let r = strtod(text);
-    if r.used != text.len()
-        || r.value.is_nan()
-        || (r.range_err && (r.value.is_infinite() || r.value == 0.0))
-    {
-        return Err(bad());
-    }
-    let mut ms = r.value * 1000.0;
-    if ms > i64::MAX as f64 {
-        return Err(errors::err(errors::TIMEOUT_OUT_OF_RANGE));
-    }
-    // Redis computes in 80-bit long double, where -0.001 * 1000 lands just above -1 (0.001
-    // is stored a hair low), so ceill gives 0 (block forever) rather than -1.
-    if ms == -1.0 {
-        ms = -0.5;
-    }
-    let ms = ms.ceil();
-    if ms < 0.0 {
-        return Err(errors::err(errors::TIMEOUT_NEGATIVE));
-    }
-    if ms >= (i64::MAX as u64).saturating_sub(now_ms) as f64 {
-        return Err(errors::err(errors::TIMEOUT_OUT_OF_RANGE));
-    }
-    Ok((ms > 0.0).then(|| std::time::Duration::from_millis(ms as u64)))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -393,22 +357,5 @@ mod tests {
         assert!(lex_range(b"a", b"+").is_err());
         assert!(lex_range(b"", b"+").is_err());
         assert!(lex_range(b"-x", b"+").is_err());
-    }
-
-    #[test]
-    fn timeouts() {
-        use std::time::Duration;
-        let t = |s: &[u8]| block_timeout(s, 1_700_000_000_000);
-        assert_eq!(t(b"0").ok(), Some(None));
-        assert_eq!(t(b"-0.001").ok(), Some(None));
-        assert_eq!(t(b"0.1").ok(), Some(Some(Duration::from_millis(100))));
-        assert_eq!(t(b"1.0001").ok(), Some(Some(Duration::from_millis(1001))));
-        assert!(t(b"-1").is_err());
-        assert!(t(b"-0.002").is_err());
-        assert!(t(b"abc").is_err());
-        assert!(t(b"inf").is_err());
-        assert!(t(b"-inf").is_err());
-        assert!(t(b"nan").is_err());
-        assert!(t(b"9223372036854775").is_err());
     }
 }

@@ -196,7 +196,7 @@ fn blocking_pop(
     count: Option<i64>,
     shape: Shape,
 ) -> Reply {
-    let timeout = match parse::block_timeout(&cx.args[timeout_idx], cx.now()) {
+    let timeout = match crate::cmd::args::timeout_secs(&cx.args[timeout_idx], cx.now()) {
         Ok(t) => t,
         Err(e) => return e,
     };
