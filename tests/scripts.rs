@@ -5,23 +5,16 @@
 #[macro_use]
 mod common;
 
-use common::{c, connect, q, real_server, Proto};
+use common::{c, connect, lua_script, q, real_server, Proto};
 use std::time::Duration;
-
-fn script(name: &str) -> redis::Script {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("lua")
-        .join(name);
-    redis::Script::new(&std::fs::read_to_string(path).expect("lua script"))
-}
 
 /// Each successful acquisition returns a strictly larger fencing token, whether the
 /// previous holder released or its lease expired; renew/release need the current owner.
 async fn lock_fencing_tokens_increase(proto: Proto) {
     let server = real_server();
     let mut con = connect(&server, proto).await;
-    let acquire = script("lock_acquire.lua");
-    let release = script("lock_release.lua");
+    let acquire = lua_script("lock_acquire.lua");
+    let release = lua_script("lock_release.lua");
     let (lock, fence) = ("{lock:a}:held", "{lock:a}:fence");
     let mut last = 0i64;
     for round in 0..5 {

@@ -327,3 +327,16 @@ pub fn bulk(b: &[u8]) -> Vec<u8> {
     out.extend_from_slice(b"\r\n");
     out
 }
+
+/// The body of `lua/<name>` (the scenario scripts shipped with respite).
+pub fn lua_source(name: &str) -> String {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("lua")
+        .join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// `lua/<name>` as a redis-rs `Script` (EVALSHA, then SCRIPT LOAD and EVALSHA on NOSCRIPT).
+pub fn lua_script(name: &str) -> redis::Script {
+    redis::Script::new(&lua_source(name))
+}
