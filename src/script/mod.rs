@@ -7,7 +7,9 @@ pub mod cjson;
 pub mod cmsgpack;
 pub mod convert;
 pub mod engine;
+pub mod rand48;
 pub mod sha1;
+pub mod shebang;
 pub mod structlib;
 
 pub use engine::{eval, load, scripts, Scripts, Source};
