@@ -116,9 +116,7 @@ impl Scripts {
 /// The scripting state of a server. Kept in a registry keyed by the server so several
 /// in-process servers (tests) stay apart.
 pub fn scripts(srv: &Arc<Shared>) -> Arc<Scripts> {
-    type Registry = Mutex<Vec<(Weak<Shared>, Arc<Scripts>)>>;
-    static ALL: OnceLock<Registry> = OnceLock::new();
-    let mut all = ALL.get_or_init(Default::default).lock();
+    let mut all = registry_of_servers().lock();
     all.retain(|(w, _)| w.strong_count() > 0);
     if let Some((_, s)) = all.iter().find(|(w, _)| w.as_ptr() == Arc::as_ptr(srv)) {
         return s.clone();
@@ -126,6 +124,43 @@ pub fn scripts(srv: &Arc<Shared>) -> Arc<Scripts> {
     let s = Arc::new(Scripts::new());
     all.push((Arc::downgrade(srv), s.clone()));
     s
+}
+
+/// Whether EVAL / EVALSHA (and their `_RO` forms) count as a write command before running,
+/// as Redis's `evalGetCommandFlags` decides for CLIENT PAUSE WRITE: a shebang script
+/// without `no-writes` does; a legacy script, an unknown SHA or a bad shebang does not.
+pub fn eval_declares_writes(srv: &Shared, args: &[Bytes]) -> bool {
+    let (Some(name), Some(script)) = (args.first(), args.get(1)) else {
+        return false;
+    };
+    let body = if name.eq_ignore_ascii_case(b"eval") || name.eq_ignore_ascii_case(b"eval_ro") {
+        script.clone()
+    } else if name.eq_ignore_ascii_case(b"evalsha") || name.eq_ignore_ascii_case(b"evalsha_ro") {
+        let sha = String::from_utf8_lossy(script).to_ascii_lowercase();
+        let found = registered(srv).and_then(|s| s.bodies.lock().get(&sha).cloned());
+        match found {
+            Some(b) => b,
+            None => return false,
+        }
+    } else {
+        return false;
+    };
+    matches!(shebang::parse(&body), Ok(s) if s.flags.is_some_and(|f| !f.has(Flags::NO_WRITES)))
+}
+
+type Registry = Mutex<Vec<(Weak<Shared>, Arc<Scripts>)>>;
+
+fn registry_of_servers() -> &'static Registry {
+    static ALL: OnceLock<Registry> = OnceLock::new();
+    ALL.get_or_init(Default::default)
+}
+
+/// The scripting state of a server, if it has one yet.
+fn registered(srv: &Shared) -> Option<Arc<Scripts>> {
+    let all = registry_of_servers().lock();
+    all.iter()
+        .find(|(w, _)| std::ptr::eq(w.as_ptr(), srv))
+        .map(|(_, s)| s.clone())
 }
 
 /// Runs a command for `redis.call`: the command line, or the error text for the script.
@@ -669,5 +704,53 @@ fn redis_call(
             let v = reply_to_lua(lua, r, resp3)?;
             Ok((v, is_err && raise))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(v: &[&str]) -> Vec<Bytes> {
+        v.iter()
+            .map(|w| Bytes::copy_from_slice(w.as_bytes()))
+            .collect()
+    }
+
+    #[test]
+    fn eval_write_declaration() {
+        let srv = Arc::new(Shared::new(
+            crate::Config::default(),
+            crate::clock::Clock::manual(),
+        ));
+        let writes = |v: &[&str]| eval_declares_writes(&srv, &words(v));
+        assert!(writes(&["EVAL", "#!lua\nreturn 1", "0"]));
+        assert!(writes(&["eval_ro", "#!lua flags=allow-oom\nreturn 1", "0"]));
+        assert!(!writes(&["EVAL", "#!lua flags=no-writes\nreturn 1", "0"]));
+        assert!(!writes(&[
+            "EVAL",
+            "return redis.call('SET', 'k', 'v')",
+            "0"
+        ]));
+        assert!(!writes(&["EVAL", "#!lua flags=bogus\nreturn 1", "0"]));
+        assert!(!writes(&["GET", "#!lua\n"]));
+        let sha = sha1_hex(b"#!lua\nreturn 1");
+        assert!(!writes(&["EVALSHA", &sha, "0"]));
+        scripts(&srv)
+            .bodies
+            .lock()
+            .insert(sha.clone(), Bytes::from_static(b"#!lua\nreturn 1"));
+        assert!(writes(&["EVALSHA", &sha.to_ascii_uppercase(), "0"]));
+        assert!(writes(&["evalsha_ro", &sha, "0"]));
+    }
+
+    #[test]
+    fn reseed_restarts_the_sequence() {
+        let s = Scripts::new();
+        s.reseed(5);
+        let a = s.lrand48();
+        s.reseed(5);
+        assert_eq!(s.lrand48(), a);
+        assert_ne!(s.lrand48(), a);
     }
 }
