@@ -182,3 +182,6 @@ pub const BUSY: &str =
     "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
 pub const SCRIPT_KILLED: &str = "ERR Script killed by user with SCRIPT KILL...";
 pub const SCRIPT_ARG_TYPE: &str = "ERR Lua redis lib command arguments must be strings or integers";
+pub const SCRIPT_NO_CLUSTER: &str = "ERR Can not run script on cluster, 'no-cluster' flag is set.";
+pub const SCRIPT_WRITE_FLAG_RO: &str =
+    "ERR Can not execute a script with write flag using *_ro command.";

@@ -3,7 +3,9 @@
 //! the `redis.call` bridge into command execution.
 
 use super::convert::{error_table, lua_to_reply, reply_to_lua};
+use super::rand48;
 use super::sha1::sha1_hex;
+use super::shebang::{self, Flags};
 use crate::cmd::{errors, registry, Cx};
 use crate::protocol::Reply;
 use crate::server::state::Shared;
@@ -39,6 +41,9 @@ pub struct Scripts {
     kill: AtomicBool,
     /// The running script has moved its runtime worker away (see `hand_off_worker`).
     handed_off: AtomicBool,
+    /// `math.random`'s generator state: one per server, as Redis's is process-wide and
+    /// never reset between scripts.
+    rand: AtomicU64,
 }
 
 impl Scripts {
@@ -51,7 +56,26 @@ impl Scripts {
             wrote: AtomicBool::new(false),
             kill: AtomicBool::new(false),
             handed_off: AtomicBool::new(false),
+            rand: AtomicU64::new(rand48::INITIAL),
         }
+    }
+
+    /// Reseeds `math.random` as `math.randomseed(seed)` does.
+    pub fn reseed(&self, seed: i32) {
+        self.rand.store(rand48::seeded(seed), Ordering::Release);
+    }
+
+    /// The next `redisLrand48` output.
+    fn lrand48(&self) -> i32 {
+        let mut out = 0;
+        let _ = self
+            .rand
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |s| {
+                let (next, o) = rand48::step(s);
+                out = o;
+                Some(next)
+            });
+        out
     }
 
     fn now_ms(&self) -> u64 {
@@ -92,9 +116,7 @@ impl Scripts {
 /// The scripting state of a server. Kept in a registry keyed by the server so several
 /// in-process servers (tests) stay apart.
 pub fn scripts(srv: &Arc<Shared>) -> Arc<Scripts> {
-    type Registry = Mutex<Vec<(Weak<Shared>, Arc<Scripts>)>>;
-    static ALL: OnceLock<Registry> = OnceLock::new();
-    let mut all = ALL.get_or_init(Default::default).lock();
+    let mut all = registry_of_servers().lock();
     all.retain(|(w, _)| w.strong_count() > 0);
     if let Some((_, s)) = all.iter().find(|(w, _)| w.as_ptr() == Arc::as_ptr(srv)) {
         return s.clone();
@@ -102,6 +124,43 @@ pub fn scripts(srv: &Arc<Shared>) -> Arc<Scripts> {
     let s = Arc::new(Scripts::new());
     all.push((Arc::downgrade(srv), s.clone()));
     s
+}
+
+/// Whether EVAL / EVALSHA (and their `_RO` forms) count as a write command before running,
+/// as Redis's `evalGetCommandFlags` decides for CLIENT PAUSE WRITE: a shebang script
+/// without `no-writes` does; a legacy script, an unknown SHA or a bad shebang does not.
+pub fn eval_declares_writes(srv: &Shared, args: &[Bytes]) -> bool {
+    let (Some(name), Some(script)) = (args.first(), args.get(1)) else {
+        return false;
+    };
+    let body = if name.eq_ignore_ascii_case(b"eval") || name.eq_ignore_ascii_case(b"eval_ro") {
+        script.clone()
+    } else if name.eq_ignore_ascii_case(b"evalsha") || name.eq_ignore_ascii_case(b"evalsha_ro") {
+        let sha = String::from_utf8_lossy(script).to_ascii_lowercase();
+        let found = registered(srv).and_then(|s| s.bodies.lock().get(&sha).cloned());
+        match found {
+            Some(b) => b,
+            None => return false,
+        }
+    } else {
+        return false;
+    };
+    matches!(shebang::parse(&body), Ok(s) if s.flags.is_some_and(|f| !f.has(Flags::NO_WRITES)))
+}
+
+type Registry = Mutex<Vec<(Weak<Shared>, Arc<Scripts>)>>;
+
+fn registry_of_servers() -> &'static Registry {
+    static ALL: OnceLock<Registry> = OnceLock::new();
+    ALL.get_or_init(Default::default)
+}
+
+/// The scripting state of a server, if it has one yet.
+fn registered(srv: &Shared) -> Option<Arc<Scripts>> {
+    let all = registry_of_servers().lock();
+    all.iter()
+        .find(|(w, _)| std::ptr::eq(w.as_ptr(), srv))
+        .map(|(_, s)| s.clone())
 }
 
 /// Runs a command for `redis.call`: the command line, or the error text for the script.
@@ -122,12 +181,19 @@ impl Drop for CurrentGuard {
     }
 }
 
+/// A script compiled in one interpreter, with the flags of its shebang (`None`: legacy).
+#[derive(Clone)]
+struct Compiled {
+    func: Function,
+    flags: Option<Flags>,
+}
+
 struct Interp {
     lua: Lua,
     globals: Table,
     env: Table,
     run: Function,
-    funcs: RefCell<HashMap<String, Function>>,
+    funcs: RefCell<HashMap<String, Compiled>>,
     generation: Cell<u64>,
     resp3: Rc<Cell<bool>>,
     scripts: Arc<Scripts>,
@@ -200,6 +266,21 @@ impl Interp {
                 })
             }
         })?;
+        let rand = math_random(&lua, scripts.clone())?;
+        let seeder = scripts.clone();
+        let randomseed = lua.create_function(move |lua, args: MultiValue| match args.front() {
+            None => Ok((
+                Value::Integer(1),
+                "number expected, got no value".to_string(),
+            )),
+            Some(v) => match checkint(lua, v)? {
+                Ok(seed) => {
+                    seeder.reseed(seed);
+                    Ok((Value::Nil, String::new()))
+                }
+                Err(msg) => Ok((Value::Integer(1), msg)),
+            },
+        })?;
         let version_num = crate::REDIS_VERSION
             .split('.')
             .filter_map(|p| p.parse::<i64>().ok())
@@ -216,6 +297,8 @@ impl Interp {
                 version_num,
                 known,
                 raising,
+                rand,
+                randomseed,
             ))?;
         let killer = scripts.clone();
         lua.set_hook(
@@ -247,7 +330,7 @@ impl Interp {
     }
 
     /// The compiled function of a script, compiling and caching it on first use.
-    fn function(&self, sha: &str, body: Option<&[u8]>) -> Result<Option<Function>, Reply> {
+    fn function(&self, sha: &str, body: Option<&[u8]>) -> Result<Option<Compiled>, Reply> {
         let g = self.scripts.generation.load(Ordering::Acquire);
         if self.generation.get() != g {
             self.funcs.borrow_mut().clear();
@@ -263,7 +346,11 @@ impl Interp {
                 None => return Ok(None),
             },
         };
-        let f = self.compile(&body)?;
+        let shebang = shebang::parse(&body).map_err(|e| Reply::error(format!("ERR {e}")))?;
+        let f = Compiled {
+            func: self.compile(&body[shebang.len..])?,
+            flags: shebang.flags,
+        };
         self.scripts
             .bodies
             .lock()
@@ -286,6 +373,68 @@ impl Interp {
                 };
                 Reply::error(format!("ERR Error compiling script (new function): {msg}"))
             })
+    }
+}
+
+/// `math.random` as Redis 7 replaces it (`redis_math_random`): returns the number, or nil
+/// with the argument number (0: not about one argument) and the message lib.lua raises.
+fn math_random(lua: &Lua, scripts: Arc<Scripts>) -> mlua::Result<Function> {
+    lua.create_function(move |lua, args: MultiValue| {
+        // Drawn before the arguments are checked, as Redis does: a failing call still
+        // advances the sequence.
+        let r = rand48::unit(scripts.lrand48());
+        let fail = |narg: i64, msg: String| Ok((Value::Nil, narg, msg));
+        let ok = |v: f64| Ok((Value::Number(v), 0, String::new()));
+        match args.len() {
+            0 => ok(r),
+            1 => match checkint(lua, &args[0])? {
+                Err(msg) => fail(1, msg),
+                Ok(u) if u < 1 => fail(1, "interval is empty".into()),
+                Ok(u) => ok((r * f64::from(u)).floor() + 1.0),
+            },
+            2 => {
+                let l = match checkint(lua, &args[0])? {
+                    Ok(l) => l,
+                    Err(msg) => return fail(1, msg),
+                };
+                match checkint(lua, &args[1])? {
+                    Err(msg) => fail(2, msg),
+                    Ok(u) if l > u => fail(2, "interval is empty".into()),
+                    // C int arithmetic: the width wraps for the full int range.
+                    Ok(u) => {
+                        ok((r * f64::from(u.wrapping_sub(l).wrapping_add(1))).floor()
+                            + f64::from(l))
+                    }
+                }
+            }
+            _ => fail(0, "wrong number of arguments".into()),
+        }
+    })
+}
+
+/// Lua 5.1 `luaL_checkint`: the integer, or the "bad argument" detail.
+fn checkint(lua: &Lua, v: &Value) -> mlua::Result<Result<i32, String>> {
+    let d = match v {
+        Value::Integer(i) => Some(*i as f64),
+        Value::Number(n) => Some(*n),
+        Value::String(_) => lua.coerce_number(v.clone())?,
+        _ => None,
+    };
+    Ok(d.map(rand48::lua_checkint)
+        .ok_or_else(|| format!("number expected, got {}", lua_type_name(v))))
+}
+
+/// Lua 5.1 `lua_typename` of a value.
+fn lua_type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Nil => "nil",
+        Value::Boolean(_) => "boolean",
+        Value::Integer(_) | Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Table(_) => "table",
+        Value::Function(_) => "function",
+        Value::Thread(_) => "thread",
+        _ => "userdata",
     }
 }
 
@@ -374,9 +523,22 @@ pub fn eval(cx: &mut Cx, source: Source, read_only: bool) -> Reply {
             }
         }
     };
-    let Some(func) = func else {
+    let Some(script) = func else {
         return errors::err(errors::NOSCRIPT);
     };
+    // Redis `scriptPrepareForRun`: declared flags are checked before the script runs
+    // (the replica, stale, disk-error and OOM checks cannot apply to this server).
+    let mut read_only = read_only;
+    if let Some(flags) = script.flags {
+        if flags.has(Flags::NO_CLUSTER) && cx.srv.config.get_bool("cluster-enabled") {
+            return errors::err(errors::SCRIPT_NO_CLUSTER);
+        }
+        if !flags.has(Flags::NO_WRITES) && read_only {
+            return errors::err(errors::SCRIPT_WRITE_FLAG_RO);
+        }
+        read_only |= flags.has(Flags::NO_WRITES);
+    }
+    let func = script.func;
     let split = 3 + numkeys as usize;
     match call(cx, &it, &func, split, read_only) {
         Ok(Ok(v)) => lua_to_reply(&v, it.resp3.get(), 0),
@@ -542,5 +704,53 @@ fn redis_call(
             let v = reply_to_lua(lua, r, resp3)?;
             Ok((v, is_err && raise))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(v: &[&str]) -> Vec<Bytes> {
+        v.iter()
+            .map(|w| Bytes::copy_from_slice(w.as_bytes()))
+            .collect()
+    }
+
+    #[test]
+    fn eval_write_declaration() {
+        let srv = Arc::new(Shared::new(
+            crate::Config::default(),
+            crate::clock::Clock::manual(),
+        ));
+        let writes = |v: &[&str]| eval_declares_writes(&srv, &words(v));
+        assert!(writes(&["EVAL", "#!lua\nreturn 1", "0"]));
+        assert!(writes(&["eval_ro", "#!lua flags=allow-oom\nreturn 1", "0"]));
+        assert!(!writes(&["EVAL", "#!lua flags=no-writes\nreturn 1", "0"]));
+        assert!(!writes(&[
+            "EVAL",
+            "return redis.call('SET', 'k', 'v')",
+            "0"
+        ]));
+        assert!(!writes(&["EVAL", "#!lua flags=bogus\nreturn 1", "0"]));
+        assert!(!writes(&["GET", "#!lua\n"]));
+        let sha = sha1_hex(b"#!lua\nreturn 1");
+        assert!(!writes(&["EVALSHA", &sha, "0"]));
+        scripts(&srv)
+            .bodies
+            .lock()
+            .insert(sha.clone(), Bytes::from_static(b"#!lua\nreturn 1"));
+        assert!(writes(&["EVALSHA", &sha.to_ascii_uppercase(), "0"]));
+        assert!(writes(&["evalsha_ro", &sha, "0"]));
+    }
+
+    #[test]
+    fn reseed_restarts_the_sequence() {
+        let s = Scripts::new();
+        s.reseed(5);
+        let a = s.lrand48();
+        s.reseed(5);
+        assert_eq!(s.lrand48(), a);
+        assert_ne!(s.lrand48(), a);
     }
 }

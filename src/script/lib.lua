@@ -1,7 +1,8 @@
 -- Sandbox and redis.* wrappers, run once per interpreter (chunk name "=redis_lib").
 -- Rust helpers return error texts; these wrappers raise them as Redis 7 does: as
 -- {err = ...} tables, so the error handler can add where the script failed.
-local rawcall, sha1raw, lograw, setresp_raw, version, version_num, known_cmd, raising = ...
+local rawcall, sha1raw, lograw, setresp_raw, version, version_num, known_cmd, raising,
+  rand_raw, seed_raw = ...
 local G = _G
 local dbg = debug
 local error, type, tostring, select, rawget, rawset, setmetatable =
@@ -80,6 +81,34 @@ redis.REPL_NONE, redis.REPL_AOF, redis.REPL_SLAVE, redis.REPL_REPLICA, redis.REP
   0, 1, 2, 2, 3
 redis.REDIS_VERSION, redis.REDIS_VERSION_NUM = version, version_num
 rawset(G, 'redis', redis)
+
+-- math.random / math.randomseed as Redis replaces them (one generator per server). Their
+-- argument errors read as Lua's luaL_argerror / luaL_error raised from a C function: the
+-- calling script's position first, the function named as the script called it.
+local function arg_error(narg, msg)
+  -- Levels: 1 this function, 2 the wrapper, 3 the C trampoline, 4 its caller.
+  local where = ''
+  local w = dbg.getinfo(4, 'Sl')
+  if w and w.currentline > 0 then where = w.short_src .. ':' .. w.currentline .. ': ' end
+  if narg == 0 then return where .. msg end
+  local n = dbg.getinfo(3, 'n') or {}
+  local name = n.name or '?'
+  if n.namewhat == 'method' then
+    narg = narg - 1
+    if narg == 0 then return where .. "calling '" .. name .. "' on bad self (" .. msg .. ')' end
+  end
+  return where .. 'bad argument #' .. narg .. " to '" .. name .. "' (" .. msg .. ')'
+end
+local mathlib = rawget(G, 'math')
+rawset(mathlib, 'random', raising(function(...)
+  local v, narg, msg = rand_raw(...)
+  if v == nil then return nil, arg_error(narg, msg) end
+  return v
+end))
+rawset(mathlib, 'randomseed', raising(function(...)
+  local narg, msg = seed_raw(...)
+  if narg ~= nil then return nil, arg_error(narg, msg) end
+end))
 
 -- Read-only views: stock Lua 5.1 has no read-only tables, so scripts see proxies whose
 -- writes fail with Redis 7's message; rawset refuses them too.
