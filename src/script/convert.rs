@@ -178,8 +178,10 @@ pub fn lua_to_reply(v: &Value, resp3: bool, depth: usize) -> Reply {
 
 /// C's `(long long)` cast of a Lua number: truncation toward zero (saturating here, where
 /// C is undefined).
+/// Redis casts with C's `(long long)`: on x86-64 every value outside the i64 range (and
+/// NaN) becomes i64::MIN, where Rust's `as` would saturate.
 pub fn number_to_int(n: f64) -> i64 {
-    if n.is_nan() {
+    if n.is_nan() || n >= 9_223_372_036_854_775_808.0 || n < -9_223_372_036_854_775_808.0 {
         i64::MIN
     } else {
         n as i64
@@ -258,6 +260,10 @@ mod tests {
     fn truncation() {
         assert_eq!(number_to_int(3.99), 3);
         assert_eq!(number_to_int(-3.99), -3);
+        assert_eq!(number_to_int(1e300), i64::MIN);
+        assert_eq!(number_to_int(9_223_372_036_854_775_808.0), i64::MIN);
+        assert_eq!(number_to_int(-9_223_372_036_854_775_808.0), i64::MIN);
+        assert_eq!(number_to_int(f64::NAN), i64::MIN);
     }
 
     #[test]

@@ -39,8 +39,8 @@ pub struct Scripts {
     epoch: Instant,
     wrote: AtomicBool,
     kill: AtomicBool,
-    /// The running script has moved its runtime worker away (see `hand_off_worker`).
-    handed_off: AtomicBool,
+    /// `running_for_ms` at the running script's last worker hand-off (see `hand_off_worker`).
+    handed_off_at: AtomicU64,
     /// `math.random`'s generator state: one per server, as Redis's is process-wide and
     /// never reset between scripts.
     rand: AtomicU64,
@@ -55,7 +55,7 @@ impl Scripts {
             epoch: Instant::now(),
             wrote: AtomicBool::new(false),
             kill: AtomicBool::new(false),
-            handed_off: AtomicBool::new(false),
+            handed_off_at: AtomicU64::new(0),
             rand: AtomicU64::new(rand48::INITIAL),
         }
     }
@@ -126,26 +126,25 @@ pub fn scripts(srv: &Arc<Shared>) -> Arc<Scripts> {
     s
 }
 
-/// Whether EVAL / EVALSHA (and their `_RO` forms) count as a write command before running,
-/// as Redis's `evalGetCommandFlags` decides for CLIENT PAUSE WRITE: a shebang script
-/// without `no-writes` does; a legacy script, an unknown SHA or a bad shebang does not.
-pub fn eval_declares_writes(srv: &Shared, args: &[Bytes]) -> bool {
+/// Whether EVAL / EVALSHA (and their `_RO` forms) of a script with a valid shebang count
+/// as a write command before running, as Redis's `evalGetCommandFlags` decides for CLIENT
+/// PAUSE WRITE: `Some(true)` without `no-writes`, `Some(false)` with it; `None` (the
+/// command table's flags decide) for a legacy script, an unknown SHA or a bad shebang.
+pub fn eval_shebang_writes(srv: &Shared, args: &[Bytes]) -> Option<bool> {
     let (Some(name), Some(script)) = (args.first(), args.get(1)) else {
-        return false;
+        return None;
     };
     let body = if name.eq_ignore_ascii_case(b"eval") || name.eq_ignore_ascii_case(b"eval_ro") {
         script.clone()
     } else if name.eq_ignore_ascii_case(b"evalsha") || name.eq_ignore_ascii_case(b"evalsha_ro") {
         let sha = String::from_utf8_lossy(script).to_ascii_lowercase();
         let found = registered(srv).and_then(|s| s.bodies.lock().get(&sha).cloned());
-        match found {
-            Some(b) => b,
-            None => return false,
-        }
+        found?
     } else {
-        return false;
+        return None;
     };
-    matches!(shebang::parse(&body), Ok(s) if s.flags.is_some_and(|f| !f.has(Flags::NO_WRITES)))
+    let flags = shebang::parse(&body).ok()?.flags?;
+    Some(!flags.has(Flags::NO_WRITES))
 }
 
 type Registry = Mutex<Vec<(Weak<Shared>, Arc<Scripts>)>>;
@@ -307,9 +306,10 @@ impl Interp {
                 if killer.kill.load(Ordering::Acquire) {
                     return Err(mlua::Error::RuntimeError(errors::SCRIPT_KILLED.into()));
                 }
-                if killer.running_for_ms().unwrap_or(0) >= HANDOFF_AFTER_MS
-                    && !killer.handed_off.swap(true, Ordering::AcqRel)
-                {
+                let ran = killer.running_for_ms().unwrap_or(0);
+                let last = killer.handed_off_at.load(Ordering::Acquire);
+                if ran >= HANDOFF_AFTER_MS && (last == 0 || ran - last >= HANDOFF_RETRY_MS) {
+                    killer.handed_off_at.store(ran, Ordering::Release);
                     hand_off_worker();
                 }
                 Ok(mlua::VmState::Continue)
@@ -441,6 +441,11 @@ fn lua_type_name(v: &Value) -> &'static str {
 /// A script running this long hands its tokio worker to a fresh thread, so the other
 /// connections queued on that worker get BUSY replies and can send SCRIPT KILL.
 const HANDOFF_AFTER_MS: u64 = 20;
+/// The hand-off is repeated this often: when the replacement thread was not scheduled
+/// within the sleep (a loaded machine), this thread took its worker core back and tasks
+/// parked in that worker's LIFO slot would wait behind the script. Once the core is gone
+/// a repeat costs only the sleep.
+const HANDOFF_RETRY_MS: u64 = 50;
 
 /// Moves the multi-thread runtime's worker core off this thread (`block_in_place`); the
 /// short sleep lets the replacement thread take the core before this one could reclaim it.
@@ -600,7 +605,7 @@ fn call(
     let scripts = it.scripts.clone();
     scripts.wrote.store(false, Ordering::Release);
     scripts.kill.store(false, Ordering::Release);
-    scripts.handed_off.store(false, Ordering::Release);
+    scripts.handed_off_at.store(0, Ordering::Release);
     scripts
         .running_since
         .store(scripts.now_ms(), Ordering::Release);
@@ -723,25 +728,21 @@ mod tests {
             crate::Config::default(),
             crate::clock::Clock::manual(),
         ));
-        let writes = |v: &[&str]| eval_declares_writes(&srv, &words(v));
-        assert!(writes(&["EVAL", "#!lua\nreturn 1", "0"]));
-        assert!(writes(&["eval_ro", "#!lua flags=allow-oom\nreturn 1", "0"]));
-        assert!(!writes(&["EVAL", "#!lua flags=no-writes\nreturn 1", "0"]));
-        assert!(!writes(&[
-            "EVAL",
-            "return redis.call('SET', 'k', 'v')",
-            "0"
-        ]));
-        assert!(!writes(&["EVAL", "#!lua flags=bogus\nreturn 1", "0"]));
-        assert!(!writes(&["GET", "#!lua\n"]));
+        let writes = |v: &[&str]| eval_shebang_writes(&srv, &words(v));
+        assert_eq!(writes(&["EVAL", "#!lua\nreturn 1", "0"]), Some(true));
+        assert_eq!(writes(&["eval_ro", "#!lua flags=allow-oom\nreturn 1", "0"]), Some(true));
+        assert_eq!(writes(&["EVAL", "#!lua flags=no-writes\nreturn 1", "0"]), Some(false));
+        assert_eq!(writes(&["EVAL", "return redis.call('SET', 'k', 'v')", "0"]), None);
+        assert_eq!(writes(&["EVAL", "#!lua flags=bogus\nreturn 1", "0"]), None);
+        assert_eq!(writes(&["GET", "#!lua\n"]), None);
         let sha = sha1_hex(b"#!lua\nreturn 1");
-        assert!(!writes(&["EVALSHA", &sha, "0"]));
+        assert_eq!(writes(&["EVALSHA", &sha, "0"]), None);
         scripts(&srv)
             .bodies
             .lock()
             .insert(sha.clone(), Bytes::from_static(b"#!lua\nreturn 1"));
-        assert!(writes(&["EVALSHA", &sha.to_ascii_uppercase(), "0"]));
-        assert!(writes(&["evalsha_ro", &sha, "0"]));
+        assert_eq!(writes(&["EVALSHA", &sha.to_ascii_uppercase(), "0"]), Some(true));
+        assert_eq!(writes(&["evalsha_ro", &sha, "0"]), Some(true));
     }
 
     #[test]

@@ -12,7 +12,7 @@ pub mod sha1;
 pub mod shebang;
 pub mod structlib;
 
-pub use engine::{eval, eval_declares_writes, load, scripts, Scripts, Source};
+pub use engine::{eval, eval_shebang_writes, load, scripts, Scripts, Source};
 
 /// Registers the extra libraries Redis ships with its Lua, before the sandbox is sealed.
 /// Each library module provides `pub fn open(lua: &mlua::Lua) -> mlua::Result<()>`.

@@ -68,8 +68,14 @@ async fn wait_for_pause(srv: &Shared, args: &[Bytes]) {
         let Some((until, mode)) = srv.pause.current(crate::clock::Clock::system().now_ms()) else {
             return;
         };
-        if mode == PauseMode::Write && !cmd::may_write(args) {
-            return;
+        if mode == PauseMode::Write {
+            // A script's shebang flags overrule EVAL's table flags (Redis's
+            // `evalGetCommandFlags`): only `no-writes` scripts pass a write pause.
+            let writes = crate::script::eval_shebang_writes(srv, args)
+                .unwrap_or_else(|| cmd::may_write(args));
+            if !writes {
+                return;
+            }
         }
         let now = crate::clock::Clock::system().now_ms();
         let wait = Duration::from_millis(until.saturating_sub(now).max(1));
