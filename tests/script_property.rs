@@ -454,11 +454,23 @@ fn lua_str(b: &[u8]) -> String {
     out
 }
 
+/// Canonical decimal integers a double holds exactly: a Lua number argument is formatted
+/// back (`%.17g`) to the same text, so the command sees the same bytes.
+fn is_small_int(a: &[u8]) -> bool {
+    let digits = a.strip_prefix(b"-").unwrap_or(a);
+    a != b"-0"
+        && !digits.is_empty()
+        && digits.len() <= 15
+        && digits.iter().all(u8::is_ascii_digit)
+        && (digits == b"0" || digits[0] != b'0')
+}
+
 /// The `EVAL` arguments for `cmds`: either a body with every argument as a literal, or
 /// (with `use_argv`) keys from `KEYS` and everything else (command names too) from `ARGV`.
 /// Command `i` goes through `redis.pcall`, or (if `trapped[i]`) through `redis.call`
-/// inside Lua's own `pcall`.
-fn script(cmds: &[Cmd], use_argv: bool, trapped: &[bool]) -> Vec<Vec<u8>> {
+/// inside Lua's own `pcall`. With `numbers`, literal arguments that are small integers are
+/// passed as Lua numbers, which Redis turns back into the same decimal text.
+fn script(cmds: &[Cmd], use_argv: bool, trapped: &[bool], numbers: bool) -> Vec<Vec<u8>> {
     let mut body = String::from("local r = {}\n");
     let mut keys: Vec<Vec<u8>> = Vec::new();
     let mut argv: Vec<Vec<u8>> = Vec::new();
@@ -469,7 +481,11 @@ fn script(cmds: &[Cmd], use_argv: bool, trapped: &[bool]) -> Vec<Vec<u8>> {
             .enumerate()
             .map(|(j, a)| {
                 if !use_argv {
-                    lua_str(a)
+                    if numbers && j > 0 && is_small_int(a) {
+                        String::from_utf8_lossy(a).into_owned()
+                    } else {
+                        lua_str(a)
+                    }
                 } else if j > 0 && KEYS.contains(&a.as_slice()) {
                     keys.push(a.clone());
                     format!("KEYS[{}]", keys.len())
@@ -743,7 +759,7 @@ fn scripts_match_multi_exec() {
             let use_argv = rng.gen_bool(0.5);
             // A quarter of the commands raise their errors and have them trapped instead.
             let trapped: Vec<bool> = cmds.iter().map(|_| rng.gen_range(0..4) == 0).collect();
-            let eval = script(&cmds, use_argv, &trapped);
+            let eval = script(&cmds, use_argv, &trapped, rng.gen_bool(0.5));
             let ra = call(&mut ca, &eval);
             assert_eq!(call(&mut cb, &[s("MULTI")]), Frame::Simple("OK".into()));
             for c in &cmds {
@@ -843,7 +859,7 @@ fn scripts_agree_with_redis() {
                 continue;
             }
             // Only `redis.pcall`: 7.0 raises `redis.call` errors as strings, 7.2 as tables.
-            let eval = script(&cmds, rng.gen_bool(0.5), &[]);
+            let eval = script(&cmds, rng.gen_bool(0.5), &[], rng.gen_bool(0.5));
             let ro = call(&mut co, &eval);
             let rr = call(&mut cr, &eval);
             let dout = dump(&mut co, false);
@@ -876,5 +892,62 @@ fn scripts_agree_with_redis() {
             assert!(dout == dred, "keyspaces differ\n{}", ctx());
             before = dout;
         }
+    }
+}
+
+/// The generated Lua: escapes, numeric arguments, trapped calls and KEYS/ARGV passing.
+#[test]
+fn script_text() {
+    let cmd = |args: &[&[u8]]| Cmd {
+        args: args.iter().map(|a| a.to_vec()).collect(),
+        unordered: Unordered::No,
+        skip_oracle: false,
+    };
+    let cmds = [
+        cmd(&[b"SET", b"bin\x00\xff\"'\\\n", b"-12"]),
+        cmd(&[b"INCRBY", b"k1", b"007"]),
+    ];
+    let eval = script(&cmds, false, &[false, true], true);
+    assert_eq!(
+        String::from_utf8_lossy(&eval[1]),
+        "local r = {}\n\
+         r[1] = redis.pcall('SET', 'bin\\000\\255\\034\\039\\092\\010', -12)\n\
+         do local _, v = pcall(redis.call, 'INCRBY', 'k1', '007') r[2] = v end\n\
+         return r\n"
+    );
+    assert_eq!(eval[2], b"0");
+    let eval = script(&cmds, true, &[], false);
+    assert_eq!(
+        String::from_utf8_lossy(&eval[1]),
+        "local r = {}\n\
+         r[1] = redis.pcall(ARGV[1], KEYS[1], ARGV[2])\n\
+         r[2] = redis.pcall(ARGV[3], KEYS[2], ARGV[4])\n\
+         return r\n"
+    );
+    let rest: Vec<&[u8]> = eval[2..].iter().map(|a| a.as_slice()).collect();
+    assert_eq!(
+        rest,
+        [
+            &b"2"[..],
+            b"bin\x00\xff\"'\\\n",
+            b"k1",
+            b"SET",
+            b"-12",
+            b"INCRBY",
+            b"007"
+        ]
+    );
+    for (a, small) in [
+        (&b"0"[..], true),
+        (b"-1", true),
+        (b"100", true),
+        (b"-0", false),
+        (b"007", false),
+        (b"3.5", false),
+        (b"9223372036854775807", false),
+        (b"", false),
+        (b"-", false),
+    ] {
+        assert_eq!(is_small_int(a), small, "{:?}", String::from_utf8_lossy(a));
     }
 }
