@@ -852,6 +852,7 @@ fn scripts_match_multi_exec() {
             if iter % FLUSH_EVERY == 0 {
                 flush(&mut ca);
                 flush(&mut cb);
+                before.clear();
             }
             let cmds = random_batch(&mut rng, reg);
             let use_argv = rng.gen_bool(0.5);
@@ -951,6 +952,7 @@ fn scripts_agree_with_redis() {
             if iter % FLUSH_EVERY == 0 {
                 flush(&mut co);
                 flush(&mut cr);
+                before.clear();
             }
             let mut cmds = random_batch(&mut rng, reg);
             cmds.retain(|c| !c.skip_oracle && timeless(c));
