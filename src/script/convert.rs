@@ -181,7 +181,7 @@ pub fn lua_to_reply(v: &Value, resp3: bool, depth: usize) -> Reply {
 /// Redis casts with C's `(long long)`: on x86-64 every value outside the i64 range (and
 /// NaN) becomes i64::MIN, where Rust's `as` would saturate.
 pub fn number_to_int(n: f64) -> i64 {
-    if n.is_nan() || n >= 9_223_372_036_854_775_808.0 || n < -9_223_372_036_854_775_808.0 {
+    if !(-9_223_372_036_854_775_808.0..9_223_372_036_854_775_808.0).contains(&n) {
         i64::MIN
     } else {
         n as i64

@@ -730,9 +730,18 @@ mod tests {
         ));
         let writes = |v: &[&str]| eval_shebang_writes(&srv, &words(v));
         assert_eq!(writes(&["EVAL", "#!lua\nreturn 1", "0"]), Some(true));
-        assert_eq!(writes(&["eval_ro", "#!lua flags=allow-oom\nreturn 1", "0"]), Some(true));
-        assert_eq!(writes(&["EVAL", "#!lua flags=no-writes\nreturn 1", "0"]), Some(false));
-        assert_eq!(writes(&["EVAL", "return redis.call('SET', 'k', 'v')", "0"]), None);
+        assert_eq!(
+            writes(&["eval_ro", "#!lua flags=allow-oom\nreturn 1", "0"]),
+            Some(true)
+        );
+        assert_eq!(
+            writes(&["EVAL", "#!lua flags=no-writes\nreturn 1", "0"]),
+            Some(false)
+        );
+        assert_eq!(
+            writes(&["EVAL", "return redis.call('SET', 'k', 'v')", "0"]),
+            None
+        );
         assert_eq!(writes(&["EVAL", "#!lua flags=bogus\nreturn 1", "0"]), None);
         assert_eq!(writes(&["GET", "#!lua\n"]), None);
         let sha = sha1_hex(b"#!lua\nreturn 1");
@@ -741,7 +750,10 @@ mod tests {
             .bodies
             .lock()
             .insert(sha.clone(), Bytes::from_static(b"#!lua\nreturn 1"));
-        assert_eq!(writes(&["EVALSHA", &sha.to_ascii_uppercase(), "0"]), Some(true));
+        assert_eq!(
+            writes(&["EVALSHA", &sha.to_ascii_uppercase(), "0"]),
+            Some(true)
+        );
         assert_eq!(writes(&["evalsha_ro", &sha, "0"]), Some(true));
     }
 
