@@ -425,7 +425,8 @@ pub fn resp2_gate(spec: &CommandSpec) -> Gate {
 /// `pong` + argument as an array; RESET drops every subscription first.
 pub fn intercept(cx: &mut Cx) -> Option<Reply> {
     match cx.spec.name {
-        "ping" if cx.sess.resp2_subscribed() => {
+        // More arguments: PING's own handler gives the arity error.
+        "ping" if cx.args.len() <= 2 && cx.sess.resp2_subscribed() => {
             let arg = cx.args.get(1).cloned().unwrap_or_default();
             Some(Reply::Array(vec![
                 Reply::bulk_static("pong"),
