@@ -233,12 +233,10 @@ fn words(kind: Kind) -> (&'static str, &'static str) {
     }
 }
 
-/// The session's subscriptions, created on first use (with the current output buffer
-/// limits read from the config).
+/// The session's subscriptions, created on first use. Publishers cannot read the config,
+/// so every (un)subscribe command refreshes the output buffer limits they apply.
 fn subs_of<'s>(srv: &Shared, sess: &'s mut Session) -> &'s mut Subscriptions {
-    if sess.subs.is_none() {
-        srv.pubsub.refresh_limits(&srv.config);
-    }
+    srv.pubsub.refresh_limits(&srv.config);
     let handle = &sess.handle;
     sess.subs
         .get_or_insert_with(|| Box::new(Subscriptions::new(handle.clone())))
