@@ -128,6 +128,11 @@ pub static COMMANDS: &[CommandSpec] = &[
 ];
 
 fn ping(cx: &mut Cx) -> Reply {
+    // RESP2 subscribed mode answers with a push-shaped array, as Redis does.
+    if cx.args.len() <= 2 && cx.sess.resp2_subscribed() {
+        let arg = cx.args.get(1).cloned().unwrap_or_default();
+        return Reply::Array(vec![Reply::bulk_static("pong"), Reply::Bulk(arg)]);
+    }
     match cx.args.len() {
         1 => Reply::status("PONG"),
         2 => Reply::Bulk(cx.args[1].clone()),
@@ -156,6 +161,7 @@ fn quit(cx: &mut Cx) -> Reply {
 }
 
 fn reset(cx: &mut Cx) -> Reply {
+    super::pubsub::unsubscribe_all(cx.srv, cx.sess);
     transactions::unwatch_all(cx);
     let s = &mut *cx.sess;
     s.multi = None;

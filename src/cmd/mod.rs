@@ -286,16 +286,7 @@ pub fn execute(
             srv,
             spec,
         };
-        // Only sessions that ever subscribed pay for this check.
-        let intercepted = if cx.sess.subs.is_some() {
-            pubsub::intercept(&mut cx)
-        } else {
-            None
-        };
-        match intercepted {
-            Some(r) => r,
-            None => (spec.handler)(&mut cx),
-        }
+        (spec.handler)(&mut cx)
     };
     let end = crate::clock::Instant::now();
     if sess.mark.is_some() {

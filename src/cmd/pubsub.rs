@@ -418,27 +418,6 @@ pub fn resp2_gate(spec: &CommandSpec) -> Gate {
     }
 }
 
-/// Commands whose behaviour depends on pub/sub state, run in place of their handler when
-/// the session has subscription state: PING in RESP2 subscribed mode replies
-/// `pong` + argument as an array; RESET drops every subscription first.
-pub fn intercept(cx: &mut Cx) -> Option<Reply> {
-    match cx.spec.name {
-        // More arguments: PING's own handler gives the arity error.
-        "ping" if cx.args.len() <= 2 && cx.sess.resp2_subscribed() => {
-            let arg = cx.args.get(1).cloned().unwrap_or_default();
-            Some(Reply::Array(vec![
-                Reply::bulk_static("pong"),
-                Reply::Bulk(arg),
-            ]))
-        }
-        "reset" => {
-            unsubscribe_all(cx.srv, cx.sess);
-            None
-        }
-        _ => None,
-    }
-}
-
 fn pubsub(cx: &mut Cx) -> Reply {
     match cx.args.get(1) {
         Some(sub) => errors::unknown_subcommand("pubsub", sub),
