@@ -17,6 +17,7 @@ pub mod lists;
 pub mod scripting;
 pub mod server;
 pub mod sets;
+pub mod streams;
 pub mod strings;
 pub mod transactions;
 pub mod zsets;
@@ -47,7 +48,7 @@ impl Cx<'_, '_> {
 }
 
 /// Every family's top-level commands, in one place.
-fn families() -> [&'static [CommandSpec]; 12] {
+fn families() -> [&'static [CommandSpec]; 13] {
     [
         strings::COMMANDS,
         keys::COMMANDS,
@@ -61,6 +62,7 @@ fn families() -> [&'static [CommandSpec]; 12] {
         sets::COMMANDS,
         zsets::COMMANDS,
         scripting::COMMANDS,
+        streams::COMMANDS,
     ]
 }
 
