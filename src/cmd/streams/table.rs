@@ -273,7 +273,7 @@ pub static COMMANDS: &[CommandSpec] = &[
                 ..CommandSpec::DEFAULT
             },
         ],
-        
+
         ..CommandSpec::DEFAULT
     },
     CommandSpec {
@@ -340,7 +340,7 @@ pub static COMMANDS: &[CommandSpec] = &[
                 ..CommandSpec::DEFAULT
             },
         ],
-        
+
         ..CommandSpec::DEFAULT
     },
 ];
