@@ -12,10 +12,12 @@ mod table;
 pub use table::COMMANDS;
 
 use super::{errors, Cx};
+use crate::config::{lookup, ParamRef};
 use crate::engine::{shard_of, Value};
 use crate::protocol::Reply;
 use crate::types::stream::{id, Fields, IdRules, NodeLimits, Stream, StreamId};
 use bytes::Bytes;
+use std::sync::OnceLock;
 
 /// Read lookup (counts hits/misses): `None` if missing, WRONGTYPE for another type.
 fn read<'c>(cx: &'c mut Cx, key: &[u8]) -> Result<Option<&'c Stream>, Reply> {
@@ -106,12 +108,22 @@ fn int_or(arg: &[u8], msg: Option<&'static str>) -> Result<i64, Reply> {
         .ok_or_else(|| errors::err(msg.unwrap_or(errors::NOT_INT)))
 }
 
-/// `stream-node-max-bytes` / `stream-node-max-entries`.
+/// `stream-node-max-bytes` / `stream-node-max-entries` (parameter references resolved
+/// once: XADD is a hot path).
 fn limits(cx: &Cx) -> NodeLimits {
-    let c = &cx.srv.config;
-    NodeLimits {
-        max_bytes: c.get_i64("stream-node-max-bytes").max(0) as u64,
-        max_entries: c.get_i64("stream-node-max-entries").max(0) as u64,
+    static REFS: OnceLock<Option<(ParamRef, ParamRef)>> = OnceLock::new();
+    let refs = REFS.get_or_init(|| {
+        Some((
+            lookup("stream-node-max-bytes")?,
+            lookup("stream-node-max-entries")?,
+        ))
+    });
+    match refs {
+        Some((b, e)) => NodeLimits {
+            max_bytes: cx.srv.config.num(*b).max(0) as u64,
+            max_entries: cx.srv.config.num(*e).max(0) as u64,
+        },
+        None => NodeLimits::default(),
     }
 }
 

@@ -11,7 +11,7 @@ use crate::protocol::Reply;
 use crate::types::stream::{
     id, AppendError, IdRules, NewId, ParsedId, Stream, StreamId, Trim, TrimBy,
 };
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 
 /// Parsed XADD/XTRIM options (`streamParseAddOrTrimArgsOrReply`).
 struct AddTrim {
@@ -94,7 +94,7 @@ fn parse_add_trim(cx: &Cx, xadd: bool) -> Result<AddTrim, Reply> {
         }
     } else if approx {
         // At most 100 nodes' worth of work unless told otherwise.
-        let per_node = cx.srv.config.get_i64("stream-node-max-entries");
+        let per_node = super::limits(cx).max_entries as i64;
         limit = per_node.saturating_mul(100);
         if limit <= 0 {
             limit = 10_000;
@@ -145,9 +145,20 @@ fn xadd_inner(cx: &mut Cx) -> Result<Reply, Reply> {
     if s.last_id == StreamId::MAX {
         return Err(errors::err(errors::STREAM_EXHAUSTED));
     }
+    // One buffer for the whole entry; fields and values are slices of it.
+    let total: usize = args[field_pos..].iter().map(|a| a.len()).sum();
+    let mut buf = BytesMut::with_capacity(total);
+    for a in &args[field_pos..] {
+        buf.extend_from_slice(a);
+    }
+    let buf = buf.freeze();
+    let mut at = 0;
     let fields: Vec<Bytes> = args[field_pos..]
         .iter()
-        .map(|a| Bytes::copy_from_slice(a))
+        .map(|a| {
+            at += a.len();
+            buf.slice(at - a.len()..at)
+        })
         .collect();
     let new_id = opts.id.map_or(NewId::Auto, NewId::Explicit);
     let id = match s.append(new_id, &fields, now, lim) {
