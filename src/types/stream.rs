@@ -426,6 +426,10 @@ impl Stream {
         if self.entries.is_empty() || self.max_deleted.is_zero() {
             return false;
         }
+        if self.first_id > self.max_deleted {
+            // The latest tombstone is before the first entry.
+            return false;
+        }
         start <= self.max_deleted && self.max_deleted <= end
     }
 
@@ -436,9 +440,6 @@ impl Stream {
         }
         if self.entries.is_empty() && id <= self.last_id {
             return Some(self.entries_added);
-        }
-        if !id.is_zero() && id < self.max_deleted {
-            return None;
         }
         if id == self.last_id {
             return Some(self.entries_added);
@@ -479,11 +480,9 @@ impl Stream {
         if id <= g.last_id {
             return;
         }
-        let (last, read) = (g.last_id, g.entries_read);
-        let new_read = if read >= 0
-            && last >= self.first_id
-            && !self.range_has_tombstones(last, StreamId::MAX)
-        {
+        let read = g.entries_read;
+        // Redis 7.2: counting on is safe when no tombstone lies at or after `id`.
+        let new_read = if read >= 0 && !self.range_has_tombstones(id, StreamId::MAX) {
             Some(read + 1)
         } else if self.entries_added > 0 {
             Some(self.estimate_distance(id).map_or(-1, |d| d as i64))
