@@ -471,7 +471,56 @@ async fn group_destroyed_and_multi(proto: Proto) {
     assert_eq!(items(&res), vec![Value::Nil]);
 }
 
+/// A stream replaced by another type fails its blocked XREADGROUP readers with Redis 7.2's
+/// UNBLOCKED error, while a blocked XREAD keeps waiting for a stream.
+async fn stream_replaced_while_blocked(proto: Proto) {
+    let server = real_server();
+    let mut con = connect(&server, proto).await;
+    let _: String = q(
+        &mut con,
+        &c(&["XGROUP", "CREATE", "s", "g", "$", "MKSTREAM"]),
+    )
+    .await;
+    let grp = spawn_raw(
+        &server,
+        proto,
+        &[
+            "XREADGROUP",
+            "GROUP",
+            "g",
+            "c",
+            "BLOCK",
+            "0",
+            "STREAMS",
+            "s",
+            ">",
+        ],
+    )
+    .await;
+    until_blocked(&mut con, 1).await;
+    let plain = spawn_raw(
+        &server,
+        proto,
+        &["XREAD", "BLOCK", "0", "STREAMS", "s", "$"],
+    )
+    .await;
+    until_blocked(&mut con, 2).await;
+    let _: i64 = q(&mut con, &c(&["RPUSH", "l", "x"])).await;
+    let _: String = q(&mut con, &c(&["RENAME", "l", "s"])).await;
+    let err = text(&joined(grp).await);
+    assert!(err.contains("UNBLOCKED"), "{err}");
+    assert!(err.contains("the stream key no longer exists"), "{err}");
+    until_blocked(&mut con, 1).await;
+    let _: i64 = q(&mut con, &c(&["DEL", "s"])).await;
+    let _: String = q(&mut con, &c(&["XADD", "s", "1-0", "f", "v"])).await;
+    assert_eq!(
+        read_reply(&joined(plain).await),
+        vec![("s".into(), vec!["1-0".into()])]
+    );
+}
+
 both_protocols!(
+    stream_replaced_while_blocked,
     s5_work_queue,
     consumer_times,
     independent_timeouts,
