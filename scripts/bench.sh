@@ -17,6 +17,9 @@
 #   TESTS [set,get,incr,mset]  redis-benchmark -t names, plus zrange10 (ZRANGE of the first
 #                         10 members of a 1000-member sorted set); e.g. for issue 3:
 #                         TESTS=lpush,lpop,sadd,hset,zadd,zrange10
+#                         Scripting (issue 4): evalsha_incr (EVALSHA of
+#                         `return redis.call('INCR', KEYS[1])`) and evalsha_lock (EVALSHA of
+#                         lua/lock_acquire.lua on random lock keys, so most calls acquire).
 #   CLIENTS [50]  DATASIZE [100]
 #   KEYSPACE []           if set, -r KEYSPACE (random keys key:000000012345); unset = one key,
 #                         as plain redis-benchmark does
@@ -127,10 +130,21 @@ supports() { # port command
     hset) probe=(HSET __bench_probe_h__ f 1) ;;
     zadd | zpopmin) probe=(ZADD __bench_probe_z__ 1 a) ;;
     zrange10) probe=(ZRANGE __bench_probe_z__ 0 9) ;;
+    evalsha_*) probe=(EVAL "return 1" 0) ;;
     *) return 0 ;;
     esac
     ! redis-cli -h $HOST -p "$1" "${probe[@]}" 2>&1 | grep -qi "unknown command"
 }
+
+# Scripts for the evalsha_* tests, loaded on both servers (same body, same SHA).
+SHA_INCR=""
+SHA_LOCK=""
+if [[ ,$TESTS, == *,evalsha_* ]]; then
+    for port in "$RESPITE_PORT" "$REDIS_PORT"; do
+        SHA_INCR=$(redis-cli -h $HOST -p "$port" SCRIPT LOAD "return redis.call('INCR', KEYS[1])")
+        SHA_LOCK=$(redis-cli -h $HOST -p "$port" SCRIPT LOAD "$(cat lua/lock_acquire.lua)")
+    done
+fi
 
 # The sorted set read by zrange10, identical on both servers.
 if [[ ,$TESTS, == *,zrange10,* ]]; then
@@ -155,7 +169,14 @@ run_one() { # round test pipeline server port pid
     c0=$(cpu_ticks "$pid")
     # zrange10: ZRANGE of the first 10 members of a 1000-member sorted set (seeded below).
     local what=(-t "$test")
-    [[ $test == zrange10 ]] && what=(ZRANGE bench:zset 0 9)
+    case $test in
+    zrange10) what=(ZRANGE bench:zset 0 9) ;;
+    evalsha_incr) what=(EVALSHA "$SHA_INCR" 1 bench:counter) ;;
+    evalsha_lock)
+        what=(EVALSHA "$SHA_LOCK" 2 "{lock:__rand_int__}:held" "{lock:__rand_int__}:fence" owner 60000)
+        [[ -z $KEYSPACE ]] && extra=(-r 1000000)
+        ;;
+    esac
     line=$("$REDIS_BENCHMARK" -h $HOST -p "$port" -c "$CLIENTS" -d "$DATASIZE" \
         -n "$n" -P "$p" "${extra[@]}" -q --csv "${what[@]}" 2>>"$OUT/benchmark.err" |
         grep -v '^"test"' | head -1)
@@ -196,8 +217,8 @@ summarise() {
     }
     NR > 1 { rps[$2, $3, $4, $1] = $5; cpu[$2, $3, $4, $1] = $6; rounds[$1] = 1 }
     END {
-        printf "%-6s %4s %14s %14s %8s %12s %12s\n", "test", "P", "respite rps", "redis rps", "ratio", "cpu-us/req", "cpu-us/req"
-        printf "%-6s %4s %14s %14s %8s %12s %12s\n", "", "", "(median)", "(median)", "(median)", "respite", "redis"
+        printf "%-12s %4s %14s %14s %8s %12s %12s\n", "test", "P", "respite rps", "redis rps", "ratio", "cpu-us/req", "cpu-us/req"
+        printf "%-12s %4s %14s %14s %8s %12s %12s\n", "", "", "(median)", "(median)", "(median)", "respite", "redis"
         nt = split(tests, T, ","); np = split(pipes, P, " ")
         for (pi = 1; pi <= np; pi++) for (ti = 1; ti <= nt; ti++) {
             t = T[ti]; p = P[pi]; n = 0
@@ -209,8 +230,8 @@ summarise() {
                 r[n] = (b[n] > 0) ? a[n] / b[n] : 0
                 ca[n] = cpu[t, p, "respite", k]; cb[n] = cpu[t, p, "redis", k]
             }
-            if (n == 0) { printf "%-6s %4s %14s %14s %8s %12s %12s\n", t, p, "n/a", "-", "-", "-", "-"; continue }
-            printf "%-6s %4s %14.0f %14.0f %7.2fx %12.2f %12.2f\n", t, p, median(a, n), median(b, n), median(r, n), median(ca, n), median(cb, n)
+            if (n == 0) { printf "%-12s %4s %14s %14s %8s %12s %12s\n", t, p, "n/a", "-", "-", "-", "-"; continue }
+            printf "%-12s %4s %14.0f %14.0f %7.2fx %12.2f %12.2f\n", t, p, median(a, n), median(b, n), median(r, n), median(ca, n), median(cb, n)
         }
     }' "$RESULTS"
 }

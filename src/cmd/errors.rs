@@ -280,3 +280,7 @@ fn cstr_lossy(b: &[u8]) -> String {
     let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
     String::from_utf8_lossy(&b[..end]).replace(['\r', '\n'], " ")
 }
+
+// Pub/Sub (pubsub.c).
+pub const SSUBSCRIBE_DENY_BLOCKING: &str =
+    "ERR SSUBSCRIBE isn't allowed for a DENY BLOCKING client";

@@ -14,6 +14,7 @@ pub mod connection;
 pub mod hashes;
 pub mod keys;
 pub mod lists;
+pub mod pubsub;
 pub mod scripting;
 pub mod server;
 pub mod sets;
@@ -48,7 +49,7 @@ impl Cx<'_, '_> {
 }
 
 /// Every family's top-level commands, in one place.
-fn families() -> [&'static [CommandSpec]; 13] {
+fn families() -> [&'static [CommandSpec]; 14] {
     [
         strings::COMMANDS,
         keys::COMMANDS,
@@ -63,6 +64,7 @@ fn families() -> [&'static [CommandSpec]; 13] {
         zsets::COMMANDS,
         scripting::COMMANDS,
         streams::COMMANDS,
+        pubsub::COMMANDS,
     ]
 }
 
@@ -184,6 +186,12 @@ fn dispatch_inner(srv: &Arc<Shared>, sess: &mut Session, args: Vec<Bytes>) -> Re
     if !sess.authenticated && !allowed_unauthenticated(spec) {
         return reject(srv, sess, id, spec, errors::NOAUTH, "");
     }
+    // RESP2 subscribed mode (Redis `processCommand`): checked before MULTI queueing.
+    if sess.subs.is_some() && sess.resp2_subscribed() {
+        if let pubsub::Gate::Reject(msg) = pubsub::resp2_gate(spec) {
+            return reject(srv, sess, id, spec, &msg, "ERR ");
+        }
+    }
     let now = match sess.mark {
         Some(t) => srv.clock.ms_at(t),
         None => srv.clock.now_ms(),
@@ -203,27 +211,28 @@ fn dispatch_inner(srv: &Arc<Shared>, sess: &mut Session, args: Vec<Bytes>) -> Re
     if let Some(r) = crate::script::before_lock(srv, spec) {
         return r;
     }
-    // While a script holds the keyspace, wait in short sleeps rather than parking on the
-    // gate, so this worker answers BUSY (or serves SCRIPT KILL) once lua-time-limit passes
-    // instead of waiting forever behind a runaway script.
-    while crate::script::engine::RUNNING.load(Ordering::Acquire) > 0 && srv.ks.is_exclusively_held()
-    {
-        if let Some(r) = crate::script::before_lock(srv, spec) {
-            return r;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(1));
-    }
-    let mut access = match spec.lock {
-        Lock::All => srv.ks.exclusive(sess.db, now),
+    // While a script holds the keyspace, the wait polls rather than parks on the gate, so
+    // this worker answers BUSY (or serves SCRIPT KILL) once lua-time-limit passes instead
+    // of waiting forever behind a runaway script.
+    let mut busy = None;
+    let waiting = || {
+        busy = crate::script::before_lock(srv, spec);
+        busy.is_none()
+    };
+    let access = match spec.lock {
+        Lock::All => srv.ks.exclusive_or_give_up(sess.db, now, waiting),
         // The common single-key shape needs no index vector.
-        Lock::Keys if matches!(spec.keys, KeySpec::Range(1, 1, _)) && args.len() > 1 => {
-            srv.ks.shared(sess.db, &[&args[1][..]], now)
-        }
+        Lock::Keys if matches!(spec.keys, KeySpec::Range(1, 1, _)) && args.len() > 1 => srv
+            .ks
+            .shared_or_give_up(sess.db, &[&args[1][..]], now, waiting),
         Lock::Keys => {
             let idx = spec.key_indices(&args);
             let keys: Vec<&[u8]> = idx.iter().map(|&i| &args[i][..]).collect();
-            srv.ks.shared(sess.db, &keys, now)
+            srv.ks.shared_or_give_up(sess.db, &keys, now, waiting)
         }
+    };
+    let Some(mut access) = access else {
+        return busy.unwrap_or_else(|| errors::err(errors::BUSY));
     };
     let reply = execute(srv, sess, &mut access, id, spec, &args);
     if sess.block_request.is_some() {
@@ -279,7 +288,16 @@ pub fn execute(
             srv,
             spec,
         };
-        (spec.handler)(&mut cx)
+        // Only sessions that ever subscribed pay for this check.
+        let intercepted = if cx.sess.subs.is_some() {
+            pubsub::intercept(&mut cx)
+        } else {
+            None
+        };
+        match intercepted {
+            Some(r) => r,
+            None => (spec.handler)(&mut cx),
+        }
     };
     let end = crate::clock::Instant::now();
     if sess.mark.is_some() {

@@ -13,6 +13,8 @@ pub const SHARDS: usize = 64;
 /// SCAN visits each shard in this many hash slices, so one call does not return a whole
 /// shard; the cursor is `shard * SCAN_SLICES + slice`.
 pub const SCAN_SLICES: usize = 16;
+/// How long a command waits on a held gate before asking whether to keep waiting.
+const GATE_POLL: std::time::Duration = std::time::Duration::from_millis(2);
 
 #[derive(Default)]
 pub struct KeyspaceStats {
@@ -60,7 +62,53 @@ impl Keyspace {
     /// Shared access for a command on `db` touching `keys`: their shards are locked in
     /// ascending order (deadlock-free), nothing else is.
     pub fn shared<'a>(&'a self, db: usize, keys: &[&[u8]], now: u64) -> Access<'a> {
-        let gate = Gate::Shared(self.gate.read());
+        self.shared_with(Gate::Shared(self.gate.read()), db, keys, now)
+    }
+
+    /// As [`Keyspace::shared`], but while an exclusive holder keeps the gate, `waiting` is
+    /// asked every few milliseconds whether to keep waiting; `None` once it says no. A
+    /// command queued behind a runaway script must get to answer BUSY, not park forever.
+    pub fn shared_or_give_up<'a>(
+        &'a self,
+        db: usize,
+        keys: &[&[u8]],
+        now: u64,
+        mut waiting: impl FnMut() -> bool,
+    ) -> Option<Access<'a>> {
+        loop {
+            if let Some(g) = self.gate.try_read_for(GATE_POLL) {
+                return Some(self.shared_with(Gate::Shared(g), db, keys, now));
+            }
+            if !waiting() {
+                return None;
+            }
+        }
+    }
+
+    /// As [`Keyspace::exclusive`], giving up like [`Keyspace::shared_or_give_up`].
+    pub fn exclusive_or_give_up(
+        &self,
+        db: usize,
+        now: u64,
+        mut waiting: impl FnMut() -> bool,
+    ) -> Option<Access<'_>> {
+        loop {
+            if let Some(g) = self.gate.try_write_for(GATE_POLL) {
+                return Some(self.exclusive_with(Gate::Exclusive(g), db, now));
+            }
+            if !waiting() {
+                return None;
+            }
+        }
+    }
+
+    fn shared_with<'a>(
+        &'a self,
+        gate: Gate<'a>,
+        db: usize,
+        keys: &[&[u8]],
+        now: u64,
+    ) -> Access<'a> {
         let locked: SmallVec<[_; 2]> = if let [key] = keys {
             // The common single-key command: no index vector.
             let s = shard_of(key);
@@ -91,7 +139,10 @@ impl Keyspace {
 
     /// Exclusive access to everything (EXEC, scripts, whole-keyspace commands).
     pub fn exclusive(&self, db: usize, now: u64) -> Access<'_> {
-        let gate = Gate::Exclusive(self.gate.write());
+        self.exclusive_with(Gate::Exclusive(self.gate.write()), db, now)
+    }
+
+    fn exclusive_with<'a>(&'a self, gate: Gate<'a>, db: usize, now: u64) -> Access<'a> {
         Access {
             ks: self,
             _gate: gate,

@@ -189,7 +189,6 @@ struct Compiled {
 
 struct Interp {
     lua: Lua,
-    globals: Table,
     env: Table,
     run: Function,
     funcs: RefCell<HashMap<String, Compiled>>,
@@ -316,10 +315,8 @@ impl Interp {
             },
         )?;
         lua.set_memory_limit(MEMORY_LIMIT)?;
-        let globals = lua.globals();
         Ok(Interp {
             lua,
-            globals,
             env,
             run,
             funcs: RefCell::new(HashMap::new()),
@@ -509,20 +506,28 @@ pub fn eval(cx: &mut Cx, source: Source, read_only: bool) -> Reply {
         Ok(i) => i,
         Err(e) => return Reply::error(format!("ERR {e}")),
     };
-    let (sha, func) = match source {
+    let owned: String;
+    let mut lower = [0u8; 40];
+    let (sha, func): (&str, _) = match source {
         Source::Body(body) => {
-            let sha = sha1_hex(body);
-            match it.function(&sha, Some(body)) {
-                Ok(f) => (sha, f),
+            owned = sha1_hex(body);
+            match it.function(&owned, Some(body)) {
+                Ok(f) => (&owned, f),
                 Err(e) => return e,
             }
         }
         Source::Sha(s) => {
-            let sha = String::from_utf8_lossy(s).to_ascii_lowercase();
-            if sha.len() != 40 {
+            // Lower-cased on the stack: EVALSHA is the hot path of scripted workloads.
+            if s.len() != 40 {
                 return errors::err(errors::NOSCRIPT);
             }
-            match it.function(&sha, None) {
+            for (d, c) in lower.iter_mut().zip(s.iter()) {
+                *d = c.to_ascii_lowercase();
+            }
+            let Ok(sha) = std::str::from_utf8(&lower) else {
+                return errors::err(errors::NOSCRIPT);
+            };
+            match it.function(sha, None) {
                 Ok(f) => (sha, f),
                 Err(e) => return e,
             }
@@ -547,7 +552,7 @@ pub fn eval(cx: &mut Cx, source: Source, read_only: bool) -> Reply {
     let split = 3 + numkeys as usize;
     match call(cx, &it, &func, split, read_only) {
         Ok(Ok(v)) => lua_to_reply(&v, it.resp3.get(), 0),
-        Ok(Err(v)) => error_reply(&v, &sha),
+        Ok(Err(v)) => error_reply(&v, sha),
         Err(e) => Reply::error(format!("ERR Error running script {sha}, {e}")),
     }
 }
@@ -589,17 +594,7 @@ fn call(
     split: usize,
     read_only: bool,
 ) -> mlua::Result<Result<Value, Value>> {
-    let lua = &it.lua;
-    let keys = lua.create_table_with_capacity(split - 3, 0)?;
-    for (i, k) in cx.args[3..split].iter().enumerate() {
-        keys.raw_set(i + 1, lua.create_string(k)?)?;
-    }
-    let argv = lua.create_table_with_capacity(cx.args.len() - split, 0)?;
-    for (i, a) in cx.args[split..].iter().enumerate() {
-        argv.raw_set(i + 1, lua.create_string(a)?)?;
-    }
-    it.globals.raw_set("KEYS", keys)?;
-    it.globals.raw_set("ARGV", argv)?;
+    let args: &[Bytes] = cx.args;
     it.resp3.set(false);
 
     let scripts = it.scripts.clone();
@@ -626,7 +621,20 @@ fn call(
         let ptr: *mut Exec<'static> = unsafe { std::mem::transmute(ptr) };
         CURRENT.with(|c| c.set(Some(ptr)));
         let _guard = CurrentGuard;
-        it.run.call::<MultiValue>(func.clone())
+        // One protected raw call builds KEYS and ARGV and runs the script: through
+        // mlua's safe API (with a memory limit set) every table and string would cost a
+        // protected call of its own, more than the script itself for small scripts.
+        // SAFETY: the closure only uses the Lua C API on the stack `exec_raw` gives it
+        // (run and func pushed as arguments), within the stack space it checks; Lua errors
+        // raised here (out of memory) are caught by `exec_raw`'s protection.
+        unsafe {
+            it.lua
+                .exec_raw::<MultiValue>((it.run.clone(), func.clone()), |state| {
+                    set_array_global(state, c"KEYS", &args[3..split]);
+                    set_array_global(state, c"ARGV", &args[split..]);
+                    mlua::ffi::lua_call(state, 1, 2);
+                })
+        }
     };
     cx.sess.in_exec = saved_in_exec;
     cx.sess.resp3 = saved_resp3;
@@ -638,6 +646,25 @@ fn call(
     let ok = matches!(vals.next(), Some(Value::Boolean(true)));
     let v = vals.next().unwrap_or(Value::Nil);
     Ok(if ok { Ok(v) } else { Err(v) })
+}
+
+/// Sets global `name` to a new array of `items` (Lua strings), with raw access.
+///
+/// # Safety
+/// `state` must be a valid Lua state inside a protected call with 3 free stack slots.
+unsafe fn set_array_global(
+    state: *mut mlua::ffi::lua_State,
+    name: &std::ffi::CStr,
+    items: &[Bytes],
+) {
+    use mlua::ffi;
+    ffi::lua_pushstring(state, name.as_ptr());
+    ffi::lua_createtable(state, items.len().min(i32::MAX as usize) as c_int, 0);
+    for (i, item) in items.iter().enumerate() {
+        ffi::lua_pushlstring(state, item.as_ptr().cast(), item.len());
+        ffi::lua_rawseti(state, -2, (i + 1) as mlua::ffi::lua_Integer);
+    }
+    ffi::lua_rawset(state, ffi::LUA_GLOBALSINDEX);
 }
 
 /// One `redis.call`: Redis's checks (`scriptCall`), then the command itself.

@@ -129,17 +129,15 @@ for _, name in ipairs({'redis', 'string', 'table', 'math', 'coroutine', 'cjson',
   if type(t) == 'table' then rawset(G, name, protect(t)) end
 end
 
-local env = setmetatable({}, {
+-- Scripts see `env`: reads fall through to the real globals as a plain table chain (no
+-- function call per global access); only a miss reaches the erroring __index on G.
+setmetatable(G, {
   __index = function(_, k)
-    local v = rawget(G, k)
-    if v == nil then
-      error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
-    end
-    return v
+    error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
   end,
-  __newindex = ro_error,
   __metatable = false,
 })
+local env = setmetatable({}, {__index = G, __newindex = ro_error, __metatable = false})
 readonly[env] = true
 rawset(G, '_G', env)
 

@@ -4,6 +4,7 @@ pub mod blocking;
 pub mod clients;
 pub mod conn;
 pub mod pause;
+pub mod pubsub;
 pub mod session;
 pub mod state;
 
