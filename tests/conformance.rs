@@ -479,7 +479,8 @@ fn random_collection_command(r: &mut Rng) -> (Vec<String>, Mode) {
     let idx = |r: &mut Rng| r.pick(&["0", "1", "-1", "-2", "3", "100"]).to_string();
     let s = |x: &str| x.to_string();
     let e = Mode::Exact;
-    match r.below(44) {
+    match r.below(52) {
+        44..=51 => random_stream_command(r),
         0..=2 => (vec![s("HSET"), k(r), f(r), v(r), f(r), v(r)], e),
         3 => (vec![s("HGET"), k(r), f(r)], e),
         4 => (vec![s("HDEL"), k(r), f(r), f(r)], e),
@@ -556,6 +557,80 @@ fn random_collection_command(r: &mut Rng) -> (Vec<String>, Mode) {
             e,
         ),
         _ => (vec![s("ZCOUNT"), k(r), s("-inf"), s("+inf")], e),
+    }
+}
+
+/// Streams with explicit IDs only (no `*`: the two servers' clocks differ) and no replies
+/// carrying times (XPENDING extended, XINFO CONSUMERS).
+fn random_stream_command(r: &mut Rng) -> (Vec<String>, Mode) {
+    let k = |r: &mut Rng| r.pick(KEYS).to_string();
+    let id = |r: &mut Rng| {
+        let ids = [
+            "1-1", "1-2", "2-0", "3", "3-*", "5-1", "10-0", "0-1", "12-*",
+        ];
+        r.pick(&ids).to_string()
+    };
+    let g = |r: &mut Rng| r.pick(&["g1", "g2"]).to_string();
+    let cn = |r: &mut Rng| r.pick(&["c1", "c2"]).to_string();
+    let s = |x: &str| x.to_string();
+    let e = Mode::Exact;
+    match r.below(16) {
+        0..=3 => {
+            let mut c = vec![s("XADD"), k(r)];
+            match r.below(5) {
+                0 => c.extend([s("MAXLEN"), s("~"), s("2")]),
+                1 => c.extend([s("MAXLEN"), s("3")]),
+                2 => c.extend([s("MINID"), s("2")]),
+                3 => c.push(s("NOMKSTREAM")),
+                _ => {}
+            }
+            c.extend([id(r), s("f"), r.pick(VALUES).to_string()]);
+            (c, e)
+        }
+        4 => (vec![s("XLEN"), k(r)], e),
+        5 => (
+            vec![s("XRANGE"), k(r), s("-"), s("+"), s("COUNT"), s("2")],
+            e,
+        ),
+        6 => (vec![s("XREVRANGE"), k(r), s("+"), s("(1-1")], e),
+        7 => (vec![s("XDEL"), k(r), id(r)], e),
+        8 => (
+            vec![s("XTRIM"), k(r), s("MAXLEN"), s(r.pick(&["0", "1", "2"]))],
+            e,
+        ),
+        9 => {
+            let start = s(r.pick(&["0", "$"]));
+            (
+                vec![s("XGROUP"), s("CREATE"), k(r), g(r), start, s("MKSTREAM")],
+                e,
+            )
+        }
+        10 => {
+            let last = s(r.pick(&[">", ">", "0"]));
+            let c = vec![s("XREADGROUP"), s("GROUP"), g(r), cn(r), s("COUNT"), s("2")];
+            (c.into_iter().chain([s("STREAMS"), k(r), last]).collect(), e)
+        }
+        11 => (vec![s("XACK"), k(r), g(r), id(r)], e),
+        12 => (vec![s("XPENDING"), k(r), g(r)], e),
+        13 => (
+            vec![s("XCLAIM"), k(r), g(r), cn(r), s("0"), id(r), s("JUSTID")],
+            e,
+        ),
+        14 => {
+            let c = [
+                s("XAUTOCLAIM"),
+                k(r),
+                g(r),
+                cn(r),
+                s("0"),
+                s("0"),
+                s("COUNT"),
+            ];
+            (c.into_iter().chain([s("2"), s("JUSTID")]).collect(), e)
+        }
+        // Not XINFO GROUPS: Redis 7.2 creates XCLAIM/XAUTOCLAIM's consumer up front, 7.0
+        // only when it claims something, so consumer counts differ from the oracle.
+        _ => (vec![s("XINFO"), s("STREAM"), k(r)], e),
     }
 }
 

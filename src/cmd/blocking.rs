@@ -8,10 +8,13 @@
 //!
 //! Writers call `cx.ks.signal_ready(key)` after adding elements. After the writing command
 //! has released its locks, [`serve_ready`] re-runs each waiter's command, oldest first, as
-//! that client; a waiter whose command blocks again (nothing left) stays queued.
+//! that client; a waiter whose command blocks again (nothing left) stays queued. List and
+//! sorted-set queues stop at the first such waiter; stream readers (XREAD with different
+//! IDs, XREADGROUP on different groups) are each re-run.
 
-use super::{registry, Cx, Lock};
+use super::{errors, registry, Cx, Lock};
 use crate::protocol::Reply;
+use crate::server::blocking::Waiter;
 use crate::server::session::{BlockRequest, Blocked, Session};
 use crate::server::state::Shared;
 use bytes::Bytes;
@@ -111,10 +114,19 @@ pub fn serve_ready(srv: &Arc<Shared>, mut ready: Vec<(usize, Bytes)>) {
                 w.unclaim();
                 continue;
             };
+            let stream = spec.group == "stream";
             if !holds_awaited_type(srv, db, &key, spec.group) {
+                if stream && spec.name == "xreadgroup" {
+                    // Redis 7.2 fails XREADGROUP waiters whose stream went away.
+                    finish(srv, &w, errors::err(errors::UNBLOCKED_NO_STREAM));
+                    continue;
+                }
                 // Redis re-runs a waiter only if the key still holds the type it waits
                 // for (a key replaced by a string leaves BLPOP blocked, not WRONGTYPE).
                 w.unclaim();
+                if stream {
+                    continue;
+                }
                 break;
             }
             // Run as the blocked client, in its db and protocol.
@@ -135,15 +147,23 @@ pub fn serve_ready(srv: &Arc<Shared>, mut ready: Vec<(usize, Bytes)>) {
             ready.extend(access.take_ready());
             drop(access);
             if sess.block_request.take().is_some() {
-                // Nothing left for this key: later waiters would find nothing either.
                 w.unclaim();
+                // Nothing left for this key: later list/zset waiters would find nothing
+                // either, but stream readers wait for different IDs or groups.
+                if stream {
+                    continue;
+                }
                 break;
             }
-            // Remove from every queue before the client sees the reply.
-            srv.blocking.remove(&w);
-            srv.ks.blocked_clients.fetch_sub(1, Ordering::Relaxed);
-            w.handle.info.lock().blocked = false;
-            w.deliver(reply);
+            finish(srv, &w, reply);
         }
     }
+}
+
+/// Hands a claimed waiter its reply, removing it from every queue first.
+fn finish(srv: &Shared, w: &Arc<Waiter>, reply: Reply) {
+    srv.blocking.remove(w);
+    srv.ks.blocked_clients.fetch_sub(1, Ordering::Relaxed);
+    w.handle.info.lock().blocked = false;
+    w.deliver(reply);
 }

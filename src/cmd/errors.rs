@@ -186,6 +186,101 @@ pub const SCRIPT_NO_CLUSTER: &str = "ERR Can not run script on cluster, 'no-clus
 pub const SCRIPT_WRITE_FLAG_RO: &str =
     "ERR Can not execute a script with write flag using *_ro command.";
 
+// Streams (t_stream.c).
+pub const INVALID_STREAM_ID: &str = "ERR Invalid stream ID specified as stream command argument";
+pub const XADD_ID_ZERO: &str = "ERR The ID specified in XADD must be greater than 0-0";
+pub const XADD_ID_SMALL: &str =
+    "ERR The ID specified in XADD is equal or smaller than the target stream top item";
+pub const STREAM_EXHAUSTED: &str =
+    "ERR The stream has exhausted the last possible ID, unable to add more items";
+pub const STREAM_TOO_LARGE: &str = "ERR Elements are too large to be stored";
+pub const MAXLEN_AND_MINID: &str =
+    "ERR syntax error, MAXLEN and MINID options at the same time are not compatible";
+pub const MAXLEN_NEGATIVE: &str = "ERR The MAXLEN argument must be >= 0.";
+pub const TRIM_LIMIT_NEGATIVE: &str = "ERR The LIMIT argument must be >= 0.";
+pub const LIMIT_WITHOUT_STRATEGY: &str =
+    "ERR syntax error, LIMIT cannot be used without specifying a trimming strategy";
+pub const XTRIM_WITHOUT_STRATEGY: &str =
+    "ERR syntax error, XTRIM must be called with a trimming strategy";
+pub const LIMIT_WITHOUT_APPROX: &str =
+    "ERR syntax error, LIMIT cannot be used without the special ~ option";
+pub const INVALID_START_ID: &str = "ERR invalid start ID for the interval";
+pub const INVALID_END_ID: &str = "ERR invalid end ID for the interval";
+pub const XGROUP_NEEDS_KEY: &str = "ERR The XGROUP subcommand requires the key to exist. Note \
+     that for CREATE you may want to use the MKSTREAM option to create an empty stream \
+     automatically.";
+pub const BUSYGROUP: &str = "BUSYGROUP Consumer Group name already exists";
+pub const ENTRIESREAD_RANGE: &str = "ERR value for ENTRIESREAD must be positive or -1";
+pub const ENTRIES_ADDED_POSITIVE: &str = "ERR entries_added must be positive";
+pub const XSETID_BELOW_GIVEN_MAX_DELETED: &str =
+    "ERR The ID specified in XSETID is smaller than the provided max_deleted_entry_id";
+pub const XSETID_BELOW_MAX_DELETED: &str =
+    "ERR The ID specified in XSETID is smaller than current max_deleted_entry_id";
+pub const XSETID_BELOW_TOP: &str =
+    "ERR The ID specified in XSETID is smaller than the target stream top item";
+pub const XSETID_ADDED_BELOW_LEN: &str =
+    "ERR The entries_added specified in XSETID is smaller than the target stream length";
+pub const XREAD_GROUP_OPTION: &str =
+    "ERR The GROUP option is only supported by XREADGROUP. You called XREAD instead.";
+pub const XREAD_NOACK_OPTION: &str =
+    "ERR The NOACK option is only supported by XREADGROUP. You called XREAD instead.";
+pub const XREADGROUP_MISSING_GROUP: &str = "ERR Missing GROUP option for XREADGROUP";
+pub const XREADGROUP_DOLLAR: &str = "ERR The $ ID is meaningless in the context of XREADGROUP: \
+     you want to read the history of this consumer by specifying a proper ID, or use the > ID \
+     to get new messages. The $ ID would just return an empty result set.";
+pub const XREAD_GT_ID: &str = "ERR The > ID can be specified only when calling XREADGROUP \
+     using the GROUP <group> <consumer> option.";
+pub const XCLAIM_MIN_IDLE: &str = "ERR Invalid min-idle-time argument for XCLAIM";
+pub const XCLAIM_IDLE: &str = "ERR Invalid IDLE option argument for XCLAIM";
+pub const XCLAIM_TIME: &str = "ERR Invalid TIME option argument for XCLAIM";
+pub const XCLAIM_RETRYCOUNT: &str = "ERR Invalid RETRYCOUNT option argument for XCLAIM";
+pub const XAUTOCLAIM_MIN_IDLE: &str = "ERR Invalid min-idle-time argument for XAUTOCLAIM";
+pub const XAUTOCLAIM_COUNT: &str = "ERR COUNT must be > 0";
+pub const TIMEOUT_NOT_INT: &str = "ERR timeout is not an integer or out of range";
+/// Served to an XREADGROUP blocked on a stream that was deleted (Redis 7.2).
+pub const UNBLOCKED_NO_STREAM: &str = "UNBLOCKED the stream key no longer exists";
+
+/// `Unbalanced 'xread' list of streams: for each stream key an ID or '$' must be specified.`
+pub fn xread_unbalanced(cmd: &str, symbol: char) -> Reply {
+    Reply::error(format!(
+        "ERR Unbalanced '{cmd}' list of streams: for each stream key an ID or '{symbol}' must \
+         be specified."
+    ))
+}
+
+/// NOGROUP for a key/group pair; `suffix` is e.g. " in XREADGROUP with GROUP option".
+pub fn nogroup_key_or_group(key: &[u8], group: &[u8], suffix: &str) -> Reply {
+    Reply::error(format!(
+        "NOGROUP No such key '{}' or consumer group '{}'{suffix}",
+        cstr_lossy(key),
+        cstr_lossy(group)
+    ))
+}
+
+/// `NOGROUP No such consumer group '<g>' for key name '<k>'` (XGROUP, XINFO CONSUMERS).
+pub fn nogroup_for_key(group: &[u8], key: &[u8]) -> Reply {
+    Reply::error(format!(
+        "NOGROUP No such consumer group '{}' for key name '{}'",
+        cstr_lossy(group),
+        cstr_lossy(key)
+    ))
+}
+
+/// `Unrecognized XCLAIM option '<opt>'`.
+pub fn xclaim_option(opt: &[u8]) -> Reply {
+    Reply::error(format!(
+        "ERR Unrecognized XCLAIM option '{}'",
+        cstr_lossy(opt)
+    ))
+}
+
+/// An argument formatted with `%s` into an error: a NUL byte ends it and newlines become
+/// spaces (`addReplyErrorFormat`).
+fn cstr_lossy(b: &[u8]) -> String {
+    let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
+    String::from_utf8_lossy(&b[..end]).replace(['\r', '\n'], " ")
+}
+
 // Pub/Sub (pubsub.c).
 pub const SSUBSCRIBE_DENY_BLOCKING: &str =
     "ERR SSUBSCRIBE isn't allowed for a DENY BLOCKING client";

@@ -18,6 +18,7 @@ pub mod pubsub;
 pub mod scripting;
 pub mod server;
 pub mod sets;
+pub mod streams;
 pub mod strings;
 pub mod transactions;
 pub mod zsets;
@@ -48,7 +49,7 @@ impl Cx<'_, '_> {
 }
 
 /// Every family's top-level commands, in one place.
-fn families() -> [&'static [CommandSpec]; 13] {
+fn families() -> [&'static [CommandSpec]; 14] {
     [
         strings::COMMANDS,
         keys::COMMANDS,
@@ -62,6 +63,7 @@ fn families() -> [&'static [CommandSpec]; 13] {
         sets::COMMANDS,
         zsets::COMMANDS,
         scripting::COMMANDS,
+        streams::COMMANDS,
         pubsub::COMMANDS,
     ]
 }

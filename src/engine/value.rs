@@ -64,13 +64,14 @@ pub enum Value {
     Hash(crate::types::hash::HashValue),
     Set(crate::types::set::SetValue),
     ZSet(Box<crate::types::zset::ZSet>),
+    Stream(Box<crate::types::stream::Stream>),
 }
 
 impl Value {
     /// Types blocked clients wait for (BLPOP & co. on lists, BZPOP* on sorted sets): storing
     /// one under a key marks the key ready.
     pub fn wakes_waiters(&self) -> bool {
-        matches!(self, Value::List(_) | Value::ZSet(_))
+        matches!(self, Value::List(_) | Value::ZSet(_) | Value::Stream(_))
     }
 
     /// The name `TYPE` reports.
@@ -81,6 +82,7 @@ impl Value {
             Value::Hash(_) => "hash",
             Value::Set(_) => "set",
             Value::ZSet(_) => "zset",
+            Value::Stream(_) => "stream",
         }
     }
 
@@ -91,6 +93,7 @@ impl Value {
             Value::Hash(h) => h.encoding(),
             Value::Set(s) => s.encoding(),
             Value::ZSet(z) => z.encoding(),
+            Value::Stream(_) => "stream",
         }
     }
 
@@ -104,6 +107,7 @@ impl Value {
             Value::Set(s) => s.approx_size(),
             // Per element: the map entry, the tree item and the member's buffer header.
             Value::ZSet(z) => z.member_bytes() + z.len() * 112,
+            Value::Stream(s) => s.approx_size(),
         }
     }
 }

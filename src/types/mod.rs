@@ -6,4 +6,5 @@ pub mod list;
 pub mod long_double;
 pub mod placement;
 pub mod set;
+pub mod stream;
 pub mod zset;

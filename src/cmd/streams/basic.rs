@@ -1,0 +1,318 @@
+//! XADD, XLEN, XRANGE, XREVRANGE, XDEL, XTRIM, XSETID.
+
+use super::{
+    entry_reply, int_or, invalid_id, limits, modified, range_end, range_start, read, reply,
+    strict_id, write,
+};
+use crate::cmd::args::is;
+use crate::cmd::{errors, Cx};
+use crate::engine::Value;
+use crate::protocol::Reply;
+use crate::types::stream::{
+    id, AppendError, IdRules, NewId, ParsedId, Stream, StreamId, Trim, TrimBy,
+};
+use bytes::{Bytes, BytesMut};
+
+/// Parsed XADD/XTRIM options (`streamParseAddOrTrimArgsOrReply`).
+struct AddTrim {
+    trim: Option<Trim>,
+    nomkstream: bool,
+    /// XADD: the explicit ID (None for `*`).
+    id: Option<ParsedId>,
+    /// XADD: position of the ID argument.
+    id_pos: usize,
+}
+
+fn parse_add_trim(cx: &Cx, xadd: bool) -> Result<AddTrim, Reply> {
+    let args = cx.args;
+    let argc = args.len();
+    let mut strategy: Option<TrimBy> = None;
+    let mut approx = false;
+    let mut limit: i64 = 0;
+    let mut limit_given = false;
+    let mut nomkstream = false;
+    let mut id = None;
+    let mut i = 2;
+    while i < argc {
+        let more = argc - 1 - i;
+        let opt = &args[i][..];
+        if xadd && opt == b"*" {
+            break;
+        } else if (is(opt, "MAXLEN") || is(opt, "MINID")) && more > 0 {
+            if strategy.is_some() {
+                return Err(errors::err(errors::MAXLEN_AND_MINID));
+            }
+            approx = false;
+            let next = &args[i + 1][..];
+            if more >= 2 && next == b"~" {
+                approx = true;
+                i += 1;
+            } else if more >= 2 && next == b"=" {
+                i += 1;
+            }
+            let val = &args[i + 1][..];
+            strategy = Some(if is(opt, "MAXLEN") {
+                let n = int_or(val, None)?;
+                if n < 0 {
+                    return Err(errors::err(errors::MAXLEN_NEGATIVE));
+                }
+                TrimBy::MaxLen(n as u64)
+            } else {
+                TrimBy::MinId(strict_id(val)?)
+            });
+            i += 1;
+        } else if is(opt, "LIMIT") && more > 0 {
+            limit = int_or(&args[i + 1], None)?;
+            if limit < 0 {
+                return Err(errors::err(errors::TRIM_LIMIT_NEGATIVE));
+            }
+            limit_given = true;
+            i += 1;
+        } else if xadd && is(opt, "NOMKSTREAM") {
+            nomkstream = true;
+        } else if xadd {
+            let rules = IdRules {
+                seq_star: true,
+                ..IdRules::STRICT
+            };
+            id = Some(id::parse(opt, rules).ok_or_else(invalid_id)?);
+            break;
+        } else {
+            return Err(errors::syntax());
+        }
+        i += 1;
+    }
+    if limit != 0 && strategy.is_none() {
+        return Err(errors::err(errors::LIMIT_WITHOUT_STRATEGY));
+    }
+    if !xadd && strategy.is_none() {
+        return Err(errors::err(errors::XTRIM_WITHOUT_STRATEGY));
+    }
+    if limit_given {
+        if !approx {
+            return Err(errors::err(errors::LIMIT_WITHOUT_APPROX));
+        }
+    } else if approx {
+        // At most 100 nodes' worth of work unless told otherwise.
+        let per_node = super::limits(cx).max_entries as i64;
+        limit = per_node.saturating_mul(100);
+        if limit <= 0 {
+            limit = 10_000;
+        }
+        limit = limit.min(1_000_000);
+    } else {
+        limit = 0;
+    }
+    Ok(AddTrim {
+        trim: strategy.map(|strategy| Trim {
+            strategy,
+            approx,
+            limit: limit as u64,
+        }),
+        nomkstream,
+        id,
+        id_pos: i,
+    })
+}
+
+pub fn xadd(cx: &mut Cx) -> Reply {
+    reply(xadd_inner(cx))
+}
+
+fn xadd_inner(cx: &mut Cx) -> Result<Reply, Reply> {
+    let args = cx.args;
+    let opts = parse_add_trim(cx, true)?;
+    let field_pos = opts.id_pos + 1;
+    let nfields = args.len().saturating_sub(field_pos);
+    if field_pos >= args.len() || nfields < 2 || !nfields.is_multiple_of(2) {
+        return Err(errors::wrong_args("xadd"));
+    }
+    if let Some(p) = opts.id {
+        if p.seq_given && p.id.is_zero() {
+            return Err(errors::err(errors::XADD_ID_ZERO));
+        }
+    }
+    let key = &args[1];
+    let lim = limits(cx);
+    let now = cx.now();
+    if write(cx, key)?.is_none() {
+        if opts.nomkstream {
+            return Ok(Reply::Nil);
+        }
+        cx.ks.set(key, Value::Stream(Box::default()), None);
+    }
+    let s = write(cx, key)?.expect("stream exists");
+    if s.last_id == StreamId::MAX {
+        return Err(errors::err(errors::STREAM_EXHAUSTED));
+    }
+    // One buffer for the whole entry; fields and values are slices of it.
+    let total: usize = args[field_pos..].iter().map(|a| a.len()).sum();
+    let mut buf = BytesMut::with_capacity(total);
+    for a in &args[field_pos..] {
+        buf.extend_from_slice(a);
+    }
+    let buf = buf.freeze();
+    let mut at = 0;
+    let fields: Vec<Bytes> = args[field_pos..]
+        .iter()
+        .map(|a| {
+            at += a.len();
+            buf.slice(at - a.len()..at)
+        })
+        .collect();
+    let new_id = opts.id.map_or(NewId::Auto, NewId::Explicit);
+    let id = match s.append(new_id, &fields, now, lim) {
+        Ok(id) => id,
+        Err(AppendError::NotGreater) => return Err(errors::err(errors::XADD_ID_SMALL)),
+        Err(AppendError::TooLarge) => return Err(errors::err(errors::STREAM_TOO_LARGE)),
+    };
+    if let Some(t) = opts.trim {
+        s.trim(t);
+    }
+    modified(cx, key);
+    cx.ks.signal_ready(key);
+    Ok(super::id_reply(id))
+}
+
+pub fn xlen(cx: &mut Cx) -> Reply {
+    match read(cx, &cx.args[1]) {
+        Ok(Some(s)) => Reply::Int(s.len() as i64),
+        Ok(None) => Reply::Int(0),
+        Err(e) => e,
+    }
+}
+
+fn range_generic(cx: &mut Cx, rev: bool) -> Result<Reply, Reply> {
+    let args = cx.args;
+    let (start_arg, end_arg) = if rev {
+        (&args[3], &args[2])
+    } else {
+        (&args[2], &args[3])
+    };
+    let start = range_start(start_arg)?;
+    let end = range_end(end_arg)?;
+    let mut count: i64 = -1;
+    let mut j = 4;
+    while j < args.len() {
+        if is(&args[j], "COUNT") && j + 1 < args.len() {
+            count = int_or(&args[j + 1], None)?.max(0);
+            j += 2;
+        } else {
+            return Err(errors::syntax());
+        }
+    }
+    let Some(s) = read(cx, &args[1])? else {
+        return Ok(Reply::Array(Vec::new()));
+    };
+    if count == 0 {
+        return Ok(Reply::NilArray);
+    }
+    let take = if count < 0 {
+        usize::MAX
+    } else {
+        count as usize
+    };
+    Ok(Reply::Array(
+        s.range(start, end, rev)
+            .take(take)
+            .map(|(id, f)| entry_reply(*id, f))
+            .collect(),
+    ))
+}
+
+pub fn xrange(cx: &mut Cx) -> Reply {
+    reply(range_generic(cx, false))
+}
+
+pub fn xrevrange(cx: &mut Cx) -> Reply {
+    reply(range_generic(cx, true))
+}
+
+pub fn xdel(cx: &mut Cx) -> Reply {
+    reply((|| {
+        let args = cx.args;
+        let key = &args[1];
+        if write(cx, key)?.is_none() {
+            return Ok(Reply::Int(0));
+        }
+        let ids = args[2..]
+            .iter()
+            .map(|a| strict_id(a))
+            .collect::<Result<Vec<_>, _>>()?;
+        let s = write(cx, key)?.expect("stream exists");
+        let n = s.delete(&ids);
+        if n > 0 {
+            modified(cx, key);
+        }
+        Ok(Reply::Int(n as i64))
+    })())
+}
+
+pub fn xtrim(cx: &mut Cx) -> Reply {
+    reply((|| {
+        let opts = parse_add_trim(cx, false)?;
+        let key = &cx.args[1];
+        let Some(s) = write(cx, key)? else {
+            return Ok(Reply::Int(0));
+        };
+        let n = match opts.trim {
+            Some(t) => s.trim(t),
+            None => 0,
+        };
+        if n > 0 {
+            modified(cx, key);
+        }
+        Ok(Reply::Int(n as i64))
+    })())
+}
+
+pub fn xsetid(cx: &mut Cx) -> Reply {
+    reply((|| {
+        let args = cx.args;
+        let id = strict_id(&args[2])?;
+        let mut entries_added: Option<u64> = None;
+        let mut max_deleted = StreamId::MIN;
+        let mut i = 3;
+        while i < args.len() {
+            let more = args.len() - 1 - i;
+            if is(&args[i], "ENTRIESADDED") && more > 0 {
+                let n = int_or(&args[i + 1], None)?;
+                if n < 0 {
+                    return Err(errors::err(errors::ENTRIES_ADDED_POSITIVE));
+                }
+                entries_added = Some(n as u64);
+            } else if is(&args[i], "MAXDELETEDID") && more > 0 {
+                max_deleted = strict_id(&args[i + 1])?;
+                if id < max_deleted {
+                    return Err(errors::err(errors::XSETID_BELOW_GIVEN_MAX_DELETED));
+                }
+            } else {
+                return Err(errors::syntax());
+            }
+            i += 2;
+        }
+        let key = &args[1];
+        let Some(s) = write(cx, key)? else {
+            return Err(errors::err(errors::NO_SUCH_KEY));
+        };
+        check_setid(s, id, entries_added)?;
+        s.set_id(id, entries_added, max_deleted);
+        modified(cx, key);
+        Ok(Reply::OK)
+    })())
+}
+
+fn check_setid(s: &Stream, id: StreamId, entries_added: Option<u64>) -> Result<(), Reply> {
+    if id < s.max_deleted {
+        return Err(errors::err(errors::XSETID_BELOW_MAX_DELETED));
+    }
+    if let Some((top, _)) = s.last() {
+        if id < *top {
+            return Err(errors::err(errors::XSETID_BELOW_TOP));
+        }
+        if entries_added.is_some_and(|n| (s.len() as u64) > n) {
+            return Err(errors::err(errors::XSETID_ADDED_BELOW_LEN));
+        }
+    }
+    Ok(())
+}
