@@ -310,9 +310,12 @@ impl<'a> Access<'a> {
         let now = self.now;
         let sh = self.shard_in(db, key);
         if sh.is_expired(key, now) {
-            sh.remove(key);
+            let gone = sh.remove(key);
             sh.signal(key);
             self.ks.stats.expired.fetch_add(1, Ordering::Relaxed);
+            if gone.is_some_and(|e| e.value.is_stream()) {
+                self.signal_ready_in(db, key);
+            }
             return true;
         }
         false
@@ -405,26 +408,36 @@ impl<'a> Access<'a> {
         expire_at: Option<u64>,
     ) -> Option<Entry> {
         let now = self.now;
-        if value.wakes_waiters() {
+        let wakes = value.wakes_waiters();
+        if wakes {
             // Redis `dbAdd` signals list/zset/stream keys as ready (RENAME, COPY, stores).
             self.signal_ready_in(db, key);
         }
         self.expire_if_needed(db, key);
         let sh = self.shard_in(db, key);
         sh.signal(key);
-        sh.insert_slice(key, value, expire_at, now)
+        let old = sh.insert_slice(key, value, expire_at, now);
+        if !wakes && old.as_ref().is_some_and(|e| e.value.is_stream()) {
+            self.signal_ready_in(db, key);
+        }
+        old
     }
 
     /// Stores a whole entry (value and deadline as they are), replacing any previous one:
     /// RENAME and MOVE carry an entry from one name or db to another.
     pub fn insert_entry_in(&mut self, db: usize, key: &[u8], entry: Entry) -> Option<Entry> {
-        if entry.value.wakes_waiters() {
+        let wakes = entry.value.wakes_waiters();
+        if wakes {
             self.signal_ready_in(db, key);
         }
         self.expire_if_needed(db, key);
         let sh = self.shard_in(db, key);
         sh.signal(key);
-        sh.insert_entry(Bytes::copy_from_slice(key), entry)
+        let old = sh.insert_entry(Bytes::copy_from_slice(key), entry);
+        if !wakes && old.as_ref().is_some_and(|e| e.value.is_stream()) {
+            self.signal_ready_in(db, key);
+        }
+        old
     }
 
     /// Replaces the value but keeps the key's deadline (KEEPTTL, in-place edits).
@@ -443,6 +456,11 @@ impl<'a> Access<'a> {
         let sh = self.shard_in(db, key);
         let e = sh.remove(key)?;
         sh.signal(key);
+        if e.value.is_stream() {
+            // Redis `signalDeletedKeyAsReady`: blocked XREADGROUP clients learn the stream
+            // is gone.
+            self.signal_ready_in(db, key);
+        }
         Some(e)
     }
 

@@ -74,6 +74,11 @@ impl Value {
         matches!(self, Value::List(_) | Value::ZSet(_) | Value::Stream(_))
     }
 
+    /// Deleting or replacing a stream wakes its blocked XREADGROUP clients (with an error).
+    pub fn is_stream(&self) -> bool {
+        matches!(self, Value::Stream(_))
+    }
+
     /// The name `TYPE` reports.
     pub fn type_name(&self) -> &'static str {
         match self {

@@ -39,7 +39,16 @@ pub(super) fn config_set(cx: &mut Cx) -> Reply {
         .map(|p| (&p[0][..], &p[1][..]))
         .collect();
     match cx.srv.config.set_many(&pairs) {
-        Ok(()) => Reply::OK,
+        Ok(()) => {
+            // Publishers read the pub/sub output buffer limits from a cached copy.
+            if pairs
+                .iter()
+                .any(|(k, _)| k.eq_ignore_ascii_case(b"client-output-buffer-limit"))
+            {
+                cx.srv.pubsub.refresh_limits(&cx.srv.config);
+            }
+            Reply::OK
+        }
         Err(e) => Reply::error(format!("ERR {e}")),
     }
 }
