@@ -7,6 +7,7 @@ use bytes::Bytes;
 use parking_lot::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use smallvec::SmallVec;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
 
 /// Shards per database (a power of two).
 pub const SHARDS: usize = 64;
@@ -28,7 +29,15 @@ pub struct Keyspace {
     /// Number of clients blocked on keys (kept by the blocking registry); while zero,
     /// `Access::signal_ready` costs one atomic load.
     pub blocked_clients: std::sync::atomic::AtomicUsize,
+    /// Told of every key removed because its deadline passed (see [`ExpiryListener`]).
+    expiry_listener: OnceLock<ExpiryListener>,
 }
+
+/// Called with `(db, key)` for each key removed because its deadline passed, by lazy expiry
+/// and by the active sweep alike, while the key's shard is still locked (so it sees removals
+/// in the order they happen). Set once at start-up; the server publishes keyspace
+/// notifications through it. It must not touch the keyspace.
+pub type ExpiryListener = Box<dyn Fn(usize, &[u8]) + Send + Sync>;
 
 pub fn shard_of(key: &[u8]) -> usize {
     (mix64(tag_hash(key)) as usize) & (SHARDS - 1)
@@ -50,6 +59,19 @@ impl Keyspace {
             dbs,
             stats: KeyspaceStats::default(),
             blocked_clients: std::sync::atomic::AtomicUsize::new(0),
+            expiry_listener: OnceLock::new(),
+        }
+    }
+
+    /// Installs the expiry listener; false (and `f` dropped) if one is already set.
+    pub fn set_expiry_listener(&self, f: ExpiryListener) -> bool {
+        self.expiry_listener.set(f).is_ok()
+    }
+
+    #[inline]
+    fn expired(&self, db: usize, key: &[u8]) {
+        if let Some(f) = self.expiry_listener.get() {
+            f(db, key);
         }
     }
 
@@ -142,6 +164,7 @@ impl Keyspace {
                 let gone = sh.sweep(now, per_shard);
                 for k in &gone {
                     sh.signal(k);
+                    self.expired(db, k);
                 }
                 total += gone.len();
             }
@@ -262,6 +285,7 @@ impl<'a> Access<'a> {
             sh.remove(key);
             sh.signal(key);
             self.ks.stats.expired.fetch_add(1, Ordering::Relaxed);
+            self.ks.expired(db, key);
             return true;
         }
         false
@@ -520,9 +544,11 @@ impl<'a> Access<'a> {
             if !expired {
                 return Some(key);
             }
+            let ks = self.ks;
             self.visit_shard(db, s, |sh| {
                 sh.remove(&key);
                 sh.signal(&key);
+                ks.expired(db, &key);
             });
             self.ks.stats.expired.fetch_add(1, Ordering::Relaxed);
         }
