@@ -5,6 +5,7 @@ pub mod clients;
 pub mod conn;
 pub mod notify;
 pub mod pause;
+pub mod pubsub;
 pub mod session;
 pub mod state;
 

@@ -92,6 +92,8 @@ pub struct Shared {
     /// Set by SHUTDOWN; the listener stops accepting and the process exits.
     pub shutdown: tokio::sync::Notify,
     pub pause: super::pause::Pause,
+    /// Channel, pattern and shard-channel subscribers.
+    pub pubsub: super::pubsub::PubSub,
 }
 
 impl Shared {
@@ -132,6 +134,7 @@ impl Shared {
             shutdown: tokio::sync::Notify::new(),
             pause: Default::default(),
             blocking: Default::default(),
+            pubsub: super::pubsub::PubSub::new(),
         }
     }
 

@@ -1,0 +1,532 @@
+//! Pub/Sub: the registry of channel, pattern and shard-channel subscribers, and each
+//! subscribed client's delivery queue (its "outbox").
+//!
+//! Publishing never blocks and never touches the keyspace: it takes the registry's read
+//! locks, appends to each receiver's outbox (a short mutex) and wakes the receiver's
+//! connection task, which encodes and writes the messages in its client's protocol. So
+//! `publish` is safe to call while keyspace locks are held (keyspace notifications).
+//!
+//! Slow subscribers: every outbox counts its undelivered bytes; one past the pub/sub class
+//! of `client-output-buffer-limit` (hard limit, or soft limit for longer than the soft
+//! seconds) is dropped and its client killed, as Redis closes such clients.
+
+use super::clients::ClientHandle;
+use crate::protocol::Reply;
+use crate::types::glob::glob_match;
+use bytes::Bytes;
+use parking_lot::{Mutex, RwLock};
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+use tokio::sync::Notify;
+
+/// The three subscription namespaces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Channel,
+    Pattern,
+    Shard,
+}
+
+/// Something queued for a subscriber's connection, written in its protocol as a push
+/// (RESP3) or an array (RESP2).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Push {
+    Message {
+        channel: Bytes,
+        payload: Bytes,
+    },
+    PMessage {
+        pattern: Bytes,
+        channel: Bytes,
+        payload: Bytes,
+    },
+    SMessage {
+        channel: Bytes,
+        payload: Bytes,
+    },
+    /// A (un)subscribe confirmation: `subscribe`, channel, count. Queued ahead of the
+    /// registration so no message on the channel can overtake it.
+    Confirm {
+        kind: &'static str,
+        name: Option<Bytes>,
+        count: i64,
+    },
+}
+
+/// Rough per-frame overhead in the output buffer (headers, CRLFs, the kind word).
+const FRAME_OVERHEAD: usize = 48;
+
+impl Push {
+    /// Bytes this push holds in the output buffer, for the output buffer limit.
+    pub fn size(&self) -> usize {
+        FRAME_OVERHEAD
+            + match self {
+                Push::Message { channel, payload } | Push::SMessage { channel, payload } => {
+                    channel.len() + payload.len()
+                }
+                Push::PMessage {
+                    pattern,
+                    channel,
+                    payload,
+                } => pattern.len() + channel.len() + payload.len(),
+                Push::Confirm { name, .. } => name.as_ref().map_or(0, |n| n.len()),
+            }
+    }
+
+    pub fn into_reply(self) -> Reply {
+        let b = Reply::bulk_static;
+        Reply::Push(match self {
+            Push::Message { channel, payload } => {
+                vec![b("message"), Reply::Bulk(channel), Reply::Bulk(payload)]
+            }
+            Push::SMessage { channel, payload } => {
+                vec![b("smessage"), Reply::Bulk(channel), Reply::Bulk(payload)]
+            }
+            Push::PMessage {
+                pattern,
+                channel,
+                payload,
+            } => vec![
+                b("pmessage"),
+                Reply::Bulk(pattern),
+                Reply::Bulk(channel),
+                Reply::Bulk(payload),
+            ],
+            Push::Confirm { kind, name, count } => {
+                vec![b(kind), Reply::opt_bulk(name), Reply::Int(count)]
+            }
+        })
+    }
+}
+
+/// Output buffer limit of the pub/sub client class (0 = no limit), as configured.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Limits {
+    pub hard: u64,
+    pub soft: u64,
+    pub soft_secs: u64,
+}
+
+impl Limits {
+    /// The `pubsub` class of a `client-output-buffer-limit` value
+    /// (`normal h s secs slave h s secs pubsub h s secs`, as CONFIG GET prints it).
+    pub fn parse(value: &str) -> Option<Limits> {
+        let words: Vec<&str> = value.split_ascii_whitespace().collect();
+        let at = words.chunks(4).find(|c| c.len() == 4 && c[0] == "pubsub")?;
+        Some(Limits {
+            hard: at[1].parse().ok()?,
+            soft: at[2].parse().ok()?,
+            soft_secs: at[3].parse().ok()?,
+        })
+    }
+}
+
+#[derive(Default)]
+struct Outbox {
+    queue: VecDeque<Push>,
+    bytes: usize,
+    /// When the backlog first went over the soft limit (reset when it drops below).
+    soft_since: Option<Instant>,
+    /// Dropped for exceeding the limit: nothing more is queued.
+    closed: bool,
+}
+
+/// What became of a push.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Delivery {
+    Queued,
+    /// This push crossed the output buffer limit: the subscriber is now closed.
+    JustClosed,
+    /// Closed earlier; dropped.
+    Closed,
+}
+
+/// One subscribed client: its delivery queue and the wake-up for its connection task.
+pub struct Subscriber {
+    pub client_id: u64,
+    pub handle: Arc<ClientHandle>,
+    outbox: Mutex<Outbox>,
+    notify: Notify,
+}
+
+impl Subscriber {
+    pub fn new(handle: Arc<ClientHandle>) -> Arc<Subscriber> {
+        Arc::new(Subscriber {
+            client_id: handle.id,
+            handle,
+            outbox: Mutex::new(Outbox::default()),
+            notify: Notify::new(),
+        })
+    }
+
+    /// Queues a push and wakes the connection. A subscriber over its output buffer limit is
+    /// closed: its backlog freed, its client killed, and nothing more queued.
+    pub fn push(&self, p: Push, limits: Limits) -> Delivery {
+        let mut o = self.outbox.lock();
+        if o.closed {
+            return Delivery::Closed;
+        }
+        o.bytes += p.size();
+        o.queue.push_back(p);
+        let bytes = o.bytes as u64;
+        let over_hard = limits.hard > 0 && bytes >= limits.hard;
+        // Redis: over the soft limit for more than `soft_secs` seconds.
+        let over_soft = if limits.soft > 0 && bytes >= limits.soft {
+            let since = *o.soft_since.get_or_insert_with(Instant::now);
+            since.elapsed().as_secs() > limits.soft_secs
+        } else {
+            o.soft_since = None;
+            false
+        };
+        if over_hard || over_soft {
+            o.closed = true;
+            o.queue = VecDeque::new();
+            o.bytes = 0;
+            drop(o);
+            tracing::warn!(
+                "Client id={} scheduled to be closed ASAP for overcoming of output buffer limits.",
+                self.client_id
+            );
+            self.handle.kill();
+            return Delivery::JustClosed;
+        }
+        drop(o);
+        self.notify.notify_one();
+        Delivery::Queued
+    }
+
+    /// Moves everything queued into `out` (in order).
+    pub fn drain_into(&self, out: &mut Vec<Push>) {
+        let mut o = self.outbox.lock();
+        if o.queue.is_empty() {
+            return;
+        }
+        out.extend(o.queue.drain(..));
+        o.bytes = 0;
+        o.soft_since = None;
+    }
+
+    /// Bytes queued and not yet taken by the connection.
+    pub fn pending_bytes(&self) -> usize {
+        self.outbox.lock().bytes
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.outbox.lock().closed
+    }
+
+    /// Resolves when something was queued since the last wake-up (a stored permit makes a
+    /// push between two waits wake the next one at once).
+    pub async fn wait(&self) {
+        self.notify.notified().await
+    }
+}
+
+type Subs = Vec<Arc<Subscriber>>;
+type Registry = HashMap<Bytes, Subs, ahash::RandomState>;
+
+/// Server-wide subscriptions.
+#[derive(Default)]
+pub struct PubSub {
+    channels: RwLock<Registry>,
+    patterns: RwLock<Registry>,
+    shard: RwLock<Registry>,
+    /// Number of distinct patterns, so a publish skips the pattern lock when there are none.
+    npatterns: AtomicUsize,
+    /// The pub/sub class of `client-output-buffer-limit`, refreshed from the config by
+    /// subscribing connections (publishers have no config access).
+    hard: AtomicU64,
+    soft: AtomicU64,
+    soft_secs: AtomicU64,
+    /// INFO `client_output_buffer_limit_disconnections` (pub/sub clients).
+    pub obuf_disconnections: AtomicU64,
+}
+
+impl PubSub {
+    pub fn new() -> PubSub {
+        let p = PubSub::default();
+        // Redis's default pub/sub class until the config is first read.
+        p.set_limits(Limits {
+            hard: 32 * 1024 * 1024,
+            soft: 8 * 1024 * 1024,
+            soft_secs: 60,
+        });
+        p
+    }
+
+    pub fn set_limits(&self, l: Limits) {
+        self.hard.store(l.hard, Ordering::Relaxed);
+        self.soft.store(l.soft, Ordering::Relaxed);
+        self.soft_secs.store(l.soft_secs, Ordering::Relaxed);
+    }
+
+    pub fn limits(&self) -> Limits {
+        Limits {
+            hard: self.hard.load(Ordering::Relaxed),
+            soft: self.soft.load(Ordering::Relaxed),
+            soft_secs: self.soft_secs.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Re-reads the limits from the configuration.
+    pub fn refresh_limits(&self, config: &crate::config::ConfigStore) {
+        if let Some(l) = config
+            .get("client-output-buffer-limit")
+            .and_then(|v| Limits::parse(&v))
+        {
+            self.set_limits(l);
+        }
+    }
+
+    fn registry(&self, kind: Kind) -> &RwLock<Registry> {
+        match kind {
+            Kind::Channel => &self.channels,
+            Kind::Pattern => &self.patterns,
+            Kind::Shard => &self.shard,
+        }
+    }
+
+    /// Adds a subscription; false if the subscriber already had it.
+    pub fn subscribe(&self, kind: Kind, name: &Bytes, sub: &Arc<Subscriber>) -> bool {
+        let mut reg = self.registry(kind).write();
+        let subs = reg.entry(name.clone()).or_default();
+        if subs.iter().any(|s| s.client_id == sub.client_id) {
+            return false;
+        }
+        if subs.is_empty() && kind == Kind::Pattern {
+            self.npatterns.fetch_add(1, Ordering::Relaxed);
+        }
+        subs.push(sub.clone());
+        true
+    }
+
+    /// Removes a subscription; false if the client did not have it.
+    pub fn unsubscribe(&self, kind: Kind, name: &[u8], client_id: u64) -> bool {
+        let mut reg = self.registry(kind).write();
+        let Some(subs) = reg.get_mut(name) else {
+            return false;
+        };
+        let Some(i) = subs.iter().position(|s| s.client_id == client_id) else {
+            return false;
+        };
+        subs.swap_remove(i);
+        if subs.is_empty() {
+            reg.remove(name);
+            if kind == Kind::Pattern {
+                self.npatterns.fetch_sub(1, Ordering::Relaxed);
+            }
+        }
+        true
+    }
+
+    /// Delivers to the channel's subscribers and to every matching pattern's; returns the
+    /// number of receivers (a client counts once per matching subscription, as in Redis).
+    pub fn publish(&self, channel: &[u8], message: &[u8]) -> usize {
+        let limits = self.limits();
+        let mut owned: Option<(Bytes, Bytes)> = None;
+        let own = |owned: &mut Option<(Bytes, Bytes)>| {
+            owned
+                .get_or_insert_with(|| {
+                    (
+                        Bytes::copy_from_slice(channel),
+                        Bytes::copy_from_slice(message),
+                    )
+                })
+                .clone()
+        };
+        let mut n = 0;
+        {
+            let reg = self.channels.read();
+            if let Some(subs) = reg.get(channel) {
+                for s in subs {
+                    let (channel, payload) = own(&mut owned);
+                    self.deliver(s, Push::Message { channel, payload }, limits);
+                    n += 1;
+                }
+            }
+        }
+        if self.npatterns.load(Ordering::Relaxed) > 0 {
+            let reg = self.patterns.read();
+            for (pattern, subs) in reg.iter() {
+                if !glob_match(pattern, channel, false) {
+                    continue;
+                }
+                for s in subs {
+                    let (channel, payload) = own(&mut owned);
+                    let p = Push::PMessage {
+                        pattern: pattern.clone(),
+                        channel,
+                        payload,
+                    };
+                    self.deliver(s, p, limits);
+                    n += 1;
+                }
+            }
+        }
+        n
+    }
+
+    /// SPUBLISH: shard-channel subscribers only.
+    pub fn spublish(&self, channel: &[u8], message: &[u8]) -> usize {
+        let limits = self.limits();
+        let reg = self.shard.read();
+        let Some(subs) = reg.get(channel) else {
+            return 0;
+        };
+        let (channel, payload) = (
+            Bytes::copy_from_slice(channel),
+            Bytes::copy_from_slice(message),
+        );
+        for s in subs {
+            let p = Push::SMessage {
+                channel: channel.clone(),
+                payload: payload.clone(),
+            };
+            self.deliver(s, p, limits);
+        }
+        subs.len()
+    }
+
+    fn deliver(&self, s: &Subscriber, p: Push, limits: Limits) {
+        if s.push(p, limits) == Delivery::JustClosed {
+            self.obuf_disconnections.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Subscriber counts of channels (NUMSUB / SHARDNUMSUB).
+    pub fn numsub(&self, kind: Kind, name: &[u8]) -> usize {
+        self.registry(kind).read().get(name).map_or(0, Vec::len)
+    }
+
+    /// Number of distinct patterns (NUMPAT).
+    pub fn numpat(&self) -> usize {
+        self.patterns.read().len()
+    }
+
+    /// Number of channels with subscribers (INFO pubsub_channels & co.).
+    pub fn count(&self, kind: Kind) -> usize {
+        self.registry(kind).read().len()
+    }
+
+    /// Channels with at least one subscriber, optionally filtered by a glob (PUBSUB
+    /// CHANNELS / SHARDCHANNELS).
+    pub fn channels(&self, kind: Kind, pattern: Option<&[u8]>) -> Vec<Bytes> {
+        self.registry(kind)
+            .read()
+            .keys()
+            .filter(|c| pattern.is_none_or(|p| glob_match(p, c, false)))
+            .cloned()
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn handle(id: u64) -> Arc<ClientHandle> {
+        let clients = crate::server::clients::Clients::default();
+        let a = "127.0.0.1:1".parse().unwrap();
+        let mut h = None;
+        for _ in 0..id {
+            h = Some(clients.register(a, a, 0));
+        }
+        h.unwrap()
+    }
+
+    fn drained(s: &Subscriber) -> Vec<Push> {
+        let mut v = Vec::new();
+        s.drain_into(&mut v);
+        v
+    }
+
+    #[test]
+    fn channel_and_pattern_delivery() {
+        let ps = PubSub::new();
+        let a = Subscriber::new(handle(1));
+        let b = Subscriber::new(handle(2));
+        assert!(ps.subscribe(Kind::Channel, &Bytes::from_static(b"news"), &a));
+        assert!(!ps.subscribe(Kind::Channel, &Bytes::from_static(b"news"), &a));
+        assert!(ps.subscribe(Kind::Pattern, &Bytes::from_static(b"n*"), &a));
+        assert!(ps.subscribe(Kind::Pattern, &Bytes::from_static(b"n*"), &b));
+        assert_eq!(ps.publish(b"news", b"hi"), 3);
+        assert_eq!(ps.publish(b"other", b"x"), 0);
+        assert_eq!(
+            drained(&a),
+            vec![
+                Push::Message {
+                    channel: Bytes::from_static(b"news"),
+                    payload: Bytes::from_static(b"hi")
+                },
+                Push::PMessage {
+                    pattern: Bytes::from_static(b"n*"),
+                    channel: Bytes::from_static(b"news"),
+                    payload: Bytes::from_static(b"hi")
+                }
+            ]
+        );
+        assert_eq!(drained(&b).len(), 1);
+        assert_eq!(ps.numsub(Kind::Channel, b"news"), 1);
+        assert_eq!(ps.numpat(), 1);
+        assert!(ps.unsubscribe(Kind::Pattern, b"n*", a.client_id));
+        assert!(!ps.unsubscribe(Kind::Pattern, b"n*", a.client_id));
+        assert_eq!(ps.publish(b"news", b"again"), 2);
+        assert!(ps.unsubscribe(Kind::Pattern, b"n*", b.client_id));
+        assert_eq!(ps.numpat(), 0);
+        assert_eq!(ps.publish(b"news", b"last"), 1);
+        assert_eq!(
+            ps.channels(Kind::Channel, Some(b"ne*")),
+            vec![Bytes::from("news")]
+        );
+        assert!(ps.channels(Kind::Channel, Some(b"x*")).is_empty());
+    }
+
+    #[test]
+    fn shard_channels_are_separate() {
+        let ps = PubSub::new();
+        let a = Subscriber::new(handle(1));
+        ps.subscribe(Kind::Shard, &Bytes::from_static(b"s"), &a);
+        assert_eq!(ps.publish(b"s", b"m"), 0);
+        assert_eq!(ps.spublish(b"s", b"m"), 1);
+        assert!(matches!(drained(&a)[..], [Push::SMessage { .. }]));
+    }
+
+    #[test]
+    fn hard_limit_closes_and_frees() {
+        let ps = PubSub::new();
+        ps.set_limits(Limits {
+            hard: 1000,
+            soft: 0,
+            soft_secs: 0,
+        });
+        let a = Subscriber::new(handle(1));
+        ps.subscribe(Kind::Channel, &Bytes::from_static(b"c"), &a);
+        let big = vec![b'x'; 400];
+        assert_eq!(ps.publish(b"c", &big), 1);
+        assert_eq!(ps.publish(b"c", &big), 1);
+        assert!(!a.is_closed());
+        ps.publish(b"c", &big);
+        assert!(a.is_closed());
+        assert_eq!(a.pending_bytes(), 0);
+        assert!(a.handle.is_killed());
+        assert_eq!(ps.obuf_disconnections.load(Ordering::Relaxed), 1);
+        ps.publish(b"c", &big);
+        assert_eq!(a.pending_bytes(), 0);
+    }
+
+    #[test]
+    fn limits_parse() {
+        let l =
+            Limits::parse("normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60");
+        assert_eq!(
+            l,
+            Some(Limits {
+                hard: 33554432,
+                soft: 8388608,
+                soft_secs: 60
+            })
+        );
+    }
+}
