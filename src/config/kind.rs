@@ -507,9 +507,10 @@ const CLASS_LETTERS: [(u8, u32); 11] = [
 ];
 
 /// notify.c `keyspaceEventsStringToFlags`: None on a letter outside `Ag$lshzxeKEtmdn`.
+/// The value is read as a C string: it ends at its first NUL byte.
 pub fn keyspace_events_from_str(v: &str) -> Option<u32> {
     let mut flags = 0;
-    for c in v.bytes() {
+    for c in v.bytes().take_while(|&c| c != 0) {
         flags |= match c {
             b'A' => N_ALL,
             b'K' => N_KEYSPACE,

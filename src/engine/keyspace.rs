@@ -814,6 +814,42 @@ mod tests {
     }
 
     #[test]
+    fn expiry_listener_hears_lazy_sweep_and_random_key_removals() {
+        let ks = Keyspace::new(2);
+        let heard = Arc::new(parking_lot::Mutex::new(Vec::new()));
+        let h = heard.clone();
+        assert!(ks.set_expiry_listener(Box::new(move |db, key| {
+            h.lock().push((db, key.to_vec()))
+        })));
+        assert!(!ks.set_expiry_listener(Box::new(|_, _| {})));
+        {
+            let mut a = ks.exclusive(0, 0);
+            a.set(b"lazy", v("x"), Some(5));
+            a.set_in(1, b"swept", v("x"), Some(5));
+            a.set(b"live", v("x"), None);
+            a.now = 6;
+            assert!(a.get(b"lazy").is_none());
+            // Missing keys and live keys are not reported.
+            assert!(a.get(b"nokey").is_none() && a.get(b"live").is_some());
+        }
+        assert_eq!(ks.sweep(6, usize::MAX), 1);
+        {
+            let mut a = ks.exclusive(0, 6);
+            // Alone in its db, so RANDOMKEY is sure to meet it.
+            a.set_in(1, b"rnd", v("x"), Some(5));
+            assert!(a.random_key(1).is_none());
+        }
+        assert_eq!(
+            *heard.lock(),
+            vec![
+                (0, b"lazy".to_vec()),
+                (1, b"swept".to_vec()),
+                (1, b"rnd".to_vec())
+            ]
+        );
+    }
+
+    #[test]
     fn lazy_expiry_on_access() {
         let ks = Keyspace::new(1);
         let mut a = ks.exclusive(0, 10);
