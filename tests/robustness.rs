@@ -126,6 +126,13 @@ fn excluded(name: &str) -> bool {
             | "flushdb"
             | "config|resetstat"
             | "wait"
+            // Subscribing changes the connection's reply stream (several frames per command).
+            | "subscribe"
+            | "psubscribe"
+            | "ssubscribe"
+            | "unsubscribe"
+            | "punsubscribe"
+            | "sunsubscribe"
     ) || name.starts_with('b') // blocking pops (BLPOP, BZPOPMIN…)
 }
 

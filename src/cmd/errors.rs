@@ -185,3 +185,7 @@ pub const SCRIPT_ARG_TYPE: &str = "ERR Lua redis lib command arguments must be s
 pub const SCRIPT_NO_CLUSTER: &str = "ERR Can not run script on cluster, 'no-cluster' flag is set.";
 pub const SCRIPT_WRITE_FLAG_RO: &str =
     "ERR Can not execute a script with write flag using *_ro command.";
+
+// Pub/Sub (pubsub.c).
+pub const SSUBSCRIBE_DENY_BLOCKING: &str =
+    "ERR SSUBSCRIBE isn't allowed for a DENY BLOCKING client";

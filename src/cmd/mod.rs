@@ -14,6 +14,7 @@ pub mod connection;
 pub mod hashes;
 pub mod keys;
 pub mod lists;
+pub mod pubsub;
 pub mod scripting;
 pub mod server;
 pub mod sets;
@@ -47,7 +48,7 @@ impl Cx<'_, '_> {
 }
 
 /// Every family's top-level commands, in one place.
-fn families() -> [&'static [CommandSpec]; 12] {
+fn families() -> [&'static [CommandSpec]; 13] {
     [
         strings::COMMANDS,
         keys::COMMANDS,
@@ -61,6 +62,7 @@ fn families() -> [&'static [CommandSpec]; 12] {
         sets::COMMANDS,
         zsets::COMMANDS,
         scripting::COMMANDS,
+        pubsub::COMMANDS,
     ]
 }
 
@@ -182,6 +184,12 @@ fn dispatch_inner(srv: &Arc<Shared>, sess: &mut Session, args: Vec<Bytes>) -> Re
     if !sess.authenticated && !allowed_unauthenticated(spec) {
         return reject(srv, sess, id, spec, errors::NOAUTH, "");
     }
+    // RESP2 subscribed mode (Redis `processCommand`): checked before MULTI queueing.
+    if sess.subs.is_some() && sess.resp2_subscribed() {
+        if let pubsub::Gate::Reject(msg) = pubsub::resp2_gate(spec) {
+            return reject(srv, sess, id, spec, &msg, "ERR ");
+        }
+    }
     let now = match sess.mark {
         Some(t) => srv.clock.ms_at(t),
         None => srv.clock.now_ms(),
@@ -277,7 +285,16 @@ pub fn execute(
             srv,
             spec,
         };
-        (spec.handler)(&mut cx)
+        // Only sessions that ever subscribed pay for this check.
+        let intercepted = if cx.sess.subs.is_some() {
+            pubsub::intercept(&mut cx)
+        } else {
+            None
+        };
+        match intercepted {
+            Some(r) => r,
+            None => (spec.handler)(&mut cx),
+        }
     };
     let end = crate::clock::Instant::now();
     if sess.mark.is_some() {

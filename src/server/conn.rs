@@ -2,12 +2,14 @@
 //! batched write per read (DESIGN.md §2).
 
 use super::pause::PauseMode;
+use super::pubsub::Push;
 use super::session::{Blocked, Session};
 use super::state::Shared;
 use crate::cmd;
 use crate::config::{self, ParamRef};
 use crate::protocol::{write_reply, Limits, Parsed, Parser, Reply};
 use bytes::{Bytes, BytesMut};
+use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -41,6 +43,7 @@ pub async fn serve(srv: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) {
     let mut sess = Session::new(handle.clone(), srv.requirepass().is_none());
     let _ = run(&srv, &mut stream, &mut sess).await;
     cmd::flush_stats(&srv, &mut sess);
+    cmd::pubsub::unsubscribe_all(&srv, &mut sess);
     srv.clients.unregister(handle.id);
     // Drop WATCH registrations so shards do not keep dead flags.
     if !sess.watched.is_empty() {
@@ -48,18 +51,42 @@ pub async fn serve(srv: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) {
     }
 }
 
-async fn flush(stream: &mut TcpStream, out: &mut BytesMut, srv: &Shared) -> std::io::Result<()> {
+type Kill<'a, 'b> = std::pin::Pin<&'a mut tokio::sync::futures::Notified<'b>>;
+
+/// Writes the batched replies (and pushes). A client killed while its socket does not drain
+/// (a subscriber over its output buffer limit, CLIENT KILL) stops waiting at once.
+async fn flush(
+    stream: &mut TcpStream,
+    out: &mut BytesMut,
+    srv: &Shared,
+    sess: &Session,
+    kill: Kill<'_, '_>,
+) -> std::io::Result<()> {
     if !out.is_empty() {
         srv.stats
             .net_output_bytes
             .fetch_add(out.len() as u64, Ordering::Relaxed);
-        stream.write_all(out).await?;
+        tokio::select! {
+            biased;
+            r = stream.write_all(out) => r?,
+            _ = kill => return Err(std::io::Error::other("client killed")),
+        }
         out.clear();
         if out.capacity() > KEEP_BUF {
             *out = BytesMut::with_capacity(READ_CHUNK);
         }
     }
+    if let Some(s) = &sess.subs {
+        s.sub.written();
+    }
     Ok(())
+}
+
+/// Appends the messages and confirmations queued for a subscribed session.
+fn take_pushes(sess: &Session, scratch: &mut VecDeque<Push>, out: &mut BytesMut) {
+    if let Some(s) = &sess.subs {
+        s.sub.drain_encode(scratch, out, sess.resp3);
+    }
 }
 
 /// Waits while CLIENT PAUSE holds this command back.
@@ -174,13 +201,19 @@ async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> s
     // One long-lived registration for CLIENT KILL, rather than a new one per read.
     let kill = handle.kill.notified();
     tokio::pin!(kill);
+    // Reused to move pushes out of the subscriber's queue (stays empty if never subscribed).
+    let mut scratch: VecDeque<Push> = VecDeque::new();
     loop {
         if inbuf.capacity() - inbuf.len() < READ_CHUNK / 2 {
             inbuf.reserve(READ_CHUNK);
         }
         // `timeout` (seconds, 0 = never) closes idle clients, as Redis does; clients in
-        // MULTI are idle like any other.
-        let idle = srv.config.num(hot().timeout);
+        // MULTI are idle like any other, pub/sub clients are exempt.
+        let sub = sess.subs.as_ref().map(|s| s.sub.clone());
+        let idle = match &sess.subs {
+            Some(s) if s.active() => 0,
+            _ => srv.config.num(hot().timeout),
+        };
         let read = async {
             if idle > 0 {
                 match tokio::time::timeout(
@@ -196,10 +229,23 @@ async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> s
                 stream.read_buf(&mut inbuf).await
             }
         };
+        // Never fires for a connection that never subscribed.
+        let pushed = async {
+            match &sub {
+                Some(s) => s.wait().await,
+                None => std::future::pending::<()>().await,
+            }
+        };
         let n = tokio::select! {
             biased;
-            r = read => r?,
-            _ = kill.as_mut() => 0,
+            r = read => Some(r?),
+            _ = pushed => None,
+            _ = kill.as_mut() => Some(0),
+        };
+        let Some(n) = n else {
+            take_pushes(sess, &mut scratch, &mut out);
+            flush(stream, &mut out, srv, sess, kill.as_mut()).await?;
+            continue;
         };
         if n == 0 || handle.is_killed() {
             return Ok(());
@@ -231,14 +277,17 @@ async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> s
                             .current(crate::clock::Clock::system().now_ms())
                             .is_some()
                     {
-                        flush(stream, &mut out, srv).await?;
+                        flush(stream, &mut out, srv, sess, kill.as_mut()).await?;
                         wait_for_pause(srv, &args).await;
                     }
                     let reply = cmd::dispatch(srv, sess, args);
+                    // Pushes queued so far (including this command's own confirmations or
+                    // its self-published messages) precede its reply, as in Redis.
+                    take_pushes(sess, &mut scratch, &mut out);
                     write_reply(&mut out, &reply, sess.resp3);
                     if let Some(mut blocked) = sess.blocked.take() {
                         // Replies so far go out now; this client waits, others don't.
-                        flush(stream, &mut out, srv).await?;
+                        flush(stream, &mut out, srv, sess, kill.as_mut()).await?;
                         match wait_blocked(srv, stream, &mut inbuf, &mut blocked, kill.as_mut())
                             .await?
                         {
@@ -248,11 +297,11 @@ async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> s
                         sess.mark = Some(crate::clock::Instant::now());
                     }
                     if sess.close_after_reply {
-                        flush(stream, &mut out, srv).await?;
+                        flush(stream, &mut out, srv, sess, kill.as_mut()).await?;
                         return Ok(());
                     }
                     if out.len() > KEEP_BUF {
-                        flush(stream, &mut out, srv).await?;
+                        flush(stream, &mut out, srv, sess, kill.as_mut()).await?;
                     }
                 }
                 Ok(Parsed::Incomplete { hint }) => {
@@ -267,14 +316,14 @@ async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> s
                 Err(e) => {
                     srv.stats.error_replies.fetch_add(1, Ordering::Relaxed);
                     out.extend_from_slice(&e.reply_line());
-                    flush(stream, &mut out, srv).await?;
+                    flush(stream, &mut out, srv, sess, kill.as_mut()).await?;
                     return Ok(());
                 }
             }
         }
         cmd::flush_stats(srv, sess);
         sess.mark = None;
-        flush(stream, &mut out, srv).await?;
+        flush(stream, &mut out, srv, sess, kill.as_mut()).await?;
         handle.info.lock().qbuf = inbuf.len();
         if inbuf.is_empty() && inbuf.capacity() > KEEP_BUF {
             inbuf = BytesMut::with_capacity(READ_CHUNK);

@@ -13,9 +13,9 @@
 use super::clients::ClientHandle;
 use crate::protocol::Reply;
 use crate::types::glob::glob_match;
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use parking_lot::{Mutex, RwLock};
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -75,6 +75,42 @@ impl Push {
             }
     }
 
+    /// Writes the push as a RESP3 push frame or a RESP2 array, without building a `Reply`
+    /// (this is the delivery hot path).
+    pub fn encode(&self, out: &mut BytesMut, resp3: bool) {
+        let (n, kind): (i64, &[u8]) = match self {
+            Push::Message { .. } => (3, b"message"),
+            Push::SMessage { .. } => (3, b"smessage"),
+            Push::PMessage { .. } => (4, b"pmessage"),
+            Push::Confirm { kind, .. } => (3, kind.as_bytes()),
+        };
+        int_line(out, if resp3 { b'>' } else { b'*' }, n);
+        bulk(out, kind);
+        match self {
+            Push::Message { channel, payload } | Push::SMessage { channel, payload } => {
+                bulk(out, channel);
+                bulk(out, payload);
+            }
+            Push::PMessage {
+                pattern,
+                channel,
+                payload,
+            } => {
+                bulk(out, pattern);
+                bulk(out, channel);
+                bulk(out, payload);
+            }
+            Push::Confirm { name, count, .. } => {
+                match name {
+                    Some(n) => bulk(out, n),
+                    None if resp3 => out.extend_from_slice(b"_\r\n"),
+                    None => out.extend_from_slice(b"$-1\r\n"),
+                }
+                int_line(out, b':', *count);
+            }
+        }
+    }
+
     pub fn into_reply(self) -> Reply {
         let b = Reply::bulk_static;
         Reply::Push(match self {
@@ -99,6 +135,18 @@ impl Push {
             }
         })
     }
+}
+
+fn int_line(out: &mut BytesMut, prefix: u8, n: i64) {
+    out.extend_from_slice(&[prefix]);
+    out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
+    out.extend_from_slice(b"\r\n");
+}
+
+fn bulk(out: &mut BytesMut, b: &[u8]) {
+    int_line(out, b'$', b.len() as i64);
+    out.extend_from_slice(b);
+    out.extend_from_slice(b"\r\n");
 }
 
 /// Output buffer limit of the pub/sub client class (0 = no limit), as configured.
@@ -149,6 +197,9 @@ pub struct Subscriber {
     pub handle: Arc<ClientHandle>,
     outbox: Mutex<Outbox>,
     notify: Notify,
+    /// Bytes taken from the outbox that the connection is still writing: they count
+    /// toward the output buffer limit too.
+    inflight: AtomicUsize,
 }
 
 impl Subscriber {
@@ -158,6 +209,7 @@ impl Subscriber {
             handle,
             outbox: Mutex::new(Outbox::default()),
             notify: Notify::new(),
+            inflight: AtomicUsize::new(0),
         })
     }
 
@@ -170,7 +222,7 @@ impl Subscriber {
         }
         o.bytes += p.size();
         o.queue.push_back(p);
-        let bytes = o.bytes as u64;
+        let bytes = (o.bytes + self.inflight.load(Ordering::Relaxed)) as u64;
         let over_hard = limits.hard > 0 && bytes >= limits.hard;
         // Redis: over the soft limit for more than `soft_secs` seconds.
         let over_soft = if limits.soft > 0 && bytes >= limits.soft {
@@ -205,7 +257,30 @@ impl Subscriber {
         }
         out.extend(o.queue.drain(..));
         o.bytes = 0;
-        o.soft_since = None;
+    }
+
+    /// Encodes everything queued onto `out`. `scratch` is the caller's reusable queue: the
+    /// outbox is swapped out under its lock and encoded outside it, so publishers wait only
+    /// for the swap.
+    pub fn drain_encode(&self, scratch: &mut VecDeque<Push>, out: &mut BytesMut, resp3: bool) {
+        {
+            let mut o = self.outbox.lock();
+            if o.queue.is_empty() {
+                return;
+            }
+            std::mem::swap(&mut o.queue, scratch);
+            // The bytes move to the connection's buffer: still counted until written.
+            self.inflight.fetch_add(o.bytes, Ordering::Relaxed);
+            o.bytes = 0;
+        }
+        for p in scratch.drain(..) {
+            p.encode(out, resp3);
+        }
+    }
+
+    /// The connection wrote everything it had taken from the outbox.
+    pub fn written(&self) {
+        self.inflight.store(0, Ordering::Relaxed);
     }
 
     /// Bytes queued and not yet taken by the connection.
@@ -221,6 +296,46 @@ impl Subscriber {
     /// push between two waits wake the next one at once).
     pub async fn wait(&self) {
         self.notify.notified().await
+    }
+}
+
+/// A connection's own view of its subscriptions (Redis's `c->pubsub_channels` & co.).
+pub struct Subscriptions {
+    pub sub: Arc<Subscriber>,
+    pub channels: HashSet<Bytes, ahash::RandomState>,
+    pub patterns: HashSet<Bytes, ahash::RandomState>,
+    pub shard: HashSet<Bytes, ahash::RandomState>,
+}
+
+impl Subscriptions {
+    pub fn new(handle: Arc<ClientHandle>) -> Subscriptions {
+        Subscriptions {
+            sub: Subscriber::new(handle),
+            channels: Default::default(),
+            patterns: Default::default(),
+            shard: Default::default(),
+        }
+    }
+
+    pub fn set(&mut self, kind: Kind) -> &mut HashSet<Bytes, ahash::RandomState> {
+        match kind {
+            Kind::Channel => &mut self.channels,
+            Kind::Pattern => &mut self.patterns,
+            Kind::Shard => &mut self.shard,
+        }
+    }
+
+    /// The count a confirmation reports: channels + patterns, or shard channels.
+    pub fn count(&self, kind: Kind) -> i64 {
+        match kind {
+            Kind::Channel | Kind::Pattern => (self.channels.len() + self.patterns.len()) as i64,
+            Kind::Shard => self.shard.len() as i64,
+        }
+    }
+
+    /// Subscribed to anything (Redis's `CLIENT_PUBSUB` flag).
+    pub fn active(&self) -> bool {
+        !(self.channels.is_empty() && self.patterns.is_empty() && self.shard.is_empty())
     }
 }
 

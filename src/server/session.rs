@@ -47,6 +47,9 @@ pub struct Session {
     pub mark: Option<crate::clock::Instant>,
     /// Command statistics not yet added to the shared counters (flushed per batch).
     pub pending: PendingStats,
+    /// Pub/Sub state, created by the first (un)subscribe command; `None` keeps connections
+    /// that never subscribe free of any pub/sub work.
+    pub subs: Option<Box<super::pubsub::Subscriptions>>,
 }
 
 /// Per-connection command counters, flushed to `Shared` when the command changes or the
@@ -80,6 +83,12 @@ pub struct Blocked {
 }
 
 impl Session {
+    /// In RESP2 subscribed mode: only (P|S)SUBSCRIBE, (P|S)UNSUBSCRIBE, PING, QUIT and RESET
+    /// are allowed.
+    pub fn resp2_subscribed(&self) -> bool {
+        !self.resp3 && self.subs.as_ref().is_some_and(|s| s.active())
+    }
+
     pub fn new(handle: Arc<ClientHandle>, authenticated: bool) -> Session {
         Session {
             id: handle.id,
@@ -97,6 +106,7 @@ impl Session {
             in_exec: false,
             mark: None,
             pending: PendingStats::default(),
+            subs: None,
         }
     }
 }

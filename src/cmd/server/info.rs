@@ -286,6 +286,10 @@ fn stats(srv: &Shared, l: &mut Lines) {
     push(l, "evicted_clients", 0);
     push(l, "keyspace_hits", get(&ks.hits));
     push(l, "keyspace_misses", get(&ks.misses));
+    use crate::server::pubsub::Kind;
+    push(l, "pubsub_channels", srv.pubsub.count(Kind::Channel));
+    push(l, "pubsub_patterns", srv.pubsub.count(Kind::Pattern));
+    push(l, "pubsubshard_channels", srv.pubsub.count(Kind::Shard));
     push(l, "total_forks", 0);
     push(l, "unexpected_error_replies", 0);
     push(l, "total_error_replies", get(&s.error_replies));
