@@ -5,6 +5,9 @@
 //! They are off by default, and every command that may emit one pays a single relaxed load
 //! of the parsed classes (the config's numeric view) to find out; the channel names are only
 //! built when an event is published.
+//!
+//! Not emitted: `keymiss` (class `m` is accepted and shown, as Redis does, but read misses
+//! publish nothing yet) and `evicted` (respite does not evict).
 
 use super::state::Shared;
 use crate::cmd::Cx;
