@@ -132,7 +132,7 @@ impl Default for ConfigStore {
         let nums = values
             .iter()
             .zip(PARAMS)
-            .map(|(v, p)| AtomicI64::new(numeric_view(p, v)))
+            .map(|(v, p)| AtomicI64::new(numeric_view(p, v, v)))
             .collect();
         ConfigStore {
             values: RwLock::new(values),
@@ -141,10 +141,16 @@ impl Default for ConfigStore {
     }
 }
 
-fn numeric_view(p: &Param, v: &str) -> i64 {
+/// The lock-free view of a parameter from its value as given (`raw`) and as validated.
+fn numeric_view(p: &Param, raw: &str, v: &str) -> i64 {
     match p.kind {
         Kind::Num(n) => kind::parse_num(&n, v).unwrap_or(0),
         Kind::Bool => i64::from(v == "yes"),
+        // The event classes, parsed from the value as given: the rendering drops `n` under
+        // `A`, yet Redis keeps it enabled.
+        Kind::Special(Special::NotifyKeyspaceEvents) => {
+            kind::keyspace_events_from_str(raw).map_or(0, i64::from)
+        }
         _ => 0,
     }
 }
@@ -280,8 +286,9 @@ impl ConfigStore {
                 return Err(set_failed(r.name(), e));
             }
         }
-        for r in &refs {
-            self.nums[r.index].store(numeric_view(r.param(), &staged[r.index]), Ordering::Relaxed);
+        for (r, (_, raw)) in refs.iter().zip(pairs) {
+            let view = numeric_view(r.param(), &String::from_utf8_lossy(raw), &staged[r.index]);
+            self.nums[r.index].store(view, Ordering::Relaxed);
         }
         *values = staged;
         Ok(())
@@ -294,7 +301,7 @@ impl ConfigStore {
             .ok_or_else(|| format!("Bad directive or wrong number of arguments: '{name}'"))?;
         let mut values = self.values.write();
         let v = self.validate(r.param(), value, &values)?;
-        self.nums[r.index].store(numeric_view(r.param(), &v), Ordering::Relaxed);
+        self.nums[r.index].store(numeric_view(r.param(), value, &v), Ordering::Relaxed);
         values[r.index] = v;
         Ok(())
     }

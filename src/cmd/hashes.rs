@@ -9,6 +9,7 @@ use super::{CommandSpec, Cx, KeySpec};
 use crate::engine::{shard_of, Access, Value};
 use crate::protocol::parse::parse_i64;
 use crate::protocol::Reply;
+use crate::server::notify;
 use crate::server::state::Shared;
 use crate::types::glob::glob_match;
 use crate::types::hash::{HashValue, Limits};
@@ -295,6 +296,7 @@ fn update<T>(
             let out = f(&mut h, srv)?;
             if !h.is_empty() {
                 cx.ks.set(key, Value::Hash(h), None);
+                notify::key(cx, notify::NEW, "new", key);
             }
             Ok(out)
         }
@@ -335,6 +337,9 @@ fn hset_generic(cx: &mut Cx, hmset: bool) -> Reply {
         }
         Ok(added)
     });
+    if added.is_ok() {
+        notify::key(cx, notify::HASH, "hset", &args[1]);
+    }
     match added {
         Ok(_) if hmset => Reply::OK,
         Ok(n) => Reply::Int(n),
@@ -370,12 +375,17 @@ fn hsetnx(cx: &mut Cx) -> Reply {
         Ok(Some(h)) => {
             set(h);
             touched(cx.ks, key);
+            notify::key(cx, notify::HASH, "hset", key);
             Reply::Int(1)
         }
         Ok(None) => {
             let mut h = HashValue::new();
             set(&mut h);
             cx.ks.set(key, Value::Hash(h), None);
+            if let Some(ev) = notify::cx_events(cx) {
+                ev.emit(notify::NEW, "new", key);
+                ev.emit(notify::HASH, "hset", key);
+            }
             Reply::Int(1)
         }
     }
@@ -405,6 +415,14 @@ fn hdel(cx: &mut Cx) -> Reply {
     } else if deleted > 0 {
         touched(cx.ks, key);
     }
+    if deleted > 0 {
+        if let Some(ev) = notify::cx_events(cx) {
+            ev.emit(notify::HASH, "hdel", key);
+            if empty {
+                ev.emit(notify::GENERIC, "del", key);
+            }
+        }
+    }
     Reply::Int(deleted)
 }
 
@@ -427,6 +445,9 @@ fn hincrby(cx: &mut Cx) -> Reply {
         h.set_bytes(field, text, limits_for(h, srv));
         Ok(new)
     });
+    if r.is_ok() {
+        notify::key(cx, notify::HASH, "hincrby", &args[1]);
+    }
     reply(r, Reply::Int)
 }
 
@@ -448,6 +469,9 @@ fn hincrbyfloat(cx: &mut Cx) -> Reply {
         h.set_bytes(field, text.clone(), limits_for(h, srv));
         Ok(text)
     });
+    if r.is_ok() {
+        notify::key(cx, notify::HASH, "hincrbyfloat", &args[1]);
+    }
     reply(r, Reply::Bulk)
 }
 

@@ -12,6 +12,7 @@ use super::{CommandSpec, Cx, KeySpec};
 use crate::engine::{shard_of, Access, Value};
 use crate::protocol::parse::parse_i64;
 use crate::protocol::Reply;
+use crate::server::notify;
 use crate::server::state::Shared;
 use crate::types::list::{End, List};
 use bytes::Bytes;
@@ -383,12 +384,35 @@ fn settle(l: &mut List, srv: &Shared) -> bool {
     false
 }
 
-/// Deletes the key of an emptied list, or signals the change.
-fn finish(cx: &mut Cx, key: &[u8], empty: bool) {
+/// Deletes the key of an emptied list, or signals the change; publishes the command's
+/// `event` for the key, then `del` if it went.
+fn finish(cx: &mut Cx, key: &[u8], empty: bool, event: &str) {
     if empty {
         cx.ks.remove(key);
     } else {
         touched(cx, key);
+    }
+    if let Some(ev) = notify::cx_events(cx) {
+        ev.emit(notify::LIST, event, key);
+        if empty {
+            ev.emit(notify::GENERIC, "del", key);
+        }
+    }
+}
+
+/// The event of a pop from `end`.
+fn pop_event(end: End) -> &'static str {
+    match end {
+        End::Head => "lpop",
+        End::Tail => "rpop",
+    }
+}
+
+/// The event of a push to `end`.
+fn push_event(end: End) -> &'static str {
+    match end {
+        End::Head => "lpush",
+        End::Tail => "rpush",
     }
 }
 
@@ -436,11 +460,13 @@ fn push_generic(cx: &mut Cx, end: End, xx: bool) -> Reply {
             let mut l = List::new();
             let n = push_all(&mut l);
             cx.ks.set(key, Value::List(l), None);
+            notify::key(cx, notify::NEW, "new", key);
             n
         }
     };
     touched(cx, key);
     cx.ks.signal_ready(key);
+    notify::key(cx, notify::LIST, push_event(end), key);
     Reply::Int(len as i64)
 }
 
@@ -489,7 +515,7 @@ fn pop_generic(cx: &mut Cx, end: End) -> Reply {
             (out, settle(l, srv))
         }
     };
-    finish(cx, key, empty);
+    finish(cx, key, empty, pop_event(end));
     out
 }
 
@@ -605,6 +631,7 @@ fn lset_(cx: &mut Cx) -> Result<Reply, Reply> {
     l.set(pos, Bytes::copy_from_slice(value));
     l.after_remove(|| fill(srv));
     touched(cx, key);
+    notify::key(cx, notify::LIST, "lset", key);
     Ok(Reply::OK)
 }
 
@@ -633,6 +660,7 @@ fn linsert_(cx: &mut Cx) -> Result<Reply, Reply> {
     };
     touched(cx, key);
     cx.ks.signal_ready(key);
+    notify::key(cx, notify::LIST, "linsert", key);
     Ok(Reply::Int(len as i64))
 }
 
@@ -651,7 +679,7 @@ fn lrem_(cx: &mut Cx) -> Result<Reply, Reply> {
     let removed = l.remove(count, &args[3]);
     if removed > 0 {
         let empty = settle(l, srv);
-        finish(cx, key, empty);
+        finish(cx, key, empty, "lrem");
     }
     Ok(Reply::Int(removed as i64))
 }
@@ -675,7 +703,7 @@ fn ltrim_(cx: &mut Cx) -> Result<Reply, Reply> {
     };
     l.trim(left, right);
     let empty = settle(l, srv);
-    finish(cx, key, empty);
+    finish(cx, key, empty, "ltrim");
     Ok(Reply::OK)
 }
 
@@ -709,6 +737,10 @@ fn lmove_generic(cx: &mut Cx, from: End, to: End) -> Result<Reply, Reply> {
         l.after_remove(|| fill(srv));
         touched(cx, src);
         cx.ks.signal_ready(src);
+        if let Some(ev) = notify::cx_events(cx) {
+            ev.emit(notify::LIST, push_event(to), src);
+            ev.emit(notify::LIST, pop_event(from), src);
+        }
         return Ok(Reply::Bulk(v));
     }
     let empty = settle(l, srv);
@@ -718,11 +750,13 @@ fn lmove_generic(cx: &mut Cx, from: End, to: End) -> Result<Reply, Reply> {
             let mut d = List::new();
             push(&mut d);
             cx.ks.set(dst, Value::List(d), None);
+            notify::key(cx, notify::NEW, "new", dst);
         }
     }
     touched(cx, dst);
     cx.ks.signal_ready(dst);
-    finish(cx, src, empty);
+    notify::key(cx, notify::LIST, push_event(to), dst);
+    finish(cx, src, empty, pop_event(from));
     Ok(Reply::Bulk(v))
 }
 
@@ -785,7 +819,7 @@ fn mpop(cx: &mut Cx, m: &Mpop) -> Result<Option<Reply>, Reply> {
         };
         let elems = pop_n(l, m.end, m.count);
         let empty = settle(l, srv);
-        finish(cx, key, empty);
+        finish(cx, key, empty, pop_event(m.end));
         return Ok(Some(Reply::Array(vec![Reply::Bulk(key.clone()), elems])));
     }
     Ok(None)

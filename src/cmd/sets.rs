@@ -9,6 +9,7 @@ use super::{CommandSpec, Cx, KeySpec};
 use crate::config::ConfigStore;
 use crate::engine::{shard_of, StrVal, Value};
 use crate::protocol::Reply;
+use crate::server::notify;
 use crate::types::glob::glob_match;
 use crate::types::set::{self, Limits, Member, SetValue};
 use bytes::Bytes;
@@ -418,14 +419,30 @@ fn first_occurrences(keys: &[Bytes]) -> Vec<Option<usize>> {
 
 /// Stores a command's result set at `dst` (replacing any value and deadline), or deletes
 /// `dst` when the result is empty; replies with the result's size.
-fn store(cx: &mut Cx, dst: &[u8], result: SetValue) -> Reply {
+fn store(cx: &mut Cx, dst: &[u8], result: SetValue, event: &str) -> Reply {
     let n = result.len() as i64;
     if n == 0 {
-        cx.ks.remove(dst);
+        if cx.ks.remove(dst).is_some() {
+            notify::key(cx, notify::GENERIC, "del", dst);
+        }
     } else {
-        cx.ks.set(dst, Value::Set(result), None);
+        let created = cx.ks.set(dst, Value::Set(result), None).is_none();
+        if let Some(ev) = notify::cx_events(cx) {
+            ev.created(created, dst);
+            ev.emit(notify::SET, event, dst);
+        }
     }
     Reply::Int(n)
+}
+
+/// A removal's `event`, then `del` if the set went with it.
+fn emptied_events(cx: &Cx, key: &[u8], event: &str, emptied: bool) {
+    if let Some(ev) = notify::cx_events(cx) {
+        ev.emit(notify::SET, event, key);
+        if emptied {
+            ev.emit(notify::GENERIC, "del", key);
+        }
+    }
 }
 
 /// Largest reply SRANDMEMBER builds with a negative count (see `srandmember_count`).
@@ -453,9 +470,13 @@ fn sadd(cx: &mut Cx) -> Reply {
             let mut s = SetValue::create(&members[0], members.len(), &mut lim);
             let added = members.iter().filter(|m| s.add(m, &mut lim)).count();
             cx.ks.set(key, Value::Set(s), None);
+            notify::key(cx, notify::NEW, "new", key);
             added
         }
     };
+    if added > 0 {
+        notify::key(cx, notify::SET, "sadd", key);
+    }
     Reply::Int(added as i64)
 }
 
@@ -481,6 +502,9 @@ fn srem(cx: &mut Cx) -> Reply {
         cx.ks.remove(key);
     } else if removed > 0 {
         touched(cx, key);
+    }
+    if removed > 0 {
+        emptied_events(cx, key, "srem", emptied);
     }
     Reply::Int(removed)
 }
@@ -532,6 +556,7 @@ fn spop(cx: &mut Cx) -> Reply {
     } else {
         touched(cx, key);
     }
+    emptied_events(cx, key, "spop", emptied);
     Reply::Bulk(member)
 }
 
@@ -558,10 +583,12 @@ fn spop_count(cx: &mut Cx) -> Reply {
         let all = set::union(&[Some(&*s)], &mut lim);
         let reply = set_reply(all.iter());
         cx.ks.remove(key);
+        emptied_events(cx, key, "spop", true);
         return reply;
     }
     let popped = s.pop_many(count as usize, &mut lim, &mut rand::thread_rng());
     touched(cx, key);
+    emptied_events(cx, key, "spop", false);
     Reply::Set(popped.into_iter().map(Reply::Bulk).collect())
 }
 
@@ -656,11 +683,16 @@ fn smove(cx: &mut Cx) -> Reply {
     } else {
         touched(cx, src);
     }
+    emptied_events(cx, src, "srem", emptied);
     let mut lim = ConfigLimits::new(&cx.srv.config);
     if to == Found::Missing {
         let mut s = SetValue::create(member, 1, &mut lim);
         s.add(member, &mut lim);
         cx.ks.set(dst, Value::Set(s), None);
+        if let Some(ev) = notify::cx_events(cx) {
+            ev.emit(notify::NEW, "new", dst);
+            ev.emit(notify::SET, "sadd", dst);
+        }
     } else {
         let db = cx.ks.db;
         let added = match cx.ks.get_in(db, dst).map(|e| &mut e.value) {
@@ -669,6 +701,7 @@ fn smove(cx: &mut Cx) -> Reply {
         };
         if added {
             touched(cx, dst);
+            notify::key(cx, notify::SET, "sadd", dst);
         }
     }
     Reply::Int(1)
@@ -764,7 +797,7 @@ fn sinterstore(cx: &mut Cx) -> Reply {
         None => SetValue::new_intset(),
     });
     match res {
-        Ok(result) => store(cx, &cx.args[1], result),
+        Ok(result) => store(cx, &cx.args[1], result, "sinterstore"),
         Err(e) => e,
     }
 }
@@ -779,7 +812,7 @@ fn sunion(cx: &mut Cx) -> Reply {
 
 fn sunionstore(cx: &mut Cx) -> Reply {
     match with_sets(cx, &cx.args[2..], |sets, lim| set::union(sets, lim)) {
-        Ok(result) => store(cx, &cx.args[1], result),
+        Ok(result) => store(cx, &cx.args[1], result, "sunionstore"),
         Err(e) => e,
     }
 }
@@ -803,7 +836,7 @@ fn sdiffstore(cx: &mut Cx) -> Reply {
     let keys = &cx.args[2..];
     let same = first_repeated(keys);
     match with_sets(cx, keys, |sets, lim| set::difference(sets, same, lim)) {
-        Ok(result) => store(cx, &cx.args[1], result),
+        Ok(result) => store(cx, &cx.args[1], result, "sdiffstore"),
         Err(e) => e,
     }
 }

@@ -9,6 +9,7 @@ use super::errors;
 use super::{CommandSpec, Cx, KeySpec};
 use crate::engine::{Entry, StrVal, Value};
 use crate::protocol::Reply;
+use crate::server::notify;
 use bytes::{Bytes, BytesMut};
 
 pub static COMMANDS: &[CommandSpec] = &[
@@ -481,10 +482,22 @@ fn set_generic(
         return old.map_or(abort, Reply::opt_bulk);
     }
     let value = new_value(value);
-    if flags & KEEPTTL != 0 {
+    let created = if flags & KEEPTTL != 0 {
+        // Only asked when someone listens: KEEPTTL does not report what it replaced.
+        let created = notify::cx_events(cx).is_some() && !cx.ks.exists(key);
         cx.ks.set_keep_ttl(key, value);
+        created
     } else {
-        cx.ks.set(key, value, deadline);
+        cx.ks.set(key, value, deadline).is_none()
+    };
+    if let Some(ev) = notify::cx_events(cx) {
+        if created {
+            ev.emit(notify::NEW, "new", key);
+        }
+        ev.emit(notify::STRING, "set", key);
+        if deadline.is_some() {
+            ev.emit(notify::GENERIC, "expire", key);
+        }
     }
     old.map_or(ok, Reply::opt_bulk)
 }
@@ -544,15 +557,18 @@ fn getex(cx: &mut Cx) -> Reply {
         // An absolute time already reached deletes the key (`checkAlreadyExpired`: <= now).
         Some(at) if flags & (EXAT | PXAT) != 0 && at <= cx.now() => {
             cx.ks.remove(key);
+            notify::key(cx, notify::GENERIC, "del", key);
         }
         Some(at) => {
             cx.ks.set_expire(key, Some(at));
+            notify::key(cx, notify::GENERIC, "expire", key);
         }
         // Only a key that had a TTL is modified (and its WATCHers signalled).
         None if flags & PERSIST != 0
             && cx.ks.peek(key).is_some_and(|e| e.expire_at().is_some()) =>
         {
             cx.ks.set_expire(key, None);
+            notify::key(cx, notify::GENERIC, "persist", key);
         }
         None => {}
     }
@@ -564,6 +580,7 @@ fn getdel(cx: &mut Cx) -> Reply {
     match read_str(cx, key) {
         Ok(Some(v)) => {
             cx.ks.remove(key);
+            notify::key(cx, notify::GENERIC, "del", key);
             Reply::Bulk(v)
         }
         Ok(None) => Reply::Nil,
@@ -575,7 +592,11 @@ fn getset(cx: &mut Cx) -> Reply {
     let args = cx.args;
     match read_str(cx, &args[1]) {
         Ok(old) => {
-            cx.ks.set(&args[1], new_value(&args[2]), None);
+            let created = cx.ks.set(&args[1], new_value(&args[2]), None).is_none();
+            if let Some(ev) = notify::cx_events(cx) {
+                ev.created(created, &args[1]);
+                ev.emit(notify::STRING, "set", &args[1]);
+            }
             Reply::opt_bulk(old)
         }
         Err(e) => e,
@@ -604,8 +625,13 @@ fn mset_generic(cx: &mut Cx, nx: bool) -> Reply {
     if nx && keys.any(|k| lookup_write(cx, k).is_some()) {
         return Reply::Int(0);
     }
+    let ev = notify::cx_events(cx);
     for kv in args[1..].chunks_exact(2) {
-        cx.ks.set(&kv[0], new_value(&kv[1]), None);
+        let created = cx.ks.set(&kv[0], new_value(&kv[1]), None).is_none();
+        if let Some(ev) = ev {
+            ev.created(created, &kv[0]);
+            ev.emit(notify::STRING, "set", &kv[0]);
+        }
     }
     if nx {
         Reply::Int(1)
@@ -631,6 +657,10 @@ fn append(cx: &mut Cx) -> Reply {
         None => {
             // A new key is stored as SET would store it (may be int-encoded).
             cx.ks.set(key, new_value(tail), None);
+            if let Some(ev) = notify::cx_events(cx) {
+                ev.emit(notify::NEW, "new", key);
+                ev.emit(notify::STRING, "append", key);
+            }
             return Reply::Int(tail.len() as i64);
         }
         Some(e) => match as_str(&e.value) {
@@ -641,10 +671,12 @@ fn append(cx: &mut Cx) -> Reply {
     if cur + tail.len() as u64 > max_string_len(cx) {
         return errors::err(errors::STRING_TOO_LONG);
     }
-    edit(cx, key, |buf| {
+    let reply = edit(cx, key, |buf| {
         reserve_like_sds(buf, buf.len() + tail.len());
         buf.extend_from_slice(tail);
-    })
+    });
+    notify::key(cx, notify::STRING, "append", key);
+    reply
 }
 
 /// Applies an in-place edit to the existing string at `key`; the result is `raw`, as Redis
@@ -692,11 +724,17 @@ fn setrange(cx: &mut Cx) -> Reply {
         buf[offset..end].copy_from_slice(value);
     };
     if existing.is_some() {
-        return edit(cx, key, write);
+        let reply = edit(cx, key, write);
+        notify::key(cx, notify::STRING, "setrange", key);
+        return reply;
     }
     let mut buf = BytesMut::with_capacity(end);
     write(&mut buf);
     cx.ks.set(key, Value::Str(StrVal::raw(buf.freeze())), None);
+    if let Some(ev) = notify::cx_events(cx) {
+        ev.emit(notify::NEW, "new", key);
+        ev.emit(notify::STRING, "setrange", key);
+    }
     Reply::Int(end as i64)
 }
 
@@ -759,6 +797,10 @@ pub fn incr_by(cx: &mut Cx, key: &[u8], delta: i64) -> Reply {
         return errors::err(errors::OVERFLOW);
     };
     store_keep_ttl(cx, key, cur.is_some(), Value::Str(StrVal::Int(new)));
+    if let Some(ev) = notify::cx_events(cx) {
+        ev.created(cur.is_none(), key);
+        ev.emit(notify::STRING, "incrby", key);
+    }
     Reply::Int(new)
 }
 
@@ -832,6 +874,10 @@ fn incrbyfloat(cx: &mut Cx) -> Reply {
         Err(e) => return e,
     };
     store_keep_ttl(cx, key, exists, Value::Str(StrVal::text(text.clone())));
+    if let Some(ev) = notify::cx_events(cx) {
+        ev.created(!exists, key);
+        ev.emit(notify::STRING, "incrbyfloat", key);
+    }
     Reply::Bulk(text)
 }
 

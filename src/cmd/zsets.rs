@@ -18,6 +18,7 @@ use super::{errors, Cx};
 use crate::config::{lookup, ParamRef};
 use crate::engine::{shard_of, Value};
 use crate::protocol::Reply;
+use crate::server::notify;
 use crate::server::state::Shared;
 use crate::types::zset::ZSet;
 use bytes::{Buf, BufMut, Bytes, BytesMut};
@@ -54,6 +55,16 @@ fn changed(cx: &mut Cx, key: &[u8], now_empty: bool) {
     } else {
         let db = cx.ks.db;
         cx.ks.shard_at(db, shard_of(key)).signal(key);
+    }
+}
+
+/// Publishes a change's `event`, then `del` if the set went with it.
+fn changed_events(cx: &Cx, key: &[u8], event: &str, now_empty: bool) {
+    if let Some(ev) = notify::cx_events(cx) {
+        ev.emit(notify::ZSET, event, key);
+        if now_empty {
+            ev.emit(notify::GENERIC, "del", key);
+        }
     }
 }
 
@@ -102,14 +113,20 @@ fn finish_new(cx: &Cx, mut z: ZSet) -> ZSet {
 
 /// Stores a result set at `dst` (dropping any TTL), or deletes `dst` when it is empty;
 /// replies with the result's size.
-fn store(cx: &mut Cx, dst: &[u8], z: ZSet) -> Reply {
+fn store(cx: &mut Cx, dst: &[u8], z: ZSet, event: &str) -> Reply {
     if z.is_empty() {
-        cx.ks.remove(dst);
+        if cx.ks.remove(dst).is_some() {
+            notify::key(cx, notify::GENERIC, "del", dst);
+        }
         return Reply::Int(0);
     }
     let n = z.len() as i64;
-    cx.ks.set(dst, Value::ZSet(Box::new(z)), None);
+    let created = cx.ks.set(dst, Value::ZSet(Box::new(z)), None).is_none();
     cx.ks.signal_ready(dst);
+    if let Some(ev) = notify::cx_events(cx) {
+        ev.created(created, dst);
+        ev.emit(notify::ZSET, event, dst);
+    }
     Reply::Int(n)
 }
 

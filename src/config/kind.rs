@@ -464,22 +464,23 @@ fn trim_double(s: &str) -> String {
     }
 }
 
-// Keyspace notification classes (notify.c).
-const N_KEYSPACE: u32 = 1 << 0;
-const N_KEYEVENT: u32 = 1 << 1;
-const N_GENERIC: u32 = 1 << 2;
-const N_STRING: u32 = 1 << 3;
-const N_LIST: u32 = 1 << 4;
-const N_SET: u32 = 1 << 5;
-const N_HASH: u32 = 1 << 6;
-const N_ZSET: u32 = 1 << 7;
-const N_EXPIRED: u32 = 1 << 8;
-const N_EVICTED: u32 = 1 << 9;
-const N_STREAM: u32 = 1 << 10;
-const N_KEY_MISS: u32 = 1 << 11;
-const N_MODULE: u32 = 1 << 12;
-const N_NEW: u32 = 1 << 13;
-const N_ALL: u32 = N_GENERIC
+// Keyspace notification classes (notify.c `NOTIFY_*`), the bits of the parsed
+// `notify-keyspace-events` value that `server::notify` tests on every event.
+pub const N_KEYSPACE: u32 = 1 << 0;
+pub const N_KEYEVENT: u32 = 1 << 1;
+pub const N_GENERIC: u32 = 1 << 2;
+pub const N_STRING: u32 = 1 << 3;
+pub const N_LIST: u32 = 1 << 4;
+pub const N_SET: u32 = 1 << 5;
+pub const N_HASH: u32 = 1 << 6;
+pub const N_ZSET: u32 = 1 << 7;
+pub const N_EXPIRED: u32 = 1 << 8;
+pub const N_EVICTED: u32 = 1 << 9;
+pub const N_STREAM: u32 = 1 << 10;
+pub const N_KEY_MISS: u32 = 1 << 11;
+pub const N_MODULE: u32 = 1 << 12;
+pub const N_NEW: u32 = 1 << 13;
+pub const N_ALL: u32 = N_GENERIC
     | N_STRING
     | N_LIST
     | N_SET
@@ -505,9 +506,11 @@ const CLASS_LETTERS: [(u8, u32); 11] = [
     (b'n', N_NEW),
 ];
 
-fn keyspace_events_from_str(v: &str) -> Option<u32> {
+/// notify.c `keyspaceEventsStringToFlags`: None on a letter outside `Ag$lshzxeKEtmdn`.
+/// The value is read as a C string: it ends at its first NUL byte.
+pub fn keyspace_events_from_str(v: &str) -> Option<u32> {
     let mut flags = 0;
-    for c in v.bytes() {
+    for c in v.bytes().take_while(|&c| c != 0) {
         flags |= match c {
             b'A' => N_ALL,
             b'K' => N_KEYSPACE,
@@ -519,7 +522,9 @@ fn keyspace_events_from_str(v: &str) -> Option<u32> {
     Some(flags)
 }
 
-fn keyspace_events_to_string(flags: u32) -> String {
+/// notify.c `keyspaceEventsFlagsToString`: with every `A` class set, `A` stands for them and
+/// `n` is not printed (so `AKEn` reads back as `AKE` while `new` events stay enabled).
+pub fn keyspace_events_to_string(flags: u32) -> String {
     let mut s = String::new();
     if flags & N_ALL == N_ALL {
         s.push('A');

@@ -571,3 +571,26 @@ pub static PARAMS: &[Param] = &[
         MULTI_ARG,
     ),
 ];
+
+/// Index in [`PARAMS`] of `notify-keyspace-events`, resolved at compile time: every write
+/// command reads its numeric view (the event classes) with one relaxed load.
+pub const NOTIFY_KEYSPACE_EVENTS: usize = index_of("notify-keyspace-events");
+
+const fn index_of(name: &str) -> usize {
+    let mut i = 0;
+    while i < PARAMS.len() {
+        let n = PARAMS[i].name.as_bytes();
+        let b = name.as_bytes();
+        if n.len() == b.len() {
+            let mut j = 0;
+            while j < n.len() && n[j] == b[j] {
+                j += 1;
+            }
+            if j == n.len() {
+                return i;
+            }
+        }
+        i += 1;
+    }
+    panic!("unknown parameter")
+}

@@ -7,6 +7,7 @@ use bytes::Bytes;
 use parking_lot::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use smallvec::SmallVec;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
 
 /// Shards per database (a power of two).
 pub const SHARDS: usize = 64;
@@ -30,7 +31,15 @@ pub struct Keyspace {
     /// Number of clients blocked on keys (kept by the blocking registry); while zero,
     /// `Access::signal_ready` costs one atomic load.
     pub blocked_clients: std::sync::atomic::AtomicUsize,
+    /// Told of every key removed because its deadline passed (see [`ExpiryListener`]).
+    expiry_listener: OnceLock<ExpiryListener>,
 }
+
+/// Called with `(db, key)` for each key removed because its deadline passed, by lazy expiry
+/// and by the active sweep alike, while the key's shard is still locked (so it sees removals
+/// in the order they happen). Set once at start-up; the server publishes keyspace
+/// notifications through it. It must not touch the keyspace.
+pub type ExpiryListener = Box<dyn Fn(usize, &[u8]) + Send + Sync>;
 
 pub fn shard_of(key: &[u8]) -> usize {
     (mix64(tag_hash(key)) as usize) & (SHARDS - 1)
@@ -52,6 +61,19 @@ impl Keyspace {
             dbs,
             stats: KeyspaceStats::default(),
             blocked_clients: std::sync::atomic::AtomicUsize::new(0),
+            expiry_listener: OnceLock::new(),
+        }
+    }
+
+    /// Installs the expiry listener; false (and `f` dropped) if one is already set.
+    pub fn set_expiry_listener(&self, f: ExpiryListener) -> bool {
+        self.expiry_listener.set(f).is_ok()
+    }
+
+    #[inline]
+    fn expired(&self, db: usize, key: &[u8]) {
+        if let Some(f) = self.expiry_listener.get() {
+            f(db, key);
         }
     }
 
@@ -193,6 +215,7 @@ impl Keyspace {
                 let gone = sh.sweep(now, per_shard);
                 for k in &gone {
                     sh.signal(k);
+                    self.expired(db, k);
                 }
                 total += gone.len();
             }
@@ -313,6 +336,7 @@ impl<'a> Access<'a> {
             let gone = sh.remove(key);
             sh.signal(key);
             self.ks.stats.expired.fetch_add(1, Ordering::Relaxed);
+            self.ks.expired(db, key);
             if gone.is_some_and(|e| e.value.is_stream()) {
                 self.signal_ready_in(db, key);
             }
@@ -589,9 +613,11 @@ impl<'a> Access<'a> {
             if !expired {
                 return Some(key);
             }
+            let ks = self.ks;
             self.visit_shard(db, s, |sh| {
                 sh.remove(&key);
                 sh.signal(&key);
+                ks.expired(db, &key);
             });
             self.ks.stats.expired.fetch_add(1, Ordering::Relaxed);
         }
@@ -854,6 +880,42 @@ mod tests {
             assert_eq!(ks.db_counts(db), (50, 0));
         }
         check_all(&ks);
+    }
+
+    #[test]
+    fn expiry_listener_hears_lazy_sweep_and_random_key_removals() {
+        let ks = Keyspace::new(2);
+        let heard = Arc::new(parking_lot::Mutex::new(Vec::new()));
+        let h = heard.clone();
+        assert!(ks.set_expiry_listener(Box::new(move |db, key| {
+            h.lock().push((db, key.to_vec()))
+        })));
+        assert!(!ks.set_expiry_listener(Box::new(|_, _| {})));
+        {
+            let mut a = ks.exclusive(0, 0);
+            a.set(b"lazy", v("x"), Some(5));
+            a.set_in(1, b"swept", v("x"), Some(5));
+            a.set(b"live", v("x"), None);
+            a.now = 6;
+            assert!(a.get(b"lazy").is_none());
+            // Missing keys and live keys are not reported.
+            assert!(a.get(b"nokey").is_none() && a.get(b"live").is_some());
+        }
+        assert_eq!(ks.sweep(6, usize::MAX), 1);
+        {
+            let mut a = ks.exclusive(0, 6);
+            // Alone in its db, so RANDOMKEY is sure to meet it.
+            a.set_in(1, b"rnd", v("x"), Some(5));
+            assert!(a.random_key(1).is_none());
+        }
+        assert_eq!(
+            *heard.lock(),
+            vec![
+                (0, b"lazy".to_vec()),
+                (1, b"swept".to_vec()),
+                (1, b"rnd".to_vec())
+            ]
+        );
     }
 
     #[test]

@@ -3,6 +3,7 @@
 pub mod blocking;
 pub mod clients;
 pub mod conn;
+pub mod notify;
 pub mod pause;
 pub mod pubsub;
 pub mod session;
@@ -49,6 +50,7 @@ pub struct Running {
 /// Starts accepting on the listeners and the active-expiry task; returns immediately.
 pub fn start(config: Config, clock: Clock, listeners: Vec<TcpListener>) -> Running {
     let shared = Arc::new(Shared::new(config, clock));
+    notify::install(&shared);
     let addrs: Vec<SocketAddr> = listeners
         .iter()
         .filter_map(|l| l.local_addr().ok())

@@ -35,7 +35,7 @@ fn bpop(cx: &mut Cx, end: End) -> Result<Reply, Reply> {
             continue;
         };
         let empty = settle(l, srv);
-        finish(cx, key, empty);
+        finish(cx, key, empty, super::pop_event(end));
         return Ok(Reply::Array(vec![Reply::Bulk(key.clone()), Reply::Bulk(v)]));
     }
     Ok(block_or(cx, keys, timeout, Reply::NilArray))

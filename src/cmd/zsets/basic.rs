@@ -1,9 +1,10 @@
 //! ZADD, ZINCRBY, ZREM, ZCARD, ZSCORE, ZMSCORE, ZRANK, ZREVRANK, ZCOUNT, ZLEXCOUNT.
 
-use super::{changed, grew, limits, opt, parse, read, write, Limits};
+use super::{changed, changed_events, grew, limits, opt, parse, read, write, Limits};
 use crate::cmd::{errors, Cx};
 use crate::engine::Value;
 use crate::protocol::Reply;
+use crate::server::notify;
 use crate::server::state::Shared;
 use crate::types::zset::ZSet;
 use bytes::Bytes;
@@ -127,10 +128,17 @@ fn zadd_generic(cx: &mut Cx, mut flags: u8) -> Reply {
             if !z.is_empty() {
                 cx.ks.set(key, Value::ZSet(Box::new(z)), None);
                 grew(cx, key);
+                notify::key(cx, notify::NEW, "new", key);
             }
             out
         }
     };
+    if let Ok(o) = &out {
+        if o.added + o.updated > 0 {
+            let event = if has(INCR) { "zincr" } else { "zadd" };
+            notify::key(cx, notify::ZSET, event, key);
+        }
+    }
     match out {
         Err(e) => e,
         Ok(o) if has(INCR) => {
@@ -215,6 +223,7 @@ pub fn zrem(cx: &mut Cx) -> Reply {
     let now_empty = z.is_empty();
     if deleted > 0 {
         changed(cx, key, now_empty);
+        changed_events(cx, key, "zrem", now_empty);
     }
     Reply::Int(deleted)
 }

@@ -1,7 +1,7 @@
 //! ZPOPMIN, ZPOPMAX, ZMPOP and the blocking BZPOPMIN, BZPOPMAX, BZMPOP (`genericZpopCommand`,
 //! `blockingGenericZpopCommand`, `zmpopGenericCommand`; blocking per DESIGN.md §4).
 
-use super::{changed, opt, parse, write};
+use super::{changed, changed_events, opt, parse, write};
 use crate::cmd::{errors, Cx};
 use crate::protocol::Reply;
 use crate::types::zset::Item;
@@ -49,6 +49,11 @@ fn pop(cx: &mut Cx, keys: &[Bytes], end: End, count: Option<i64>, shape: Shape) 
         }
         let now_empty = z.is_empty();
         changed(cx, key, now_empty);
+        let event = match end {
+            End::Min => "zpopmin",
+            End::Max => "zpopmax",
+        };
+        changed_events(cx, key, event, now_empty);
         let mut out = Vec::with_capacity(if shape.nested { n } else { 2 * n } + 1);
         for it in items {
             let (m, s) = (Reply::Bulk(it.member), Reply::Double(it.score));

@@ -2,7 +2,7 @@
 //! Z[REV]RANGE[BYSCORE|BYLEX] forms and ZREMRANGEBYRANK/SCORE/LEX (`zrangeGenericCommand`,
 //! `zremrangeGenericCommand`).
 
-use super::{changed, finish_new, opt, parse, read, store, write, Rows};
+use super::{changed, changed_events, finish_new, opt, parse, read, store, write, Rows};
 use crate::cmd::{errors, Cx};
 use crate::protocol::Reply;
 use crate::types::zset::{LexRange, ScoreRange, ZSet};
@@ -146,7 +146,7 @@ fn generic(cx: &mut Cx, first: usize, is_store: bool, mut kind: Kind, mut dir: D
         Sink::Client(rows) => rows.reply(),
         Sink::Store(z) => {
             let z = finish_new(cx, z);
-            store(cx, &args[1], z)
+            store(cx, &args[1], z, "zrangestore")
         }
     }
 }
@@ -318,5 +318,11 @@ fn remrange(cx: &mut Cx, spec: Result<Spec, Reply>) -> Reply {
     z.remove_range(start, n, |_| {});
     let now_empty = z.is_empty();
     changed(cx, key, now_empty);
+    let event = match spec {
+        Spec::Rank(..) => "zremrangebyrank",
+        Spec::Score(_) => "zremrangebyscore",
+        Spec::Lex(_) => "zremrangebylex",
+    };
+    changed_events(cx, key, event, now_empty);
     Reply::Int(n as i64)
 }

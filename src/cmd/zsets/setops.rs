@@ -214,7 +214,12 @@ fn generic(cx: &mut Cx, has_dst: bool, op: Op, card_only: bool) -> Reply {
     }
     if has_dst {
         let z = finish_new(cx, z);
-        return store(cx, &args[1], z);
+        let event = match op {
+            Op::Inter => "zinterstore",
+            Op::Union => "zunionstore",
+            Op::Diff => "zdiffstore",
+        };
+        return store(cx, &args[1], z, event);
     }
     let mut rows = Rows::new(cx.sess.resp3, withscores, z.len());
     for it in z.iter() {
