@@ -204,7 +204,13 @@ impl TestServer {
     /// Advances a manual clock and runs an expiry sweep at the new time.
     pub fn advance_ms(&self, ms: u64) {
         self.shared.clock.advance_ms(ms);
-        self.shared.ks.sweep(self.shared.clock.now_ms(), usize::MAX);
+        let (_, ready) = self
+            .shared
+            .ks
+            .sweep_ready(self.shared.clock.now_ms(), usize::MAX);
+        if !ready.is_empty() {
+            crate::cmd::blocking::serve_ready(&self.shared, ready);
+        }
     }
     pub fn shared(&self) -> &Arc<server::state::Shared> {
         &self.shared

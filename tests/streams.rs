@@ -519,7 +519,53 @@ async fn stream_replaced_while_blocked(proto: Proto) {
     );
 }
 
+/// Deleting the stream (DEL, or expiry found by a later access) fails blocked XREADGROUP
+/// readers with the UNBLOCKED error at once, as Redis 7.2's signalDeletedKeyAsReady does.
+async fn stream_deleted_while_blocked(proto: Proto) {
+    let server = common::manual_server();
+    let mut con = connect(&server, proto).await;
+    for (key, kill) in [("s1", "DEL"), ("s2", "PEXPIRE")] {
+        let _: String = q(
+            &mut con,
+            &c(&["XGROUP", "CREATE", key, "g", "$", "MKSTREAM"]),
+        )
+        .await;
+        let grp = spawn_raw(
+            &server,
+            proto,
+            &[
+                "XREADGROUP",
+                "GROUP",
+                "g",
+                "c",
+                "BLOCK",
+                "0",
+                "STREAMS",
+                key,
+                ">",
+            ],
+        )
+        .await;
+        until_blocked(&mut con, 1).await;
+        if kill == "DEL" {
+            let _: i64 = q(&mut con, &c(&["DEL", key])).await;
+        } else {
+            let _: i64 = q(&mut con, &c(&["PEXPIRE", key, "10"])).await;
+            server.advance_ms(11);
+            let _: i64 = q(&mut con, &c(&["EXISTS", key])).await;
+        }
+        let err = text(&joined(grp).await);
+        assert!(err.contains("UNBLOCKED"), "{kill}: {err}");
+        assert!(
+            err.contains("the stream key no longer exists"),
+            "{kill}: {err}"
+        );
+        until_blocked(&mut con, 0).await;
+    }
+}
+
 both_protocols!(
+    stream_deleted_while_blocked,
     stream_replaced_while_blocked,
     s5_work_queue,
     consumer_times,

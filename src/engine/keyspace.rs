@@ -203,16 +203,29 @@ impl Keyspace {
     /// Active expiry: removes due keys from every shard (bounded work per shard per call).
     /// Returns how many were removed.
     pub fn sweep(&self, now: u64, per_shard: usize) -> usize {
+        self.sweep_ready(now, per_shard).0
+    }
+
+    /// As `sweep`, also returning the expired streams that blocked clients may wait on
+    /// (XREADGROUP readers are failed when their stream goes away): the caller serves them
+    /// once it holds no lock.
+    pub fn sweep_ready(&self, now: u64, per_shard: usize) -> (usize, Vec<(usize, Bytes)>) {
         let mut total = 0;
+        let mut ready = Vec::new();
+        let blocked = self.blocked_clients.load(Ordering::Relaxed) > 0;
         for db in 0..self.dbs.len() {
             for s in 0..SHARDS {
                 // Never wait behind an exclusive holder (a long script, EXEC): a worker
                 // parked here could leave no thread to answer BUSY or SCRIPT KILL.
                 let Some(_g) = self.gate.try_read() else {
-                    return total;
+                    return (total, ready);
                 };
                 let mut sh = self.dbs[db][s].lock();
-                let gone = sh.sweep(now, per_shard);
+                let gone = sh.sweep_noting(now, per_shard, |k, v| {
+                    if blocked && v.is_stream() {
+                        ready.push((db, k.clone()));
+                    }
+                });
                 for k in &gone {
                     sh.signal(k);
                     self.expired(db, k);
@@ -223,7 +236,7 @@ impl Keyspace {
         self.stats
             .expired
             .fetch_add(total as u64, Ordering::Relaxed);
-        total
+        (total, ready)
     }
 }
 

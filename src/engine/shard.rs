@@ -166,6 +166,16 @@ impl Shard {
 
     /// Removes up to `limit` keys whose deadline has passed (`deadline < now`); returns them.
     pub fn sweep(&mut self, now: u64, limit: usize) -> Vec<Bytes> {
+        self.sweep_noting(now, limit, |_, _| {})
+    }
+
+    /// As `sweep`, showing each removed key and value to `removed` first.
+    pub fn sweep_noting(
+        &mut self,
+        now: u64,
+        limit: usize,
+        mut removed: impl FnMut(&Bytes, &Value),
+    ) -> Vec<Bytes> {
         let mut out = Vec::new();
         while out.len() < limit {
             match self.expires.first() {
@@ -173,7 +183,9 @@ impl Shard {
                 _ => break,
             }
             let (_, k) = self.expires.pop_first().expect("non-empty");
-            self.map.remove(&k);
+            if let Some(e) = self.map.remove(&k) {
+                removed(&k, &e.value);
+            }
             out.push(k);
         }
         out

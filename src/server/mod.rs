@@ -93,6 +93,9 @@ async fn active_expiry(srv: Arc<Shared>) {
         tick.tick().await;
         srv.clock.resync();
         let now = srv.clock.now_ms();
-        srv.ks.sweep(now, 200);
+        let (_, ready) = srv.ks.sweep_ready(now, 200);
+        if !ready.is_empty() {
+            crate::cmd::blocking::serve_ready(&srv, ready);
+        }
     }
 }
