@@ -241,11 +241,69 @@ async fn new_class_and_disabled_classes(proto: Proto) {
     }
 }
 
+/// Redis 7.2 creates (and publishes) the consumer of XREADGROUP, XCLAIM and XAUTOCLAIM up
+/// front, whether or not anything is served or claimed; 7.0 (the differential reference)
+/// only when it is, so this is checked here alone.
+async fn stream_consumers_created_up_front(proto: Proto) {
+    let server = real_server();
+    let listener = Listener::start(common::url(&server, proto));
+    let mut con = connect(&server, Proto::Resp2).await;
+    classes(&mut con, "Et").await;
+    run(
+        &mut con,
+        &[
+            "XADD s 1-1 f v",
+            "XGROUP CREATE s g $",
+            "XREADGROUP GROUP g c1 STREAMS s >",
+            "XCLAIM s g c2 0 9-9",
+            "XAUTOCLAIM s g c3 0 0",
+            "XREADGROUP GROUP g c1 STREAMS s >",
+            "XCLAIM s g c2 0 9-9",
+            "XAUTOCLAIM s g c3 0 0",
+        ],
+    )
+    .await;
+    let mut want = vec!["__keyevent@0__:xadd s", "__keyevent@0__:xgroup-create s"];
+    want.extend(["__keyevent@0__:xgroup-createconsumer s"; 3]);
+    assert_eq!(listener.drain(&mut con).await, want);
+    // A blocking XREADGROUP creates its consumer when it blocks, not when served.
+    let mut blocked = connect(&server, Proto::Resp2).await;
+    let waiter = tokio::spawn(async move {
+        let cmd = c(&[
+            "XREADGROUP",
+            "GROUP",
+            "g",
+            "c4",
+            "BLOCK",
+            "0",
+            "STREAMS",
+            "s",
+            ">",
+        ]);
+        let _: redis::Value = cmd.query_async(&mut blocked).await.expect("served");
+    });
+    wait_blocked(&mut con).await;
+    assert_eq!(
+        listener.drain(&mut con).await,
+        vec!["__keyevent@0__:xgroup-createconsumer s"]
+    );
+    run(&mut con, &["XADD s 2-1 f v"]).await;
+    tokio::time::timeout(HANG_GUARD, waiter)
+        .await
+        .expect("blocked client never served")
+        .expect("waiter");
+    assert_eq!(
+        listener.drain(&mut con).await,
+        vec!["__keyevent@0__:xadd s"]
+    );
+}
+
 both_protocols!(
     set_del_expire,
     expired_from_sweep_and_lazy_expiry,
     collection_events,
-    new_class_and_disabled_classes
+    new_class_and_disabled_classes,
+    stream_consumers_created_up_front
 );
 
 /// Commands for the differential test: every family, creation, overwrite, deletion of
@@ -420,8 +478,78 @@ const SEQUENCE: &[&str] = &[
     "FLUSHALL",
 ];
 
-/// Runs SEQUENCE against `port` with notifications on, and returns the events a subscriber
-/// saw, including those of blocked clients served by a push.
+/// Stream commands (class `t`): every event, in Redis's order, and the cases that publish
+/// nothing. Left out because Redis 7.0 (the reference here) and 7.2 differ: a consumer that
+/// XREADGROUP creates without serving it anything, or that XCLAIM/XAUTOCLAIM create
+/// without claiming anything (7.2 creates and publishes it up front, 7.0 only when served),
+/// and an XREADGROUP that blocks with a new consumer (7.2 publishes at block time).
+const STREAM_SEQUENCE: &[&str] = &[
+    "XADD xs NOMKSTREAM * f v",
+    "XADD xs 1-1 f v",
+    "XADD xs 2-1 f v a b",
+    "XADD xs MAXLEN 1 3-1 f v",
+    "XADD xs MAXLEN 5 4-1 f v",
+    "XADD xs NOMKSTREAM 5-1 f v",
+    "XADD xs 1-0 f v",
+    "XADD xs 0-0 f v",
+    "XADD xm MAXLEN 0 1-1 f v",
+    "XADD xe 0-0 f v",
+    "XADD xe NOMKSTREAM MAXLEN 0 1-1 f v",
+    "SET xstr v",
+    "XADD xstr 1-1 f v",
+    "XTRIM xs MAXLEN 10",
+    "XTRIM xs MAXLEN 2",
+    "XTRIM nokey MAXLEN 0",
+    "XTRIM xs MINID 5-1",
+    "XTRIM xs MINID 5-1",
+    "XDEL xs 1-1",
+    "XDEL xs 5-1",
+    "XDEL nokey 1-1",
+    "XADD xs 6-1 f v",
+    "XADD xs 7-1 f v",
+    "XSETID xs 10-1",
+    "XSETID xs 1-1",
+    "XSETID nokey 1-1",
+    "XGROUP CREATE xs g 0",
+    "XGROUP CREATE xs g 0",
+    "XGROUP CREATE xg g $ MKSTREAM",
+    "XGROUP CREATE xg g2 0 MKSTREAM",
+    "XGROUP CREATE xn g 0",
+    "XGROUP CREATE xn g bad MKSTREAM",
+    "XGROUP CREATE xstr g 0 MKSTREAM",
+    "XGROUP CREATECONSUMER xs g c1",
+    "XGROUP CREATECONSUMER xs g c1",
+    "XGROUP CREATECONSUMER xs nog c1",
+    "XGROUP SETID xs g $ ENTRIESREAD 1",
+    "XGROUP SETID xs g 0",
+    "XGROUP SETID xs nog 0",
+    "XREADGROUP GROUP g c2 COUNT 1 STREAMS xs >",
+    "XREADGROUP GROUP g c2 STREAMS xs >",
+    "XREADGROUP GROUP g c2 STREAMS xs >",
+    "XREADGROUP GROUP g c1 STREAMS xs 0",
+    "XREADGROUP GROUP g c3 STREAMS xs 0",
+    "XREADGROUP GROUP nog c9 STREAMS xs >",
+    "XREAD STREAMS xs 0",
+    "XCLAIM xs g c1 0 6-1",
+    "XCLAIM xs g c4 0 7-1",
+    "XCLAIM xs g c4 0 7-1 JUSTID",
+    "XAUTOCLAIM xs g c5 0 0",
+    "XAUTOCLAIM xs g c5 0 0 JUSTID",
+    "XACK xs g 6-1",
+    "XACK xs g 6-1",
+    "XGROUP DELCONSUMER xs g c5",
+    "XGROUP DELCONSUMER xs g nope",
+    "XGROUP DESTROY xs g",
+    "XGROUP DESTROY xs g",
+    "XADD xs MAXLEN ~ 1 11-1 f v",
+    "DEL xs xm",
+    // Set up the blocked XREADGROUP of `event_stream` (its consumer already exists).
+    "XGROUP CREATE xbg g $ MKSTREAM",
+    "XGROUP CREATECONSUMER xbg g c",
+];
+
+/// Runs SEQUENCE and STREAM_SEQUENCE against `port` with notifications on, and returns the
+/// events a subscriber saw, including those of blocked clients served by a push.
 async fn event_stream(port: u16) -> Vec<String> {
     let url = common::url_for_port(port, Proto::Resp2);
     let listener = Listener::start(url.clone());
@@ -432,6 +560,7 @@ async fn event_stream(port: u16) -> Vec<String> {
         .expect("connect");
     classes(&mut con, "KEAn").await;
     run(&mut con, SEQUENCE).await;
+    run(&mut con, STREAM_SEQUENCE).await;
     // Expiry on access (the key lived 1 ms; either expiry path gives the same event).
     run(&mut con, &["SET ex v PX 1"]).await;
     tokio::time::sleep(Duration::from_millis(20)).await;
@@ -441,6 +570,11 @@ async fn event_stream(port: u16) -> Vec<String> {
         ("BLPOP bl 0", "RPUSH bl a"),
         ("BLMOVE bl bdst RIGHT LEFT 0", "LPUSH bl b c"),
         ("BZPOPMIN bz 0", "ZADD bz 1 m"),
+        ("XREAD BLOCK 0 STREAMS xb $", "XADD xb 1-1 f v"),
+        (
+            "XREADGROUP GROUP g c BLOCK 0 STREAMS xbg >",
+            "XADD xbg 1-1 f v",
+        ),
     ] {
         let mut blocked = client
             .get_multiplexed_async_connection()

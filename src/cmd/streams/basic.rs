@@ -8,6 +8,7 @@ use crate::cmd::args::is;
 use crate::cmd::{errors, Cx};
 use crate::engine::Value;
 use crate::protocol::Reply;
+use crate::server::notify;
 use crate::types::stream::{
     id, AppendError, IdRules, NewId, ParsedId, Stream, StreamId, Trim, TrimBy,
 };
@@ -135,11 +136,16 @@ fn xadd_inner(cx: &mut Cx) -> Result<Reply, Reply> {
     let key = &args[1];
     let lim = limits(cx);
     let now = cx.now();
+    let ev = notify::cx_events(cx);
     if write(cx, key)?.is_none() {
         if opts.nomkstream {
             return Ok(Reply::Nil);
         }
         cx.ks.set(key, Value::Stream(Box::default()), None);
+        // Redis's dbAdd publishes `new` at once, even if the append then fails.
+        if let Some(ev) = ev {
+            ev.created(true, key);
+        }
     }
     let s = write(cx, key)?.expect("stream exists");
     if s.last_id == StreamId::MAX {
@@ -166,10 +172,14 @@ fn xadd_inner(cx: &mut Cx) -> Result<Reply, Reply> {
         Err(AppendError::NotGreater) => return Err(errors::err(errors::XADD_ID_SMALL)),
         Err(AppendError::TooLarge) => return Err(errors::err(errors::STREAM_TOO_LARGE)),
     };
-    if let Some(t) = opts.trim {
-        s.trim(t);
-    }
+    let trimmed = opts.trim.map_or(0, |t| s.trim(t));
     modified(cx, key);
+    if let Some(ev) = ev {
+        ev.emit(notify::STREAM, "xadd", key);
+        if trimmed > 0 {
+            ev.emit(notify::STREAM, "xtrim", key);
+        }
+    }
     cx.ks.signal_ready(key);
     Ok(super::id_reply(id))
 }
@@ -243,6 +253,7 @@ pub fn xdel(cx: &mut Cx) -> Reply {
         let n = s.delete(&ids);
         if n > 0 {
             modified(cx, key);
+            notify::key(cx, notify::STREAM, "xdel", key);
         }
         Ok(Reply::Int(n as i64))
     })())
@@ -261,6 +272,7 @@ pub fn xtrim(cx: &mut Cx) -> Reply {
         };
         if n > 0 {
             modified(cx, key);
+            notify::key(cx, notify::STREAM, "xtrim", key);
         }
         Ok(Reply::Int(n as i64))
     })())
@@ -298,6 +310,7 @@ pub fn xsetid(cx: &mut Cx) -> Reply {
         check_setid(s, id, entries_added)?;
         s.set_id(id, entries_added, max_deleted);
         modified(cx, key);
+        notify::key(cx, notify::STREAM, "xsetid", key);
         Ok(Reply::OK)
     })())
 }

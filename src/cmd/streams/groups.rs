@@ -9,6 +9,7 @@ use crate::cmd::args::{self, is};
 use crate::cmd::{errors, Cx};
 use crate::engine::Value;
 use crate::protocol::Reply;
+use crate::server::notify;
 use crate::types::stream::group::{ClaimCount, INVALID_ENTRIES_READ};
 use crate::types::stream::{id, Group, IdRules, Stream, StreamId};
 use bytes::Bytes;
@@ -64,8 +65,12 @@ pub fn xgroup_create(cx: &mut Cx) -> Reply {
         } else {
             strict_id(&args[4])?
         };
+        let ev = notify::cx_events(cx);
         if write(cx, key)?.is_none() {
             cx.ks.set(key, Value::Stream(Box::default()), None);
+            if let Some(ev) = ev {
+                ev.created(true, key);
+            }
         }
         let s = write(cx, key)?.expect("stream exists");
         if s.groups.contains_key(&args[3][..]) {
@@ -76,6 +81,9 @@ pub fn xgroup_create(cx: &mut Cx) -> Reply {
             Group::new(id, entries_read),
         );
         modified(cx, key);
+        if let Some(ev) = ev {
+            ev.emit(notify::STREAM, "xgroup-create", key);
+        }
         Ok(Reply::OK)
     })())
 }
@@ -97,6 +105,7 @@ pub fn xgroup_setid(cx: &mut Cx) -> Reply {
         g.last_id = id;
         g.entries_read = entries_read;
         modified(cx, &args[2]);
+        notify::key(cx, notify::STREAM, "xgroup-setid", &args[2]);
         Ok(Reply::OK)
     })())
 }
@@ -110,6 +119,7 @@ pub fn xgroup_destroy(cx: &mut Cx) -> Reply {
             return Ok(Reply::Int(0));
         }
         modified(cx, &args[2]);
+        notify::key(cx, notify::STREAM, "xgroup-destroy", &args[2]);
         // Clients blocked in XREADGROUP on this group re-run and get NOGROUP.
         cx.ks.signal_ready(&args[2]);
         Ok(Reply::Int(1))
@@ -126,6 +136,7 @@ pub fn xgroup_createconsumer(cx: &mut Cx) -> Reply {
         let created = g.create_consumer(&args[4], now);
         if created {
             modified(cx, &args[2]);
+            notify::key(cx, notify::STREAM, "xgroup-createconsumer", &args[2]);
         }
         Ok(Reply::Int(i64::from(created)))
     })())
@@ -140,6 +151,7 @@ pub fn xgroup_delconsumer(cx: &mut Cx) -> Reply {
         let pending = g.delete_consumer(&args[4]);
         if pending.is_some() {
             modified(cx, &args[2]);
+            notify::key(cx, notify::STREAM, "xgroup-delconsumer", &args[2]);
         }
         Ok(Reply::Int(pending.unwrap_or(0) as i64))
     })())
@@ -341,13 +353,15 @@ fn xclaim_inner(cx: &mut Cx) -> Result<Reply, Reply> {
     if deliverytime < 0 || deliverytime > now {
         deliverytime = now;
     }
+    let ev = notify::cx_events(cx);
     let s = stream_and_group(cx, key, gname, "")?;
     let present: Vec<bool> = ids.iter().map(|id| s.contains(id)).collect();
     let g = s.groups.get_mut(&gname[..]).expect("group exists");
     if last_id > g.last_id {
         g.last_id = last_id;
     }
-    g.touch_consumer(cname, now);
+    // 7.2 creates the consumer (and publishes it) whether or not anything is claimed.
+    consumer_touched(ev, g.touch_consumer(cname, now), key);
     let mut claimed = Vec::new();
     for (id, exists) in ids.iter().zip(present) {
         if !exists {
@@ -418,6 +432,7 @@ fn xautoclaim_inner(cx: &mut Cx) -> Result<Reply, Reply> {
     }
     read(cx, key)?;
     let now = now_ms(cx);
+    let ev = notify::cx_events(cx);
     let s = stream_and_group(cx, key, gname, "")?;
     let pending: Vec<StreamId> = {
         let g = &s.groups[&gname[..]];
@@ -431,7 +446,7 @@ fn xautoclaim_inner(cx: &mut Cx) -> Result<Reply, Reply> {
     };
     let exists: Vec<bool> = pending.iter().map(|id| s.contains(id)).collect();
     let g = s.groups.get_mut(&gname[..]).expect("group exists");
-    g.touch_consumer(cname, now);
+    consumer_touched(ev, g.touch_consumer(cname, now), key);
     let mut attempts = count * 10;
     let mut claimed = Vec::new();
     let mut deleted = Vec::new();
@@ -486,4 +501,12 @@ fn xautoclaim_inner(cx: &mut Cx) -> Result<Reply, Reply> {
         Reply::Array(entries),
         Reply::Array(deleted.into_iter().map(id_reply).collect()),
     ]))
+}
+
+/// `xgroup-createconsumer` when XREADGROUP, XCLAIM or XAUTOCLAIM created their consumer
+/// (`streamCreateConsumer`).
+pub(super) fn consumer_touched(ev: Option<notify::Events>, created: bool, key: &[u8]) {
+    if let (Some(ev), true) = (ev, created) {
+        ev.emit(notify::STREAM, "xgroup-createconsumer", key);
+    }
 }

@@ -6,6 +6,7 @@ use super::{entry_reply, id_reply, int_or, now_ms, read, reply, strict_id, write
 use crate::cmd::args::is;
 use crate::cmd::{errors, Cx};
 use crate::protocol::Reply;
+use crate::server::notify;
 use crate::types::stream::StreamId;
 use bytes::Bytes;
 use std::time::Duration;
@@ -220,6 +221,7 @@ fn serve_group(
     r: &ReadArgs,
     now: i64,
 ) -> Result<Option<Vec<Reply>>, Reply> {
+    let ev = notify::cx_events(cx);
     let s = write(cx, key)?.expect("stream exists");
     let history = *gt != StreamId::MAX;
     let mut serve = history;
@@ -231,7 +233,8 @@ fn serve_group(
         }
     }
     let group = s.groups.get_mut(g).expect("group exists");
-    group.touch_consumer(c, now);
+    // Created (and published) even when nothing is served, as in 7.2.
+    super::groups::consumer_touched(ev, group.touch_consumer(c, now), key);
     if !serve {
         return Ok(None);
     }
