@@ -20,6 +20,9 @@
 #                         Scripting (issue 4): evalsha_incr (EVALSHA of
 #                         `return redis.call('INCR', KEYS[1])`) and evalsha_lock (EVALSHA of
 #                         lua/lock_acquire.lua on random lock keys, so most calls acquire).
+#                         Messaging (issue 5): xadd (XADD bench:stream MAXLEN ~ 1000 * f v) and
+#                         publish (PUBLISH to a channel with one subscriber per server, a
+#                         python socket reader that discards what it receives).
 #   CLIENTS [50]  DATASIZE [100]
 #   KEYSPACE []           if set, -r KEYSPACE (random keys key:000000012345); unset = one key,
 #                         as plain redis-benchmark does
@@ -66,9 +69,10 @@ free_port() {
 
 RESPITE_PID=""
 REDIS_PID=""
+SUB_PIDS=""
 cleanup() {
-    # Only the two servers this script started, by pid.
-    for pid in $RESPITE_PID $REDIS_PID; do
+    # Only the processes this script started, by pid.
+    for pid in $SUB_PIDS $RESPITE_PID $REDIS_PID; do
         kill "$pid" 2>/dev/null || true
     done
     for pid in $RESPITE_PID $REDIS_PID; do
@@ -131,6 +135,8 @@ supports() { # port command
     zadd | zpopmin) probe=(ZADD __bench_probe_z__ 1 a) ;;
     zrange10) probe=(ZRANGE __bench_probe_z__ 0 9) ;;
     evalsha_*) probe=(EVAL "return 1" 0) ;;
+    xadd) probe=(XLEN __bench_probe_x__) ;;
+    publish) probe=(PUBLISH __bench_probe_c__ 1) ;;
     *) return 0 ;;
     esac
     ! redis-cli -h $HOST -p "$1" "${probe[@]}" 2>&1 | grep -qi "unknown command"
@@ -144,6 +150,21 @@ if [[ ,$TESTS, == *,evalsha_* ]]; then
         SHA_INCR=$(redis-cli -h $HOST -p "$port" SCRIPT LOAD "return redis.call('INCR', KEYS[1])")
         SHA_LOCK=$(redis-cli -h $HOST -p "$port" SCRIPT LOAD "$(cat lua/lock_acquire.lua)")
     done
+fi
+
+# One subscriber per server for the publish test: reads and discards as fast as it can.
+if [[ ,$TESTS, == *,publish,* ]]; then
+    for port in "$RESPITE_PORT" "$REDIS_PORT"; do
+        python3 -c '
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.sendall(b"*2\r\n$9\r\nSUBSCRIBE\r\n$10\r\nbench:chan\r\n")
+while s.recv(1 << 20):
+    pass
+' "$port" &
+        SUB_PIDS="$SUB_PIDS $!"
+    done
+    sleep 0.5
 fi
 
 # The sorted set read by zrange10, identical on both servers.
@@ -171,6 +192,8 @@ run_one() { # round test pipeline server port pid
     local what=(-t "$test")
     case $test in
     zrange10) what=(ZRANGE bench:zset 0 9) ;;
+    xadd) what=(XADD bench:stream MAXLEN '~' 1000 '*' field value) ;;
+    publish) what=(PUBLISH bench:chan hello-subscriber) ;;
     evalsha_incr) what=(EVALSHA "$SHA_INCR" 1 bench:counter) ;;
     evalsha_lock)
         what=(EVALSHA "$SHA_LOCK" 2 "{lock:__rand_int__}:held" "{lock:__rand_int__}:fence" owner 60000)
