@@ -15,6 +15,7 @@ pub mod clock;
 pub mod cmd;
 pub mod config;
 pub mod engine;
+pub mod persist;
 pub mod protocol;
 pub mod script;
 pub mod server;

@@ -1,0 +1,226 @@
+//! On-disk layout of `respite.redb`. Everything here is part of the file format: changing
+//! any constant, table name or byte layout needs a new [`FORMAT_VERSION`].
+//!
+//! Tables (all keys compare element-wise; `&[u8]` compares bytewise):
+//! - `meta: &str -> u64` — `"format_version"` (= [`FORMAT_VERSION`]) and `"next_ns"` (the next
+//!   fresh namespace, starting at [`FIRST_FRESH_NS`]).
+//! - `dbs: u32 -> u32` — logical db → namespace. A db with no row uses namespace = db index.
+//!   SWAPDB swaps two rows (O(1)); FLUSHDB points the db at a fresh namespace and deletes the
+//!   old namespace's rows in the same transaction (O(rows of that db)).
+//! - `keys: (ns u32, key &[u8]) -> &[u8]` — one row per key:
+//!   `[type tag u8][expire_at_ms u64 BE, 0 = none][per-type header]`, headers:
+//!   - string: `[encoding u8: 0 int, 1 embstr, 2 raw][bytes]` (the value lives in the row);
+//!   - list: `[head seq i64 BE][tail seq i64 BE]` — elements occupy `head..tail`;
+//!   - hash, set: `[next insertion seq u64 BE]`;
+//!   - zset: empty;
+//!   - stream: `[last id 16][first id 16][max deleted id 16][entries added u64 BE]`.
+//! - `elems: (ns u32, key &[u8], sub &[u8]) -> &[u8]` — one row per element:
+//!   - hash: sub = field, value = `[insertion seq u64 BE][value]`;
+//!   - set: sub = member, value = `[insertion seq u64 BE]`;
+//!   - zset: sub = member, value = score as `f64::to_bits` 8 bytes BE (keeps -0.0, ±inf);
+//!   - list: sub = [`list_sub`] of the element's sequence number (order-preserving), value =
+//!     the element; pushes take `head - 1` / `tail`, so push/pop at either end is one row and
+//!     the element at index i is at `head + i`;
+//!   - stream: sub = `'e'` + ID (16 bytes BE) → [`encode_fields`] of the field/value list;
+//!     `'g'` + group name → `[last delivered id 16][entries read i64 BE]`;
+//!     `'p'` + [`group_prefix`] + ID → `[delivery time i64 BE][delivery count u64 BE]
+//!     [consumer name]`; `'c'` + [`group_prefix`] + consumer name → `[seen time i64 BE]
+//!     [active time i64 BE]`.
+
+use redb::TableDefinition;
+
+/// Version of this layout. Bump it for any incompatible change; files with a greater
+/// version are refused.
+pub const FORMAT_VERSION: u64 = 1;
+
+/// Namespaces below this are the implicit "namespace = db index" ones.
+pub const FIRST_FRESH_NS: u32 = 1 << 20;
+
+pub(super) const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
+pub(super) const DBS: TableDefinition<u32, u32> = TableDefinition::new("dbs");
+pub(super) const KEYS: TableDefinition<(u32, &[u8]), &[u8]> = TableDefinition::new("keys");
+/// (namespace, key, sub-key).
+type ElemKey = (u32, &'static [u8], &'static [u8]);
+pub(super) const ELEMS: TableDefinition<ElemKey, &[u8]> = TableDefinition::new("elems");
+
+pub(super) const META_VERSION: &str = "format_version";
+pub(super) const META_NEXT_NS: &str = "next_ns";
+
+/// Stable type tags. APPEND-ONLY: never renumber or reuse a value.
+pub mod tag {
+    pub const STRING: u8 = 1;
+    pub const LIST: u8 = 2;
+    pub const HASH: u8 = 3;
+    pub const SET: u8 = 4;
+    pub const ZSET: u8 = 5;
+    pub const STREAM: u8 = 6;
+}
+
+/// String encodings inside a string row. APPEND-ONLY.
+pub mod str_enc {
+    pub const INT: u8 = 0;
+    pub const EMBSTR: u8 = 1;
+    pub const RAW: u8 = 2;
+}
+
+/// Stream sub-key kinds. APPEND-ONLY.
+pub mod xsub {
+    pub const CONSUMER: u8 = b'c';
+    pub const ENTRY: u8 = b'e';
+    pub const GROUP: u8 = b'g';
+    pub const PEL: u8 = b'p';
+}
+
+/// Size of the fixed part of a key row (tag + expiry).
+pub const KEY_FIXED: usize = 9;
+/// Size of a stream header.
+pub const STREAM_HEADER: usize = 56;
+
+/// A key row: tag, expiry and per-type header.
+pub fn key_row(tag: u8, expire_at: Option<u64>, header: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(KEY_FIXED + header.len());
+    v.push(tag);
+    v.extend_from_slice(&expire_at.unwrap_or(0).to_be_bytes());
+    v.extend_from_slice(header);
+    v
+}
+
+/// Splits a key row into (tag, expiry, header); `None` if too short.
+pub fn split_key_row(row: &[u8]) -> Option<(u8, Option<u64>, &[u8])> {
+    if row.len() < KEY_FIXED {
+        return None;
+    }
+    let at = u64::from_be_bytes(row[1..9].try_into().ok()?);
+    Some((row[0], (at != 0).then_some(at), &row[KEY_FIXED..]))
+}
+
+/// Order-preserving encoding of a list sequence number.
+pub fn list_sub(seq: i64) -> [u8; 8] {
+    ((seq as u64) ^ (1 << 63)).to_be_bytes()
+}
+
+pub fn id_bytes(id: (u64, u64)) -> [u8; 16] {
+    let mut b = [0u8; 16];
+    b[..8].copy_from_slice(&id.0.to_be_bytes());
+    b[8..].copy_from_slice(&id.1.to_be_bytes());
+    b
+}
+
+pub fn read_id(b: &[u8]) -> Option<(u64, u64)> {
+    Some((read_u64(b.get(..8)?)?, read_u64(b.get(8..16)?)?))
+}
+
+pub fn read_u64(b: &[u8]) -> Option<u64> {
+    Some(u64::from_be_bytes(b.get(..8)?.try_into().ok()?))
+}
+
+pub fn read_i64(b: &[u8]) -> Option<i64> {
+    read_u64(b).map(|v| v as i64)
+}
+
+/// `[len u32 BE][group]`: keeps one group's PEL/consumer rows contiguous whatever bytes
+/// group names contain.
+pub fn group_prefix(kind: u8, group: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(5 + group.len() + 16);
+    v.push(kind);
+    v.extend_from_slice(&(group.len() as u32).to_be_bytes());
+    v.extend_from_slice(group);
+    v
+}
+
+/// Splits a `'p'`/`'c'` sub-key after its kind byte into (group, rest).
+pub fn split_group(rest: &[u8]) -> Option<(&[u8], &[u8])> {
+    let n = u32::from_be_bytes(rest.get(..4)?.try_into().ok()?) as usize;
+    let g = rest.get(4..4 + n)?;
+    Some((g, &rest[4 + n..]))
+}
+
+/// A field/value list as `[count u32 BE]` then `[len u32 BE][bytes]` per item.
+pub fn encode_fields(fields: &[bytes::Bytes]) -> Vec<u8> {
+    let total: usize = fields.iter().map(|f| f.len() + 4).sum();
+    let mut v = Vec::with_capacity(4 + total);
+    v.extend_from_slice(&(fields.len() as u32).to_be_bytes());
+    for f in fields {
+        v.extend_from_slice(&(f.len() as u32).to_be_bytes());
+        v.extend_from_slice(f);
+    }
+    v
+}
+
+pub fn decode_fields(b: &[u8]) -> Option<Vec<bytes::Bytes>> {
+    let n = u32::from_be_bytes(b.get(..4)?.try_into().ok()?) as usize;
+    let mut out = Vec::with_capacity(n.min(b.len() / 4));
+    let mut at = 4;
+    for _ in 0..n {
+        let len = u32::from_be_bytes(b.get(at..at + 4)?.try_into().ok()?) as usize;
+        at += 4;
+        out.push(bytes::Bytes::copy_from_slice(b.get(at..at + len)?));
+        at += len;
+    }
+    (at == b.len()).then_some(out)
+}
+
+/// The smallest byte string greater than every string starting with `prefix`, if any
+/// (`None` when the prefix is all 0xff: then the range is open-ended).
+pub fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
+    let mut v = prefix.to_vec();
+    while let Some(last) = v.pop() {
+        if last < 0xff {
+            v.push(last + 1);
+            return Some(v);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Tags are written to disk: these values must never change.
+    #[test]
+    fn type_tags_are_pinned() {
+        assert_eq!(
+            [
+                tag::STRING,
+                tag::LIST,
+                tag::HASH,
+                tag::SET,
+                tag::ZSET,
+                tag::STREAM
+            ],
+            [1, 2, 3, 4, 5, 6]
+        );
+        assert_eq!([str_enc::INT, str_enc::EMBSTR, str_enc::RAW], [0, 1, 2]);
+        assert_eq!(
+            [xsub::CONSUMER, xsub::ENTRY, xsub::GROUP, xsub::PEL],
+            [b'c', b'e', b'g', b'p']
+        );
+        assert_eq!(FORMAT_VERSION, 1);
+    }
+
+    #[test]
+    fn list_subs_sort_like_numbers() {
+        let seqs = [i64::MIN, -5, -1, 0, 1, 7, i64::MAX];
+        for w in seqs.windows(2) {
+            assert!(list_sub(w[0]) < list_sub(w[1]));
+        }
+    }
+
+    #[test]
+    fn fields_round_trip() {
+        let f = vec![
+            bytes::Bytes::from_static(b""),
+            bytes::Bytes::from_static(b"\x00\xff"),
+        ];
+        assert_eq!(decode_fields(&encode_fields(&f)), Some(f));
+        assert_eq!(decode_fields(&[0, 0, 0, 1]), None);
+    }
+
+    #[test]
+    fn prefix_ends() {
+        assert_eq!(prefix_end(b"ab"), Some(b"ac".to_vec()));
+        assert_eq!(prefix_end(b"a\xff"), Some(b"b".to_vec()));
+        assert_eq!(prefix_end(b"\xff"), None);
+    }
+}

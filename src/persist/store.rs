@@ -1,0 +1,755 @@
+//! The store: opening (format version check), applying change batches, syncing.
+
+use super::layout::{self as l, tag, xsub, DBS, ELEMS, KEYS, META};
+use super::{corrupt, Change, PersistError};
+use crate::engine::value::{StrVal, Value};
+use bytes::Bytes;
+use parking_lot::Mutex;
+use redb::{Database, Durability, ReadableTable, Table, TableError, WriteTransaction};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+pub const FILE_NAME: &str = "respite.redb";
+
+type Result<T> = std::result::Result<T, PersistError>;
+
+/// db → namespace overrides (a db without one uses namespace = its index).
+#[derive(Clone, Debug, Default)]
+pub(super) struct NsMap {
+    pub map: HashMap<usize, u32>,
+    pub next_ns: u32,
+}
+
+impl NsMap {
+    fn ns(&self, db: usize) -> Result<u32> {
+        if let Some(&ns) = self.map.get(&db) {
+            return Ok(ns);
+        }
+        u32::try_from(db)
+            .ok()
+            .filter(|&n| n < l::FIRST_FRESH_NS)
+            .ok_or_else(|| corrupt("db index out of range"))
+    }
+}
+
+pub struct Store {
+    db: Database,
+    path: PathBuf,
+    /// Held for a whole `apply`, so the map and the file move together.
+    ns: Mutex<NsMap>,
+    fail_commits: AtomicU64,
+}
+
+impl Store {
+    /// Creates or opens `<dir>/respite.redb`. A file with another format version is refused
+    /// before anything is written to it.
+    pub fn open(dir: &Path) -> Result<Store> {
+        std::fs::create_dir_all(dir).map_err(super::io)?;
+        let path = dir.join(FILE_NAME);
+        let db = Database::create(&path)?;
+        let version = {
+            let r = db.begin_read()?;
+            match r.open_table(META) {
+                Ok(t) => t.get(l::META_VERSION)?.map(|g| g.value()),
+                Err(TableError::TableDoesNotExist(_)) => None,
+                Err(e) => return Err(e.into()),
+            }
+        };
+        match version {
+            Some(v) if v != l::FORMAT_VERSION => {
+                return Err(PersistError::UnknownVersion {
+                    found: v,
+                    known: l::FORMAT_VERSION,
+                })
+            }
+            Some(_) => {}
+            None => {
+                let has_tables = db.begin_read()?.list_tables()?.next().is_some();
+                if has_tables {
+                    return Err(corrupt("no format version in a non-empty file"));
+                }
+                let w = db.begin_write()?;
+                {
+                    let mut m = w.open_table(META)?;
+                    m.insert(l::META_VERSION, l::FORMAT_VERSION)?;
+                    m.insert(l::META_NEXT_NS, u64::from(l::FIRST_FRESH_NS))?;
+                    w.open_table(DBS)?;
+                    w.open_table(KEYS)?;
+                    w.open_table(ELEMS)?;
+                }
+                w.commit()?;
+            }
+        }
+        let ns = read_ns_map(&db)?;
+        Ok(Store {
+            db,
+            path,
+            ns: Mutex::new(ns),
+            fail_commits: AtomicU64::new(0),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Makes the next `n` calls to [`Store::apply`] fail with an I/O-style error, writing
+    /// nothing (for tests of the error path).
+    pub fn fail_next_commits(&self, n: u64) {
+        self.fail_commits.store(n, Ordering::SeqCst);
+    }
+
+    /// Applies `changes` in one write transaction: all or nothing. `durable` commits with
+    /// fsync; otherwise the commit survives a process crash but not a power loss until the
+    /// next durable commit (and redb frees pages only at durable commits).
+    pub fn apply(&self, changes: &[Change], durable: bool) -> Result<()> {
+        let injected = self
+            .fail_commits
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
+        if injected.is_ok() {
+            return Err(PersistError::Injected);
+        }
+        let mut guard = self.ns.lock();
+        let mut w = self.db.begin_write()?;
+        w.set_durability(if durable {
+            Durability::Immediate
+        } else {
+            Durability::None
+        });
+        let ns = {
+            let mut tx = Tx::open(&w, guard.clone())?;
+            for c in changes {
+                tx.apply(c)?;
+            }
+            tx.ns
+        };
+        w.commit()?;
+        *guard = ns;
+        Ok(())
+    }
+
+    /// Forces a durable commit (everything applied so far survives a power loss).
+    pub fn sync(&self) -> Result<()> {
+        let _guard = self.ns.lock();
+        let mut w = self.db.begin_write()?;
+        w.set_durability(Durability::Immediate);
+        w.commit()?;
+        Ok(())
+    }
+
+    pub(super) fn database(&self) -> &Database {
+        &self.db
+    }
+
+    pub(super) fn ns_map(&self) -> NsMap {
+        self.ns.lock().clone()
+    }
+}
+
+fn read_ns_map(db: &Database) -> Result<NsMap> {
+    let r = db.begin_read()?;
+    let next = r
+        .open_table(META)?
+        .get(l::META_NEXT_NS)?
+        .map(|g| g.value())
+        .ok_or_else(|| corrupt("missing next namespace"))?;
+    let mut ns = NsMap {
+        map: HashMap::new(),
+        next_ns: u32::try_from(next).map_err(|_| corrupt("namespace counter overflow"))?,
+    };
+    for row in r.open_table(DBS)?.iter()? {
+        let (k, v) = row?;
+        ns.map.insert(k.value() as usize, v.value());
+    }
+    Ok(ns)
+}
+
+type KeysTable<'t> = Table<'t, (u32, &'static [u8]), &'static [u8]>;
+type ElemsTable<'t> = Table<'t, (u32, &'static [u8], &'static [u8]), &'static [u8]>;
+
+/// A key's row, decoded.
+struct Row {
+    tag: u8,
+    expire_at: Option<u64>,
+    header: Vec<u8>,
+}
+
+/// One write transaction's open tables.
+struct Tx<'t> {
+    txn: &'t WriteTransaction,
+    keys: KeysTable<'t>,
+    elems: ElemsTable<'t>,
+    ns: NsMap,
+}
+
+fn after(key: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(key.len() + 1);
+    v.extend_from_slice(key);
+    v.push(0);
+    v
+}
+
+impl<'t> Tx<'t> {
+    fn open(txn: &'t WriteTransaction, ns: NsMap) -> Result<Tx<'t>> {
+        Ok(Tx {
+            txn,
+            keys: txn.open_table(KEYS)?,
+            elems: txn.open_table(ELEMS)?,
+            ns,
+        })
+    }
+
+    fn row(&self, ns: u32, key: &[u8]) -> Result<Option<Row>> {
+        let Some(g) = self.keys.get((ns, key))? else {
+            return Ok(None);
+        };
+        let (tag, expire_at, header) =
+            l::split_key_row(g.value()).ok_or_else(|| corrupt("short key row"))?;
+        Ok(Some(Row {
+            tag,
+            expire_at,
+            header: header.to_vec(),
+        }))
+    }
+
+    fn put_row(&mut self, ns: u32, key: &[u8], tag: u8, at: Option<u64>, hdr: &[u8]) -> Result<()> {
+        self.keys
+            .insert((ns, key), l::key_row(tag, at, hdr).as_slice())?;
+        Ok(())
+    }
+
+    fn wipe_elems(&mut self, ns: u32, key: &[u8]) -> Result<()> {
+        let end = after(key);
+        let empty: &[u8] = &[];
+        self.elems
+            .retain_in((ns, key, empty)..(ns, end.as_slice(), empty), |_, _| false)?;
+        Ok(())
+    }
+
+    fn wipe_sub_prefix(&mut self, ns: u32, key: &[u8], prefix: &[u8]) -> Result<()> {
+        match l::prefix_end(prefix) {
+            Some(end) => self
+                .elems
+                .retain_in((ns, key, prefix)..(ns, key, end.as_slice()), |_, _| false)?,
+            None => self
+                .elems
+                .retain_in((ns, key, prefix).., |k, _| k.1 != key)?,
+        }
+        Ok(())
+    }
+
+    fn del_key(&mut self, ns: u32, key: &[u8]) -> Result<()> {
+        let old = self
+            .keys
+            .remove((ns, key))?
+            .map(|g| g.value().first().copied());
+        if let Some(t) = old {
+            if t != Some(tag::STRING) {
+                self.wipe_elems(ns, key)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The key's row if it has type `want`; a fresh row (no expiry, `empty` header) if it is
+    /// missing or of another type (whose elements are dropped). `true` = the row is new.
+    fn ensure(&mut self, ns: u32, key: &[u8], want: u8, empty: &[u8]) -> Result<(Row, bool)> {
+        match self.row(ns, key)? {
+            Some(r) if r.tag == want => Ok((r, false)),
+            old => {
+                if old.is_some_and(|r| r.tag != tag::STRING) {
+                    self.wipe_elems(ns, key)?;
+                }
+                let r = Row {
+                    tag: want,
+                    expire_at: None,
+                    header: empty.to_vec(),
+                };
+                Ok((r, true))
+            }
+        }
+    }
+
+    fn put_elem(&mut self, ns: u32, key: &[u8], sub: &[u8], v: &[u8]) -> Result<()> {
+        self.elems.insert((ns, key, sub), v)?;
+        Ok(())
+    }
+
+    fn del_elem(&mut self, ns: u32, key: &[u8], sub: &[u8]) -> Result<()> {
+        self.elems.remove((ns, key, sub))?;
+        Ok(())
+    }
+
+    fn elem(&self, ns: u32, key: &[u8], sub: &[u8]) -> Result<Option<Vec<u8>>> {
+        Ok(self.elems.get((ns, key, sub))?.map(|g| g.value().to_vec()))
+    }
+
+    fn set_db_ns(&mut self, db: usize, ns: u32) -> Result<()> {
+        let dbk = u32::try_from(db).map_err(|_| corrupt("db index out of range"))?;
+        self.txn.open_table(DBS)?.insert(dbk, ns)?;
+        self.ns.map.insert(db, ns);
+        Ok(())
+    }
+
+    fn apply(&mut self, c: &Change) -> Result<()> {
+        match c {
+            Change::Put {
+                db,
+                key,
+                value,
+                expire_at,
+            } => {
+                let ns = self.ns.ns(*db)?;
+                self.del_key(ns, key)?;
+                self.put_value(ns, key, value, *expire_at)
+            }
+            Change::Del { db, key } => {
+                let ns = self.ns.ns(*db)?;
+                self.del_key(ns, key)
+            }
+            Change::Expire { db, key, at } => {
+                let ns = self.ns.ns(*db)?;
+                if let Some(r) = self.row(ns, key)? {
+                    self.put_row(ns, key, r.tag, *at, &r.header)?;
+                }
+                Ok(())
+            }
+            Change::StrSet {
+                db,
+                key,
+                value,
+                expire_at,
+            } => {
+                let ns = self.ns.ns(*db)?;
+                if self.row(ns, key)?.is_some_and(|r| r.tag != tag::STRING) {
+                    self.wipe_elems(ns, key)?;
+                }
+                self.put_row(ns, key, tag::STRING, *expire_at, &str_header(value))
+            }
+            Change::HashPut { db, key, pairs } => {
+                let ns = self.ns.ns(*db)?;
+                let (mut r, fresh) = self.ensure(ns, key, tag::HASH, &0u64.to_be_bytes())?;
+                let mut next = l::read_u64(&r.header).ok_or_else(|| corrupt("hash header"))?;
+                let start = next;
+                for (f, v) in pairs {
+                    let seq = match self.elem(ns, key, f)? {
+                        Some(old) => l::read_u64(&old).ok_or_else(|| corrupt("hash row"))?,
+                        None => {
+                            next += 1;
+                            next - 1
+                        }
+                    };
+                    let mut row = Vec::with_capacity(8 + v.len());
+                    row.extend_from_slice(&seq.to_be_bytes());
+                    row.extend_from_slice(v);
+                    self.put_elem(ns, key, f, &row)?;
+                }
+                if fresh || next != start {
+                    r.header = next.to_be_bytes().to_vec();
+                    self.put_row(ns, key, tag::HASH, r.expire_at, &r.header)?;
+                }
+                Ok(())
+            }
+            Change::HashDel {
+                db,
+                key,
+                fields: subs,
+            }
+            | Change::SetRem {
+                db,
+                key,
+                members: subs,
+            }
+            | Change::ZDel {
+                db,
+                key,
+                members: subs,
+            } => {
+                let ns = self.ns.ns(*db)?;
+                for s in subs {
+                    self.del_elem(ns, key, s)?;
+                }
+                Ok(())
+            }
+            Change::SetAdd { db, key, members } => {
+                let ns = self.ns.ns(*db)?;
+                let (r, fresh) = self.ensure(ns, key, tag::SET, &0u64.to_be_bytes())?;
+                let mut next = l::read_u64(&r.header).ok_or_else(|| corrupt("set header"))?;
+                let start = next;
+                for m in members {
+                    if self.elem(ns, key, m)?.is_none() {
+                        self.put_elem(ns, key, m, &next.to_be_bytes())?;
+                        next += 1;
+                    }
+                }
+                if fresh || next != start {
+                    self.put_row(ns, key, tag::SET, r.expire_at, &next.to_be_bytes())?;
+                }
+                Ok(())
+            }
+            Change::ZPut { db, key, members } => {
+                let ns = self.ns.ns(*db)?;
+                let (r, fresh) = self.ensure(ns, key, tag::ZSET, &[])?;
+                for (m, s) in members {
+                    self.put_elem(ns, key, m, &s.to_bits().to_be_bytes())?;
+                }
+                if fresh {
+                    self.put_row(ns, key, tag::ZSET, r.expire_at, &[])?;
+                }
+                Ok(())
+            }
+            Change::ListPush {
+                db,
+                key,
+                front,
+                values,
+            } => {
+                let ns = self.ns.ns(*db)?;
+                let (r, _) = self.ensure(ns, key, tag::LIST, &list_header(0, 0))?;
+                let (mut head, mut tail) = read_list_header(&r.header)?;
+                for v in values {
+                    let seq = if *front {
+                        head -= 1;
+                        head
+                    } else {
+                        tail += 1;
+                        tail - 1
+                    };
+                    self.put_elem(ns, key, &l::list_sub(seq), v)?;
+                }
+                self.put_row(ns, key, tag::LIST, r.expire_at, &list_header(head, tail))
+            }
+            Change::ListPop { db, key, front, n } => {
+                let ns = self.ns.ns(*db)?;
+                let Some(r) = self.row(ns, key)?.filter(|r| r.tag == tag::LIST) else {
+                    return Ok(());
+                };
+                let (mut head, mut tail) = read_list_header(&r.header)?;
+                for _ in 0..*n {
+                    if head >= tail {
+                        break;
+                    }
+                    let seq = if *front {
+                        head += 1;
+                        head - 1
+                    } else {
+                        tail -= 1;
+                        tail
+                    };
+                    self.del_elem(ns, key, &l::list_sub(seq))?;
+                }
+                self.put_row(ns, key, tag::LIST, r.expire_at, &list_header(head, tail))
+            }
+            Change::ListSet {
+                db,
+                key,
+                index,
+                value,
+            } => {
+                let ns = self.ns.ns(*db)?;
+                let Some(r) = self.row(ns, key)?.filter(|r| r.tag == tag::LIST) else {
+                    return Ok(());
+                };
+                let (head, tail) = read_list_header(&r.header)?;
+                let seq = i64::try_from(*index).ok().and_then(|i| head.checked_add(i));
+                if let Some(seq) = seq.filter(|&s| s < tail) {
+                    self.put_elem(ns, key, &l::list_sub(seq), value)?;
+                }
+                Ok(())
+            }
+            Change::ListRewrite { db, key, values } => {
+                let ns = self.ns.ns(*db)?;
+                let (r, fresh) = self.ensure(ns, key, tag::LIST, &list_header(0, 0))?;
+                if !fresh {
+                    self.wipe_elems(ns, key)?;
+                }
+                for (i, v) in values.iter().enumerate() {
+                    self.put_elem(ns, key, &l::list_sub(i as i64), v)?;
+                }
+                let hdr = list_header(0, values.len() as i64);
+                self.put_row(ns, key, tag::LIST, r.expire_at, &hdr)
+            }
+            Change::XAdd {
+                db,
+                key,
+                id,
+                fields,
+            } => {
+                let ns = self.ns.ns(*db)?;
+                self.ensure_stream(ns, key)?;
+                self.put_elem(ns, key, &entry_sub(*id), &l::encode_fields(fields))
+            }
+            Change::XDel { db, key, ids } => {
+                let ns = self.ns.ns(*db)?;
+                for id in ids {
+                    self.del_elem(ns, key, &entry_sub(*id))?;
+                }
+                Ok(())
+            }
+            Change::XMeta {
+                db,
+                key,
+                last_id,
+                entries_added,
+                max_deleted,
+                first_id,
+            } => {
+                let ns = self.ns.ns(*db)?;
+                let r = self.ensure_stream(ns, key)?;
+                let hdr = stream_header(*last_id, *first_id, *max_deleted, *entries_added);
+                self.put_row(ns, key, tag::STREAM, r.expire_at, &hdr)
+            }
+            Change::XGroupPut {
+                db,
+                key,
+                group,
+                last_id,
+                entries_read,
+            } => {
+                let ns = self.ns.ns(*db)?;
+                self.ensure_stream(ns, key)?;
+                let mut v = l::id_bytes(*last_id).to_vec();
+                v.extend_from_slice(&entries_read.to_be_bytes());
+                self.put_elem(ns, key, &group_sub(group), &v)
+            }
+            Change::XGroupDel { db, key, group } => {
+                let ns = self.ns.ns(*db)?;
+                self.del_elem(ns, key, &group_sub(group))?;
+                self.wipe_sub_prefix(ns, key, &l::group_prefix(xsub::PEL, group))?;
+                self.wipe_sub_prefix(ns, key, &l::group_prefix(xsub::CONSUMER, group))
+            }
+            Change::XPelPut {
+                db,
+                key,
+                group,
+                id,
+                consumer,
+                delivery_time,
+                delivery_count,
+            } => {
+                let ns = self.ns.ns(*db)?;
+                self.ensure_stream(ns, key)?;
+                let mut v = Vec::with_capacity(16 + consumer.len());
+                v.extend_from_slice(&delivery_time.to_be_bytes());
+                v.extend_from_slice(&delivery_count.to_be_bytes());
+                v.extend_from_slice(consumer);
+                self.put_elem(ns, key, &pel_sub(group, *id), &v)
+            }
+            Change::XPelDel { db, key, group, id } => {
+                let ns = self.ns.ns(*db)?;
+                self.del_elem(ns, key, &pel_sub(group, *id))
+            }
+            Change::XConsumerPut {
+                db,
+                key,
+                group,
+                consumer,
+                seen_time,
+                active_time,
+            } => {
+                let ns = self.ns.ns(*db)?;
+                self.ensure_stream(ns, key)?;
+                let mut v = seen_time.to_be_bytes().to_vec();
+                v.extend_from_slice(&active_time.to_be_bytes());
+                self.put_elem(ns, key, &consumer_sub(group, consumer), &v)
+            }
+            Change::XConsumerDel {
+                db,
+                key,
+                group,
+                consumer,
+            } => {
+                let ns = self.ns.ns(*db)?;
+                self.del_elem(ns, key, &consumer_sub(group, consumer))
+            }
+            Change::FlushDb { db } => {
+                let old = self.ns.ns(*db)?;
+                let fresh = self.ns.next_ns;
+                self.ns.next_ns = fresh
+                    .checked_add(1)
+                    .ok_or_else(|| corrupt("namespaces exhausted"))?;
+                self.txn
+                    .open_table(META)?
+                    .insert(l::META_NEXT_NS, u64::from(self.ns.next_ns))?;
+                self.set_db_ns(*db, fresh)?;
+                self.wipe_ns(old)
+            }
+            Change::FlushAll => {
+                self.keys.retain(|_, _| false)?;
+                self.elems.retain(|_, _| false)?;
+                Ok(())
+            }
+            Change::SwapDb { a, b } => {
+                let (na, nb) = (self.ns.ns(*a)?, self.ns.ns(*b)?);
+                self.set_db_ns(*a, nb)?;
+                self.set_db_ns(*b, na)
+            }
+        }
+    }
+
+    /// Deletes every row of a namespace: O(rows).
+    fn wipe_ns(&mut self, ns: u32) -> Result<()> {
+        let empty: &[u8] = &[];
+        match ns.checked_add(1) {
+            Some(end) => {
+                self.keys
+                    .retain_in((ns, empty)..(end, empty), |_, _| false)?;
+                self.elems
+                    .retain_in((ns, empty, empty)..(end, empty, empty), |_, _| false)?;
+            }
+            None => {
+                self.keys.retain_in((ns, empty).., |_, _| false)?;
+                self.elems.retain_in((ns, empty, empty).., |_, _| false)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The stream's row, created (zero counters) if missing.
+    fn ensure_stream(&mut self, ns: u32, key: &[u8]) -> Result<Row> {
+        let zero = stream_header((0, 0), (0, 0), (0, 0), 0);
+        let (r, fresh) = self.ensure(ns, key, tag::STREAM, &zero)?;
+        if fresh {
+            self.put_row(ns, key, tag::STREAM, None, &r.header)?;
+        }
+        Ok(r)
+    }
+
+    fn put_value(&mut self, ns: u32, key: &[u8], v: &Value, at: Option<u64>) -> Result<()> {
+        match v {
+            Value::Str(s) => self.put_row(ns, key, tag::STRING, at, &str_header(s)),
+            Value::List(list) => {
+                for (i, e) in list.iter().enumerate() {
+                    self.put_elem(ns, key, &l::list_sub(i as i64), e)?;
+                }
+                let hdr = list_header(0, list.len() as i64);
+                self.put_row(ns, key, tag::LIST, at, &hdr)
+            }
+            Value::Hash(h) => {
+                let mut seq = 0u64;
+                for (f, val) in h.iter() {
+                    let mut row = Vec::with_capacity(8 + val.len());
+                    row.extend_from_slice(&seq.to_be_bytes());
+                    row.extend_from_slice(val);
+                    self.put_elem(ns, key, f, &row)?;
+                    seq += 1;
+                }
+                self.put_row(ns, key, tag::HASH, at, &seq.to_be_bytes())
+            }
+            Value::Set(s) => {
+                let mut seq = 0u64;
+                for m in s.iter() {
+                    let mb: Bytes = m.to_bytes();
+                    self.put_elem(ns, key, &mb, &seq.to_be_bytes())?;
+                    seq += 1;
+                }
+                self.put_row(ns, key, tag::SET, at, &seq.to_be_bytes())
+            }
+            Value::ZSet(z) => {
+                for it in z.iter() {
+                    self.put_elem(ns, key, &it.member, &it.score.to_bits().to_be_bytes())?;
+                }
+                self.put_row(ns, key, tag::ZSET, at, &[])
+            }
+            Value::Stream(s) => {
+                use crate::types::stream::StreamId;
+                let pair = |i: StreamId| (i.ms, i.seq);
+                for (id, fields) in s.range(StreamId::MIN, StreamId::MAX, false) {
+                    self.put_elem(ns, key, &entry_sub(pair(*id)), &l::encode_fields(fields))?;
+                }
+                for (name, g) in &s.groups {
+                    let mut v = l::id_bytes(pair(g.last_id)).to_vec();
+                    v.extend_from_slice(&g.entries_read.to_be_bytes());
+                    self.put_elem(ns, key, &group_sub(name), &v)?;
+                    for (id, n) in &g.pel {
+                        let mut v = n.delivery_time.to_be_bytes().to_vec();
+                        v.extend_from_slice(&n.delivery_count.to_be_bytes());
+                        v.extend_from_slice(&n.consumer);
+                        self.put_elem(ns, key, &pel_sub(name, pair(*id)), &v)?;
+                    }
+                    for (cname, c) in &g.consumers {
+                        let mut v = c.seen_time.to_be_bytes().to_vec();
+                        v.extend_from_slice(&c.active_time.to_be_bytes());
+                        self.put_elem(ns, key, &consumer_sub(name, cname), &v)?;
+                    }
+                }
+                let hdr = stream_header(
+                    pair(s.last_id),
+                    pair(s.first_id),
+                    pair(s.max_deleted),
+                    s.entries_added,
+                );
+                self.put_row(ns, key, tag::STREAM, at, &hdr)
+            }
+        }
+    }
+}
+
+pub(super) fn str_header(s: &StrVal) -> Vec<u8> {
+    match s {
+        StrVal::Int(i) => {
+            let mut v = vec![l::str_enc::INT];
+            v.extend_from_slice(itoa::Buffer::new().format(*i).as_bytes());
+            v
+        }
+        StrVal::Bytes { data, raw } => {
+            let mut v = Vec::with_capacity(1 + data.len());
+            v.push(if *raw {
+                l::str_enc::RAW
+            } else {
+                l::str_enc::EMBSTR
+            });
+            v.extend_from_slice(data);
+            v
+        }
+    }
+}
+
+fn list_header(head: i64, tail: i64) -> Vec<u8> {
+    let mut v = head.to_be_bytes().to_vec();
+    v.extend_from_slice(&tail.to_be_bytes());
+    v
+}
+
+pub(super) fn read_list_header(h: &[u8]) -> Result<(i64, i64)> {
+    match (l::read_i64(h), h.get(8..).and_then(l::read_i64)) {
+        (Some(a), Some(b)) if a <= b => Ok((a, b)),
+        _ => Err(corrupt("list header")),
+    }
+}
+
+fn stream_header(last: (u64, u64), first: (u64, u64), maxdel: (u64, u64), added: u64) -> Vec<u8> {
+    let mut v = Vec::with_capacity(l::STREAM_HEADER);
+    v.extend_from_slice(&l::id_bytes(last));
+    v.extend_from_slice(&l::id_bytes(first));
+    v.extend_from_slice(&l::id_bytes(maxdel));
+    v.extend_from_slice(&added.to_be_bytes());
+    v
+}
+
+fn entry_sub(id: (u64, u64)) -> [u8; 17] {
+    let mut b = [0u8; 17];
+    b[0] = xsub::ENTRY;
+    b[1..].copy_from_slice(&l::id_bytes(id));
+    b
+}
+
+fn group_sub(group: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(1 + group.len());
+    v.push(xsub::GROUP);
+    v.extend_from_slice(group);
+    v
+}
+
+fn pel_sub(group: &[u8], id: (u64, u64)) -> Vec<u8> {
+    let mut v = l::group_prefix(xsub::PEL, group);
+    v.extend_from_slice(&l::id_bytes(id));
+    v
+}
+
+fn consumer_sub(group: &[u8], consumer: &[u8]) -> Vec<u8> {
+    let mut v = l::group_prefix(xsub::CONSUMER, group);
+    v.extend_from_slice(consumer);
+    v
+}
