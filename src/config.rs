@@ -29,6 +29,8 @@ pub struct Config {
     pub print_port: bool,
     /// Any other redis.conf parameters given at start-up (`name` → value).
     pub params: Vec<(String, String)>,
+    /// `--engine redb`: keep the keyspace durable in `<dir>/respite.redb`.
+    pub redb: bool,
 }
 
 impl Default for Config {
@@ -43,6 +45,7 @@ impl Default for Config {
             manual_clock: false,
             print_port: false,
             params: Vec::new(),
+            redb: false,
         }
     }
 }

@@ -58,7 +58,7 @@ pub fn run(config: Config) -> std::io::Result<()> {
             Clock::system()
         };
         let print_port = config.print_port;
-        let running = server::start(config, clock, listeners);
+        let running = server::start(config, clock, listeners)?;
         let port = running.addrs.first().map(|a| a.port()).unwrap_or(0);
         if print_port {
             use std::io::Write;
@@ -72,6 +72,10 @@ pub fn run(config: Config) -> std::io::Result<()> {
         );
         wait_for_shutdown(&running.shared).await;
         tracing::info!("shutting down");
+        if let Some(p) = running.shared.persist.get() {
+            // The final durable commit (SIGTERM, SIGINT, SHUTDOWN).
+            p.shutdown();
+        }
         Ok(())
     })
 }
@@ -123,6 +127,14 @@ impl TestServerBuilder {
         self.config.port = port;
         self
     }
+    /// The durable engine (`--engine redb`) with its file in `dir`.
+    pub fn redb(mut self, dir: &std::path::Path) -> Self {
+        self.config.redb = true;
+        self.config
+            .params
+            .push(("dir".to_string(), dir.display().to_string()));
+        self
+    }
     /// Any redis.conf parameter, as at start-up.
     pub fn param(mut self, name: &str, value: &str) -> Self {
         self.config
@@ -159,11 +171,13 @@ impl TestServerBuilder {
                     }
                 };
                 rt.block_on(async move {
-                    match server::bind(&config) {
-                        Ok(ls) => {
-                            let running = server::start(config, clock, ls);
+                    match server::bind(&config).and_then(|ls| server::start(config, clock, ls)) {
+                        Ok(running) => {
                             let _ = tx.send(Ok((running.addrs[0], running.shared.clone())));
                             let _ = stop_rx.await;
+                            if let Some(p) = running.shared.persist.get() {
+                                p.shutdown();
+                            }
                         }
                         Err(e) => {
                             let _ = tx.send(Err(e));

@@ -50,6 +50,10 @@ struct ServeArgs {
     timeout: Option<u64>,
     #[arg(long)]
     maxmemory: Option<String>,
+    /// `memory` (default) or `redb` (durable: `<dir>/respite.redb`).
+    #[arg(long, value_parser = ["memory", "redb"])]
+    engine: Option<String>,
+    /// With `--engine redb`: always | everysec (default) | no.
     #[arg(long)]
     appendfsync: Option<String>,
     #[arg(long)]
@@ -90,6 +94,13 @@ fn apply(cfg: &mut Config, name: &str, value: &str) -> Result<(), String> {
         "maxclients" => cfg.maxclients = num(value)?,
         "databases" => cfg.databases = num(value)?.max(1),
         "threads" => cfg.threads = num(value)?,
+        "engine" => {
+            cfg.redb = match value {
+                "redb" => true,
+                "memory" => false,
+                _ => return Err(format!("invalid engine {value}: use memory or redb")),
+            }
+        }
         _ => cfg.params.push((name.to_string(), value.to_string())),
     }
     Ok(())
@@ -117,6 +128,9 @@ fn build_config(a: ServeArgs) -> Result<Config, String> {
     }
     if let Some(t) = a.threads {
         cfg.threads = t;
+    }
+    if let Some(e) = &a.engine {
+        apply(&mut cfg, "engine", e)?;
     }
     for (k, v) in [
         ("timeout", a.timeout.map(|t| t.to_string())),

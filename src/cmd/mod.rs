@@ -192,6 +192,16 @@ fn dispatch_inner(srv: &Arc<Shared>, sess: &mut Session, args: Vec<Bytes>) -> Re
             return reject(srv, sess, id, spec, &msg, "ERR ");
         }
     }
+    if let Some(p) = srv.persist.get() {
+        if spec.is_write() || spec.has_flag("may_replicate") {
+            // Redis refuses writes while its AOF cannot be written (`-MISCONF`).
+            if let Some(e) = p.failure() {
+                let msg = format!("Errors writing to the AOF file: {e}");
+                return reject(srv, sess, id, spec, &msg, "MISCONF ");
+            }
+            sess.wrote.store(true, Ordering::Relaxed);
+        }
+    }
     let now = match sess.mark {
         Some(t) => srv.clock.ms_at(t),
         None => srv.clock.now_ms(),

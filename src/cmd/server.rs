@@ -281,7 +281,23 @@ fn record_save(cx: &Cx) {
         .store(info::write_calls(srv), Ordering::Relaxed);
 }
 
+/// Durable engine: SAVE and BGSAVE force a durable commit of everything written so far.
+fn durable_commit(cx: &Cx) -> Result<(), Reply> {
+    let Some(p) = cx.srv.persist.get() else {
+        return Ok(());
+    };
+    if p.sync(std::time::Duration::from_secs(60)) {
+        Ok(())
+    } else {
+        let why = p.failure().unwrap_or_else(|| "timed out".into());
+        Err(Reply::error(format!("ERR durable commit failed: {why}")))
+    }
+}
+
 fn save(cx: &mut Cx) -> Reply {
+    if let Err(e) = durable_commit(cx) {
+        return e;
+    }
     record_save(cx);
     Reply::OK
 }
@@ -289,6 +305,9 @@ fn save(cx: &mut Cx) -> Reply {
 fn bgsave(cx: &mut Cx) -> Reply {
     if cx.args.len() > 2 || (cx.args.len() == 2 && !is(&cx.args[1], "SCHEDULE")) {
         return errors::syntax();
+    }
+    if let Err(e) = durable_commit(cx) {
+        return e;
     }
     record_save(cx);
     Reply::status("Background saving started")

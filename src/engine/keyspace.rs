@@ -1,5 +1,7 @@
 //! Databases, shard selection and the per-command [`Access`] view.
 
+use super::change::Change;
+use super::journal::Journal;
 use super::shard::{Shard, ShardData, WatchFlag};
 use super::value::{Entry, Value};
 use crate::types::placement::{mix64, tag_hash};
@@ -7,7 +9,7 @@ use bytes::Bytes;
 use parking_lot::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use smallvec::SmallVec;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 /// Shards per database (a power of two).
 pub const SHARDS: usize = 64;
@@ -33,6 +35,8 @@ pub struct Keyspace {
     pub blocked_clients: std::sync::atomic::AtomicUsize,
     /// Told of every key removed because its deadline passed (see [`ExpiryListener`]).
     expiry_listener: OnceLock<ExpiryListener>,
+    /// Set when the keyspace is durable: every write appends its changes here.
+    journal: OnceLock<Arc<Journal>>,
 }
 
 /// Called with `(db, key)` for each key removed because its deadline passed, by lazy expiry
@@ -62,7 +66,17 @@ impl Keyspace {
             stats: KeyspaceStats::default(),
             blocked_clients: std::sync::atomic::AtomicUsize::new(0),
             expiry_listener: OnceLock::new(),
+            journal: OnceLock::new(),
         }
+    }
+
+    /// Makes the keyspace durable: from now on every write appends its changes to `j`.
+    pub fn set_journal(&self, j: Arc<Journal>) -> bool {
+        self.journal.set(j).is_ok()
+    }
+
+    pub fn journal(&self) -> Option<&Arc<Journal>> {
+        self.journal.get()
     }
 
     /// Installs the expiry listener; false (and `f` dropped) if one is already set.
@@ -151,6 +165,8 @@ impl Keyspace {
             db,
             now,
             exclusive: false,
+            dirty: Vec::new(),
+            changes: Vec::new(),
         }
     }
 
@@ -173,6 +189,8 @@ impl Keyspace {
             db,
             now,
             exclusive: true,
+            dirty: Vec::new(),
+            changes: Vec::new(),
         }
     }
 
@@ -230,6 +248,15 @@ impl Keyspace {
                     sh.signal(k);
                     self.expired(db, k);
                 }
+                if let Some(j) = self.journal.get() {
+                    if !gone.is_empty() {
+                        let mut dels = gone
+                            .iter()
+                            .map(|k| Change::Del { db, key: k.clone() })
+                            .collect();
+                        j.append(&mut dels);
+                    }
+                }
                 total += gone.len();
             }
         }
@@ -257,9 +284,72 @@ pub struct Access<'a> {
     pub db: usize,
     pub now: u64,
     exclusive: bool,
+    /// Durable keyspace only: keys this command wrote, turned into changes (their final
+    /// state) when it ends, and the changes recorded so far, in order.
+    dirty: Vec<(usize, Bytes)>,
+    changes: Vec<Change>,
+}
+
+impl Drop for Access<'_> {
+    /// Appends the command's changes to the journal while its locks are still held (fields
+    /// drop after this), so the journal's order is the order commands took effect in.
+    fn drop(&mut self) {
+        if let Some(j) = self.ks.journal.get() {
+            self.materialize();
+            if !self.changes.is_empty() {
+                j.append(&mut self.changes);
+            }
+        }
+    }
 }
 
 impl<'a> Access<'a> {
+    /// Durable keyspace: notes that `key` in `db` was written.
+    #[inline]
+    fn mark_dirty(&mut self, db: usize, key: &[u8]) {
+        if self.ks.journal.get().is_none() {
+            return;
+        }
+        if !self.dirty.iter().any(|(d, k)| *d == db && k == key) {
+            self.dirty.push((db, Bytes::copy_from_slice(key)));
+        }
+    }
+
+    /// Turns the dirty keys into changes holding their current state.
+    fn materialize(&mut self) {
+        for (db, key) in std::mem::take(&mut self.dirty) {
+            let sh = self.shard_in(db, &key);
+            let change = match sh.peek(&key) {
+                None => Change::Del { db, key },
+                Some(e) => match &e.value {
+                    Value::Str(v) => Change::StrSet {
+                        db,
+                        key,
+                        value: v.clone(),
+                        expire_at: e.expire_at,
+                    },
+                    other => Change::Put {
+                        db,
+                        key,
+                        value: Box::new(other.clone()),
+                        expire_at: e.expire_at,
+                    },
+                },
+            };
+            self.changes.push(change);
+        }
+    }
+
+    /// Records a change that is not a key's final state (FLUSHDB, SWAPDB, a deadline), after
+    /// the keys written before it.
+    fn record(&mut self, change: Change) {
+        if self.ks.journal.get().is_none() {
+            return;
+        }
+        self.materialize();
+        self.changes.push(change);
+    }
+
     pub fn is_exclusive(&self) -> bool {
         self.exclusive
     }
@@ -353,6 +443,7 @@ impl<'a> Access<'a> {
             if gone.is_some_and(|e| e.value.is_stream()) {
                 self.signal_ready_in(db, key);
             }
+            self.mark_dirty(db, key);
             return true;
         }
         false
@@ -424,6 +515,7 @@ impl<'a> Access<'a> {
     pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut Entry> {
         let (db, now) = (self.db, self.now);
         self.expire_if_needed(db, key);
+        self.mark_dirty(db, key);
         let sh = self.shard_in(db, key);
         sh.signal(key);
         let e = sh.peek_mut(key)?;
@@ -451,6 +543,7 @@ impl<'a> Access<'a> {
             self.signal_ready_in(db, key);
         }
         self.expire_if_needed(db, key);
+        self.mark_dirty(db, key);
         let sh = self.shard_in(db, key);
         sh.signal(key);
         let old = sh.insert_slice(key, value, expire_at, now);
@@ -468,6 +561,7 @@ impl<'a> Access<'a> {
             self.signal_ready_in(db, key);
         }
         self.expire_if_needed(db, key);
+        self.mark_dirty(db, key);
         let sh = self.shard_in(db, key);
         sh.signal(key);
         let old = sh.insert_entry(Bytes::copy_from_slice(key), entry);
@@ -493,6 +587,7 @@ impl<'a> Access<'a> {
         let sh = self.shard_in(db, key);
         let e = sh.remove(key)?;
         sh.signal(key);
+        self.mark_dirty(db, key);
         if e.value.is_stream() {
             // Redis `signalDeletedKeyAsReady`: blocked XREADGROUP clients learn the stream
             // is gone.
@@ -509,6 +604,14 @@ impl<'a> Access<'a> {
         let ok = sh.set_expire(key, at);
         if ok {
             sh.signal(key);
+            let journaled = self.dirty.iter().any(|(d, k)| *d == db && k == key);
+            if !journaled {
+                self.record(Change::Expire {
+                    db,
+                    key: Bytes::copy_from_slice(key),
+                    at,
+                });
+            }
         }
         ok
     }
@@ -632,12 +735,14 @@ impl<'a> Access<'a> {
                 sh.signal(&key);
                 ks.expired(db, &key);
             });
+            self.mark_dirty(db, &key);
             self.ks.stats.expired.fetch_add(1, Ordering::Relaxed);
         }
     }
 
     /// Removes every key of a db, signalling watchers of keys that existed.
     pub fn flush_db(&mut self, db: usize) -> usize {
+        self.record(Change::FlushDb { db });
         (0..SHARDS)
             .map(|s| {
                 self.visit_shard(db, s, |sh| {
@@ -651,6 +756,7 @@ impl<'a> Access<'a> {
     /// Like `flush_db`, but hands back the detached contents so the caller can free them
     /// off the command path (`FLUSHDB ASYNC`).
     pub fn flush_db_lazy(&mut self, db: usize) -> (usize, Vec<ShardData>) {
+        self.record(Change::FlushDb { db });
         let mut removed = 0;
         let mut garbage = Vec::new();
         for s in 0..SHARDS {
@@ -668,6 +774,7 @@ impl<'a> Access<'a> {
 
     /// Exchanges two databases' contents (exclusive mode).
     pub fn swap_dbs(&mut self, a: usize, b: usize) {
+        self.record(Change::SwapDb { a, b });
         if a == b {
             return;
         }

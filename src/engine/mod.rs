@@ -6,6 +6,8 @@
 //! lock the shards of their keys in ascending order; `EXEC`, scripts and whole-keyspace
 //! commands hold the gate exclusively and may touch any shard.
 
+pub mod change;
+pub mod journal;
 mod keyspace;
 pub mod shard;
 pub mod value;

@@ -8,7 +8,7 @@
 //!
 //! The layout is documented in [`layout`]. No redb type leaves this module.
 
-mod change;
+pub mod committer;
 pub mod layout;
 mod load;
 mod store;
@@ -16,7 +16,8 @@ mod store;
 #[cfg(test)]
 mod tests;
 
-pub use change::{Change, Id};
+pub use crate::engine::change::{Change, Id};
+pub use committer::{Fsync, Persistence};
 pub use load::{LoadOptions, LoadStats};
 pub use store::{Store, FILE_NAME};
 

@@ -62,6 +62,9 @@ async fn flush(
     sess: &Session,
     kill: Kill<'_, '_>,
 ) -> std::io::Result<()> {
+    if sess.wrote.swap(false, Ordering::Relaxed) {
+        wait_durable(srv).await?;
+    }
     if !out.is_empty() {
         srv.stats
             .net_output_bytes
@@ -80,6 +83,36 @@ async fn flush(
         s.sub.written();
     }
     Ok(())
+}
+
+/// Durable engine under `appendfsync always`: holds the replies of a batch that wrote until
+/// the commit holding its writes is durable (DESIGN.md §6). If the store fails meanwhile the
+/// connection is closed without them: the client must not take an unsaved write as done.
+async fn wait_durable(srv: &Shared) -> std::io::Result<()> {
+    use crate::persist::{Fsync, Persistence};
+    let Some(p) = srv.persist.get() else {
+        return Ok(());
+    };
+    if Persistence::fsync_mode(&srv.config) != Fsync::Always {
+        return Ok(());
+    }
+    let j = &p.journal;
+    let target = j.appended_seq();
+    loop {
+        let notified = j.commit_notify.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        if j.durable_seq() >= target {
+            return Ok(());
+        }
+        if let Some(e) = p.failure() {
+            return Err(std::io::Error::other(format!("write not persisted: {e}")));
+        }
+        tokio::select! {
+            _ = notified => {}
+            _ = tokio::time::sleep(Duration::from_millis(100)) => {}
+        }
+    }
 }
 
 /// Appends the messages and confirmations queued for a subscribed session.

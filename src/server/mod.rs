@@ -48,8 +48,16 @@ pub struct Running {
 }
 
 /// Starts accepting on the listeners and the active-expiry task; returns immediately.
-pub fn start(config: Config, clock: Clock, listeners: Vec<TcpListener>) -> Running {
+pub fn start(
+    config: Config,
+    clock: Clock,
+    listeners: Vec<TcpListener>,
+) -> std::io::Result<Running> {
+    let redb = config.redb;
     let shared = Arc::new(Shared::new(config, clock));
+    if redb {
+        open_durable(&shared)?;
+    }
     notify::install(&shared);
     let addrs: Vec<SocketAddr> = listeners
         .iter()
@@ -65,7 +73,47 @@ pub fn start(config: Config, clock: Clock, listeners: Vec<TcpListener>) -> Runni
         tokio::spawn(accept_loop(shared.clone(), l));
     }
     tokio::spawn(active_expiry(shared.clone()));
-    Running { shared, addrs }
+    Ok(Running { shared, addrs })
+}
+
+/// `--engine redb`: opens `<dir>/respite.redb`, loads it into the keyspace, then makes the
+/// keyspace durable (every write from now on goes through the journal to the committer).
+fn open_durable(srv: &Arc<Shared>) -> std::io::Result<()> {
+    use crate::persist::{Fsync, LoadOptions, Persistence, Store};
+    let dir = srv.config.get("dir").unwrap_or_default();
+    let dir = if dir.is_empty() { ".".to_string() } else { dir };
+    let dir = std::path::Path::new(&dir);
+    std::fs::create_dir_all(dir)?;
+    let store = Store::open(dir).map_err(|e| std::io::Error::other(e.to_string()))?;
+    let now = srv.clock.now_ms();
+    let mut opts = LoadOptions::new(now);
+    opts.zset_max_entries = srv.config.get_i64("zset-max-listpack-entries").max(0) as usize;
+    opts.zset_max_value = srv.config.get_i64("zset-max-listpack-value").max(0) as usize;
+    let stats = {
+        let mut access = srv.ks.exclusive(0, now);
+        store
+            .load(&opts, |db, key, value, expire_at| {
+                if db < srv.ks.databases() {
+                    access.set_in(db, &key, value, expire_at);
+                }
+            })
+            .map_err(|e| std::io::Error::other(e.to_string()))?
+    };
+    tracing::info!(
+        "loaded {} keys ({} expired while down) from {} in {:.3}s",
+        stats.keys,
+        stats.expired,
+        store.path().display(),
+        stats.elapsed.as_secs_f64()
+    );
+    let weak = Arc::downgrade(srv);
+    let p = Persistence::start(store, move || match weak.upgrade() {
+        Some(srv) => Persistence::fsync_mode(&srv.config),
+        None => Fsync::EverySec,
+    })?;
+    srv.ks.set_journal(p.journal.clone());
+    let _ = srv.persist.set(p);
+    Ok(())
 }
 
 async fn accept_loop(srv: Arc<Shared>, listener: TcpListener) {

@@ -50,6 +50,9 @@ pub struct Session {
     /// Pub/Sub state, created by the first (un)subscribe command; `None` keeps connections
     /// that never subscribe free of any pub/sub work.
     pub subs: Option<Box<super::pubsub::Subscriptions>>,
+    /// Durable engine: a write ran since the replies were last flushed, so under
+    /// `appendfsync always` they wait for the commit holding it.
+    pub wrote: std::sync::atomic::AtomicBool,
 }
 
 /// Per-connection command counters, flushed to `Shared` when the command changes or the
@@ -106,6 +109,7 @@ impl Session {
             in_exec: false,
             mark: None,
             pending: PendingStats::default(),
+            wrote: std::sync::atomic::AtomicBool::new(false),
             subs: None,
         }
     }

@@ -94,6 +94,8 @@ pub struct Shared {
     pub pause: super::pause::Pause,
     /// Channel, pattern and shard-channel subscribers.
     pub pubsub: super::pubsub::PubSub,
+    /// The durable engine (`--engine redb`), set once at start-up.
+    pub persist: std::sync::OnceLock<std::sync::Arc<crate::persist::Persistence>>,
 }
 
 impl Shared {
@@ -135,6 +137,7 @@ impl Shared {
             pause: Default::default(),
             blocking: Default::default(),
             pubsub: super::pubsub::PubSub::new(),
+            persist: std::sync::OnceLock::new(),
         }
     }
 

@@ -261,15 +261,48 @@ fn persistence(srv: &Shared, l: &mut Lines) {
     push(l, "rdb_last_bgsave_time_sec", -1);
     push(l, "rdb_current_bgsave_time_sec", -1);
     push(l, "rdb_saves", srv.stats.rdb_saves.load(Ordering::Relaxed));
-    push(l, "aof_enabled", 0);
+    let p = srv.persist.get();
+    push(l, "aof_enabled", p.is_some() as u8);
     push(l, "aof_rewrite_in_progress", 0);
     push(l, "aof_rewrite_scheduled", 0);
     push(l, "aof_last_rewrite_time_sec", -1);
     push(l, "aof_current_rewrite_time_sec", -1);
     push(l, "aof_last_bgrewrite_status", "ok");
     push(l, "aof_rewrites", 0);
-    push(l, "aof_last_write_status", "ok");
+    let failure = p.and_then(|p| p.failure());
+    push(
+        l,
+        "aof_last_write_status",
+        if failure.is_some() { "err" } else { "ok" },
+    );
     push(l, "module_fork_in_progress", 0);
+    // respite's durable engine (DESIGN.md §6).
+    push(
+        l,
+        "respite_engine",
+        if p.is_some() { "redb" } else { "memory" },
+    );
+    if let Some(p) = p {
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        let mode = crate::persist::Persistence::fsync_mode(&srv.config);
+        push(
+            l,
+            "respite_appendfsync",
+            format!("{mode:?}").to_ascii_lowercase(),
+        );
+        push(l, "respite_store_path", p.path.display().to_string());
+        push(l, "respite_commits", get(&p.stats.commits));
+        push(l, "respite_durable_commits", get(&p.stats.durable_commits));
+        push(l, "respite_committed_changes", get(&p.stats.changes));
+        push(l, "respite_failed_commits", get(&p.stats.failed_commits));
+        push(l, "respite_pending_changes", p.journal.pending_len());
+        push(
+            l,
+            "respite_last_durable_commit_time",
+            get(&p.stats.last_durable_unix),
+        );
+        push(l, "respite_last_error", failure.unwrap_or_default());
+    }
 }
 
 fn stats(srv: &Shared, l: &mut Lines) {

@@ -1,0 +1,244 @@
+//! The committer (DESIGN.md §6): one thread takes everything the journal holds and applies
+//! it to the store in one transaction — group commit across all connections.
+//!
+//! - `appendfsync always`: every commit is durable; writers wait for it before replying.
+//! - `everysec` (the default): commits are not durable, plus a durable one at least every
+//!   second (redb frees pages only at durable commits, so this also bounds file growth).
+//! - `no`: non-durable commits, and a durable one every 30 s (the kernel's usual write-back
+//!   horizon) and at shutdown.
+//!
+//! A failed commit keeps its changes (they are retried, in order, ahead of newer ones) and
+//! marks the store failed: write commands are refused with `-MISCONF` until a commit
+//! succeeds again; reads go on.
+
+use super::{PersistError, Store};
+use crate::config::ConfigStore;
+use crate::engine::journal::Journal;
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// How often a failed store is retried.
+const RETRY: Duration = Duration::from_millis(100);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fsync {
+    Always,
+    EverySec,
+    No,
+}
+
+impl Fsync {
+    pub fn parse(s: &str) -> Fsync {
+        match s {
+            "always" => Fsync::Always,
+            "no" => Fsync::No,
+            _ => Fsync::EverySec,
+        }
+    }
+
+    fn durable_every(self) -> Duration {
+        match self {
+            Fsync::Always => Duration::ZERO,
+            Fsync::EverySec => Duration::from_secs(1),
+            Fsync::No => Duration::from_secs(30),
+        }
+    }
+}
+
+/// Counters for INFO persistence.
+#[derive(Default)]
+pub struct Stats {
+    pub commits: AtomicU64,
+    pub durable_commits: AtomicU64,
+    pub changes: AtomicU64,
+    pub failed_commits: AtomicU64,
+    /// Unix seconds of the last durable commit.
+    pub last_durable_unix: AtomicU64,
+}
+
+/// The durable engine of a running server: the store, its journal and the committer thread.
+pub struct Persistence {
+    pub journal: Arc<Journal>,
+    /// Where the store lives (the committer thread owns the store itself, so it is closed,
+    /// and its file lock released, when the thread ends).
+    pub path: std::path::PathBuf,
+    /// The next this-many commits fail as if the disk did (tests of the error path).
+    inject_failures: AtomicU64,
+    pub stats: Stats,
+    /// Set while the store fails: the error text for `-MISCONF`.
+    failed: Mutex<Option<String>>,
+    failing: AtomicBool,
+    /// A durable commit was requested (SAVE, shutdown) up to this journal sequence number.
+    force_upto: AtomicU64,
+    stop: AtomicBool,
+    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+fn unix_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+impl Persistence {
+    /// Starts the committer thread for `store`, asking `mode` for the `appendfsync` policy
+    /// before every commit (so `CONFIG SET appendfsync` takes effect at once).
+    pub fn start(
+        store: Store,
+        mode: impl Fn() -> Fsync + Send + 'static,
+    ) -> std::io::Result<Arc<Persistence>> {
+        let p = Arc::new(Persistence {
+            path: store.path().to_path_buf(),
+            inject_failures: AtomicU64::new(0),
+            journal: Arc::new(Journal::new()),
+            stats: Stats::default(),
+            failed: Mutex::new(None),
+            failing: AtomicBool::new(false),
+            force_upto: AtomicU64::new(0),
+            stop: AtomicBool::new(false),
+            thread: Mutex::new(None),
+        });
+        p.stats
+            .last_durable_unix
+            .store(unix_secs(), Ordering::Relaxed);
+        let me = p.clone();
+        let handle = std::thread::Builder::new()
+            .name("respite-committer".into())
+            .spawn(move || me.run(&store, &mode))?;
+        *p.thread.lock() = Some(handle);
+        Ok(p)
+    }
+
+    pub fn fsync_mode(config: &ConfigStore) -> Fsync {
+        Fsync::parse(&config.get("appendfsync").unwrap_or_default())
+    }
+
+    /// The error text while the store fails (`None` when healthy).
+    #[inline]
+    pub fn failure(&self) -> Option<String> {
+        if !self.failing.load(Ordering::Relaxed) {
+            return None;
+        }
+        self.failed.lock().clone()
+    }
+
+    /// Requests a durable commit of everything appended so far and waits for it (SAVE,
+    /// BGSAVE, shutdown); false if it did not happen within `timeout`.
+    pub fn sync(&self, timeout: Duration) -> bool {
+        let upto = self.journal.appended_seq();
+        self.force_upto.fetch_max(upto.max(1), Ordering::AcqRel);
+        self.journal.poke();
+        self.journal.wait_durable(upto.max(1), timeout)
+    }
+
+    /// Final durable commit, then stops the committer thread.
+    pub fn shutdown(&self) {
+        self.stop.store(true, Ordering::Release);
+        self.journal.poke();
+        if let Some(h) = self.thread.lock().take() {
+            let _ = h.join();
+        }
+    }
+
+    /// Makes the next `n` commits fail with an injected error.
+    pub fn fail_next_commits(&self, n: u64) {
+        self.inject_failures.store(n, Ordering::Release);
+    }
+
+    fn run(&self, store: &Store, mode_of: &dyn Fn() -> Fsync) {
+        let mut last_durable = Instant::now();
+        // Highest sequence number committed, and whether that commit was durable.
+        let mut committed = 0u64;
+        let mut durable_seq = 0u64;
+        loop {
+            let stopping = self.stop.load(Ordering::Acquire);
+            let mode = mode_of();
+            let wait = if self.failing.load(Ordering::Relaxed) {
+                RETRY
+            } else {
+                match mode {
+                    Fsync::Always => Duration::from_millis(100),
+                    _ => mode
+                        .durable_every()
+                        .saturating_sub(last_durable.elapsed())
+                        .max(Duration::from_millis(1)),
+                }
+            };
+            let (changes, seq) = if stopping {
+                self.journal.take(Duration::ZERO)
+            } else {
+                self.journal.take(wait)
+            };
+            let forced = self.force_upto.load(Ordering::Acquire) > durable_seq;
+            let due = last_durable.elapsed() >= mode.durable_every();
+            let durable =
+                mode == Fsync::Always || forced || stopping || (due && committed > durable_seq);
+            if changes.is_empty() && !(durable && (committed > durable_seq || forced)) {
+                if stopping {
+                    return;
+                }
+                if due {
+                    last_durable = Instant::now();
+                }
+                continue;
+            }
+            let n = changes.len() as u64;
+            let injected = self
+                .inject_failures
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
+                .is_ok();
+            let result = if injected {
+                Err(PersistError::Injected)
+            } else if changes.is_empty() {
+                store.sync()
+            } else {
+                store.apply(&changes, durable)
+            };
+            match result {
+                Ok(()) => {
+                    committed = seq;
+                    self.stats.commits.fetch_add(1, Ordering::Relaxed);
+                    self.stats.changes.fetch_add(n, Ordering::Relaxed);
+                    if durable {
+                        durable_seq = seq;
+                        last_durable = Instant::now();
+                        self.stats.durable_commits.fetch_add(1, Ordering::Relaxed);
+                        self.stats
+                            .last_durable_unix
+                            .store(unix_secs(), Ordering::Relaxed);
+                    }
+                    self.journal.committed(seq, durable);
+                    if self.failing.swap(false, Ordering::AcqRel) {
+                        *self.failed.lock() = None;
+                        tracing::warn!("storage writes succeed again; accepting writes");
+                    }
+                    if stopping && self.journal.pending_len() == 0 {
+                        return;
+                    }
+                }
+                Err(e) => {
+                    self.stats.failed_commits.fetch_add(1, Ordering::Relaxed);
+                    self.fail(&e);
+                    self.journal.restore(changes);
+                    if stopping {
+                        tracing::error!("final commit failed: {e}; unsaved changes are lost");
+                        return;
+                    }
+                    std::thread::sleep(RETRY);
+                }
+            }
+        }
+    }
+
+    fn fail(&self, e: &PersistError) {
+        let text = e.to_string();
+        if !self.failing.load(Ordering::Relaxed) {
+            tracing::error!("storage commit failed: {text}; refusing writes until it recovers");
+        }
+        *self.failed.lock() = Some(text);
+        self.failing.store(true, Ordering::Release);
+    }
+}
