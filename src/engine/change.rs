@@ -170,3 +170,36 @@ pub enum Change {
         b: usize,
     },
 }
+
+impl Change {
+    /// The key a change is about (`None` for the whole-database ones).
+    pub fn target(&self) -> Option<(usize, &[u8])> {
+        use Change::*;
+        match self {
+            Put { db, key, .. }
+            | Del { db, key }
+            | Expire { db, key, .. }
+            | StrSet { db, key, .. }
+            | HashPut { db, key, .. }
+            | HashDel { db, key, .. }
+            | SetAdd { db, key, .. }
+            | SetRem { db, key, .. }
+            | ZPut { db, key, .. }
+            | ZDel { db, key, .. }
+            | ListPush { db, key, .. }
+            | ListPop { db, key, .. }
+            | ListSet { db, key, .. }
+            | ListRewrite { db, key, .. }
+            | XAdd { db, key, .. }
+            | XDel { db, key, .. }
+            | XMeta { db, key, .. }
+            | XGroupPut { db, key, .. }
+            | XGroupDel { db, key, .. }
+            | XPelPut { db, key, .. }
+            | XPelDel { db, key, .. }
+            | XConsumerPut { db, key, .. }
+            | XConsumerDel { db, key, .. } => Some((*db, key)),
+            FlushDb { .. } | FlushAll | SwapDb { .. } => None,
+        }
+    }
+}

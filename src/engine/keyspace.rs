@@ -318,25 +318,30 @@ impl<'a> Access<'a> {
     /// Turns the dirty keys into changes holding their current state.
     fn materialize(&mut self) {
         for (db, key) in std::mem::take(&mut self.dirty) {
-            let sh = self.shard_in(db, &key);
-            let change = match sh.peek(&key) {
-                None => Change::Del { db, key },
-                Some(e) => match &e.value {
-                    Value::Str(v) => Change::StrSet {
-                        db,
-                        key,
-                        value: v.clone(),
-                        expire_at: e.expire_at,
-                    },
-                    other => Change::Put {
-                        db,
-                        key,
-                        value: Box::new(other.clone()),
-                        expire_at: e.expire_at,
-                    },
-                },
-            };
+            let change = self.state_of(db, key);
             self.changes.push(change);
+        }
+    }
+
+    /// The change that stores `key`'s current state as a whole.
+    fn state_of(&mut self, db: usize, key: Bytes) -> Change {
+        let sh = self.shard_in(db, &key);
+        match sh.peek(&key) {
+            None => Change::Del { db, key },
+            Some(e) => match &e.value {
+                Value::Str(v) => Change::StrSet {
+                    db,
+                    key,
+                    value: v.clone(),
+                    expire_at: e.expire_at,
+                },
+                other => Change::Put {
+                    db,
+                    key,
+                    value: Box::new(other.clone()),
+                    expire_at: e.expire_at,
+                },
+            },
         }
     }
 
@@ -509,6 +514,44 @@ impl<'a> Access<'a> {
 
     pub fn exists_in(&mut self, db: usize, key: &[u8]) -> bool {
         self.get_in(db, key).is_some()
+    }
+
+    /// Durable keyspace: whether writes must record their changes (cheap; false for the
+    /// memory engine, where element-level recording can be skipped entirely).
+    #[inline]
+    pub fn journaling(&self) -> bool {
+        self.ks.journal.get().is_some()
+    }
+
+    /// Like [`Access::get_mut`], for a command that records its own element-level changes
+    /// with [`Access::elems`] (HSET of one field writes one row instead of the whole hash).
+    /// Every modification made through the returned entry must be recorded; deleting or
+    /// replacing the key goes through `remove`/`set` as usual.
+    pub fn get_mut_elems(&mut self, key: &[u8]) -> Option<&mut Entry> {
+        let (db, now) = (self.db, self.now);
+        self.expire_if_needed(db, key);
+        let sh = self.shard_in(db, key);
+        sh.signal(key);
+        let e = sh.peek_mut(key)?;
+        e.lru_ms = now;
+        Some(e)
+    }
+
+    /// Records an element-level change (durable keyspace only; a no-op otherwise). If the
+    /// key was also written as a whole in this command, its state so far is recorded first,
+    /// so the journal stays in order.
+    pub fn elems(&mut self, change: Change) {
+        if self.ks.journal.get().is_none() {
+            return;
+        }
+        if let Some((db, key)) = change.target() {
+            if let Some(i) = self.dirty.iter().position(|(d, k)| *d == db && k == key) {
+                let (db, key) = self.dirty.remove(i);
+                let whole = self.state_of(db, key);
+                self.changes.push(whole);
+            }
+        }
+        self.changes.push(change);
     }
 
     /// Lookup for modification: signals WATCHers, so call it only when about to write.
