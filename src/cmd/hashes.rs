@@ -6,7 +6,7 @@ use super::args;
 use super::errors;
 use super::strings::add_float_text;
 use super::{CommandSpec, Cx, KeySpec};
-use crate::engine::{shard_of, Access, Value};
+use crate::engine::{Access, Value};
 use crate::protocol::parse::parse_i64;
 use crate::protocol::Reply;
 use crate::server::notify;
@@ -274,7 +274,7 @@ fn write<'e>(ks: &'e mut Access, key: &[u8]) -> Result<Option<&'e mut HashValue>
 /// `signalModifiedKey` for a hash modified in place.
 fn touched(ks: &mut Access, key: &[u8]) {
     let db = ks.db;
-    ks.shard_at(db, shard_of(key)).signal(key);
+    ks.modified_in(db, key);
 }
 
 /// Redis `hashTypeLookupWriteOrCreate` followed by a modification `f`: runs `f` on the

@@ -9,7 +9,7 @@ use super::args::{self, is};
 use super::errors;
 use super::table::numkeys_at;
 use super::{CommandSpec, Cx, KeySpec};
-use crate::engine::{shard_of, Access, Value};
+use crate::engine::{Access, Value};
 use crate::protocol::parse::parse_i64;
 use crate::protocol::Reply;
 use crate::server::notify;
@@ -371,7 +371,7 @@ fn read_list<'c>(ks: &'c mut Access<'_>, key: &[u8]) -> Result<Option<&'c List>,
 /// (`signalModifiedKey`).
 fn touched(cx: &mut Cx, key: &[u8]) {
     let db = cx.ks.db;
-    cx.ks.shard_at(db, shard_of(key)).signal(key);
+    cx.ks.modified_in(db, key);
 }
 
 /// After elements were removed: true if the list is now empty (its key must go), else the

@@ -7,7 +7,7 @@ use super::errors;
 use super::table::numkeys_at;
 use super::{CommandSpec, Cx, KeySpec};
 use crate::config::ConfigStore;
-use crate::engine::{shard_of, StrVal, Value};
+use crate::engine::{StrVal, Value};
 use crate::protocol::Reply;
 use crate::server::notify;
 use crate::types::glob::glob_match;
@@ -299,7 +299,7 @@ impl Limits for ConfigLimits<'_> {
 /// Marks WATCHers of a key modified in place (Redis `signalModifiedKey`).
 fn touched(cx: &mut Cx, key: &[u8]) {
     let db = cx.ks.db;
-    cx.ks.shard_at(db, shard_of(key)).signal(key);
+    cx.ks.modified_in(db, key);
 }
 
 /// Read lookup (`lookupKeyRead`): `Ok(None)` if missing, WRONGTYPE for another type.

@@ -13,7 +13,7 @@ pub use table::COMMANDS;
 
 use super::{errors, Cx};
 use crate::config::{lookup, ParamRef};
-use crate::engine::{shard_of, Value};
+use crate::engine::Value;
 use crate::protocol::Reply;
 use crate::types::stream::{id, Fields, IdRules, NodeLimits, Stream, StreamId};
 use bytes::Bytes;
@@ -45,7 +45,7 @@ fn write<'c>(cx: &'c mut Cx, key: &[u8]) -> Result<Option<&'c mut Stream>, Reply
 /// After an in-place change: signals WATCHers of `key`.
 fn modified(cx: &mut Cx, key: &[u8]) {
     let db = cx.ks.db;
-    cx.ks.shard_at(db, shard_of(key)).signal(key);
+    cx.ks.modified_in(db, key);
 }
 
 fn reply(r: Result<Reply, Reply>) -> Reply {

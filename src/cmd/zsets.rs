@@ -16,7 +16,7 @@ pub use table::COMMANDS;
 
 use super::{errors, Cx};
 use crate::config::{lookup, ParamRef};
-use crate::engine::{shard_of, Value};
+use crate::engine::Value;
 use crate::protocol::Reply;
 use crate::server::notify;
 use crate::server::state::Shared;
@@ -54,7 +54,7 @@ fn changed(cx: &mut Cx, key: &[u8], now_empty: bool) {
         cx.ks.remove(key);
     } else {
         let db = cx.ks.db;
-        cx.ks.shard_at(db, shard_of(key)).signal(key);
+        cx.ks.modified_in(db, key);
     }
 }
 

@@ -502,6 +502,13 @@ impl<'a> Access<'a> {
         Some(e)
     }
 
+    /// Reports that the entry found with `lookup_write_in` was modified in place: signals
+    /// WATCHers and, on a durable keyspace, records the key's final state.
+    pub fn modified_in(&mut self, db: usize, key: &[u8]) {
+        self.shard_in(db, key).signal(key);
+        self.mark_dirty(db, key);
+    }
+
     /// Lookup without touching stats or LRU (EXISTS-style checks, TYPE, TTL).
     pub fn peek(&mut self, key: &[u8]) -> Option<&Entry> {
         let db = self.db;
