@@ -27,6 +27,9 @@
 #   KEYSPACE []           if set, -r KEYSPACE (random keys key:000000012345); unset = one key,
 #                         as plain redis-benchmark does
 #   THREADS [nproc]       respite --threads
+#   FSYNC []              durability comparison (issue 6): always | everysec | no — respite
+#                         runs `--engine redb --appendfsync FSYNC` and redis-server
+#                         `--appendonly yes --appendfsync FSYNC`, each with a fresh dir in OUT
 #   NO_BUILD [0]          1 = use the existing target/release/respite
 #   RESPITE_BIN, REDIS_SERVER, REDIS_BENCHMARK  binaries to use
 #   OUT [tmp dir]         where raw results (results.tsv) and server logs go
@@ -45,6 +48,7 @@ CLIENTS=${CLIENTS:-50}
 DATASIZE=${DATASIZE:-100}
 KEYSPACE=${KEYSPACE:-}
 THREADS=${THREADS:-$(nproc)}
+FSYNC=${FSYNC:-}
 NO_BUILD=${NO_BUILD:-0}
 RESPITE_BIN=${RESPITE_BIN:-target/release/respite}
 REDIS_SERVER=${REDIS_SERVER:-redis-server}
@@ -97,13 +101,25 @@ wait_ready() { # port pid name
     exit 1
 }
 
+RESPITE_DURABLE=()
+REDIS_DURABLE=()
+if [[ -n $FSYNC ]]; then
+    mkdir -p "$OUT/respite-data" "$OUT/redis-data"
+    RESPITE_DURABLE=(--engine redb --dir "$OUT/respite-data" --appendfsync "$FSYNC")
+    REDIS_DURABLE=(--appendonly yes --appendfsync "$FSYNC" --dir "$OUT/redis-data")
+fi
 RESPITE_PORT=$(free_port)
 RESPITE_LOG=warn "$RESPITE_BIN" --port "$RESPITE_PORT" --bind $HOST --threads "$THREADS" \
-    >"$OUT/respite.log" 2>&1 &
+    "${RESPITE_DURABLE[@]}" >"$OUT/respite.log" 2>&1 &
 RESPITE_PID=$!
 REDIS_PORT=$(free_port)
-"$REDIS_SERVER" --port "$REDIS_PORT" --bind $HOST --save '' --appendonly no \
-    --daemonize no --logfile "$OUT/redis.log" >/dev/null 2>&1 &
+if [[ -n $FSYNC ]]; then
+    "$REDIS_SERVER" --port "$REDIS_PORT" --bind $HOST --save '' "${REDIS_DURABLE[@]}" \
+        --daemonize no --logfile "$OUT/redis.log" >/dev/null 2>&1 &
+else
+    "$REDIS_SERVER" --port "$REDIS_PORT" --bind $HOST --save '' --appendonly no \
+        --daemonize no --logfile "$OUT/redis.log" >/dev/null 2>&1 &
+fi
 REDIS_PID=$!
 wait_ready "$RESPITE_PORT" "$RESPITE_PID" respite
 wait_ready "$REDIS_PORT" "$REDIS_PID" redis-server

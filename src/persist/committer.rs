@@ -21,6 +21,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// How often a failed store is retried.
 const RETRY: Duration = Duration::from_millis(100);
+/// Outside `always`, commits are at most this frequent: each redb transaction has a fixed
+/// cost, and these modes promise nothing finer than a second anyway.
+const BATCH_EVERY: Duration = Duration::from_millis(10);
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Fsync {
@@ -150,6 +153,7 @@ impl Persistence {
 
     fn run(&self, store: &Store, mode_of: &dyn Fn() -> Fsync) {
         let mut last_durable = Instant::now();
+        let mut last_commit = Instant::now();
         // Highest sequence number committed, and whether that commit was durable.
         let mut committed = 0u64;
         let mut durable_seq = 0u64;
@@ -167,6 +171,12 @@ impl Persistence {
                         .max(Duration::from_millis(1)),
                 }
             };
+            if mode != Fsync::Always && !stopping {
+                let since = last_commit.elapsed();
+                if since < BATCH_EVERY {
+                    std::thread::sleep(BATCH_EVERY - since);
+                }
+            }
             let (changes, seq) = if stopping {
                 self.journal.take(Duration::ZERO)
             } else {
@@ -199,6 +209,7 @@ impl Persistence {
             };
             match result {
                 Ok(()) => {
+                    last_commit = Instant::now();
                     committed = seq;
                     self.stats.commits.fetch_add(1, Ordering::Relaxed);
                     self.stats.changes.fetch_add(n, Ordering::Relaxed);
