@@ -278,3 +278,42 @@ fn reload_equivalence_no() {
         run("no", seed, steps());
     }
 }
+
+/// DEBUG RELOAD rebuilds memory from the store: the dump is unchanged, and the server keeps
+/// journaling afterwards (a later write survives a restart).
+#[test]
+fn debug_reload_rebuilds_from_the_store() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = TestServer::builder()
+        .redb(dir.path())
+        .param("enable-debug-command", "yes")
+        .start()
+        .expect("start");
+    let mut c = Conn::connect(server.port()).expect("connect");
+    let mut rng = StdRng::seed_from_u64(11);
+    for step in 0..300 {
+        for cmd in command(&mut rng, step) {
+            let a: Vec<Vec<u8>> = cmd.iter().map(|s| arg(s)).collect();
+            c.call(&a).expect("reply");
+        }
+    }
+    frames(&mut c, &["SELECT", "0"]);
+    let before = dump(server.port());
+    assert_eq!(
+        frames(&mut c, &["DEBUG", "RELOAD"]),
+        Frame::Simple("OK".into())
+    );
+    assert_eq!(dump(server.port()), before);
+    frames(&mut c, &["SET", "after-reload", "1"]);
+    let mut before = dump(server.port());
+    drop(c);
+    drop(server);
+    let server = TestServer::builder()
+        .redb(dir.path())
+        .start()
+        .expect("restart");
+    before.sort();
+    let mut after = dump(server.port());
+    after.sort();
+    assert_eq!(after, before);
+}

@@ -236,6 +236,9 @@ fn debug(cx: &mut Cx) -> Reply {
         }
         return Reply::OK;
     }
+    if is(sub, "RELOAD") {
+        return debug_reload(cx);
+    }
     if is(sub, "LOG") && a.len() == 3 {
         tracing::warn!("DEBUG LOG: {}", String::from_utf8_lossy(&a[2]));
         return Reply::OK;
@@ -292,6 +295,44 @@ fn durable_commit(cx: &Cx) -> Result<(), Reply> {
         let why = p.failure().unwrap_or_else(|| "timed out".into());
         Err(Reply::error(format!("ERR durable commit failed: {why}")))
     }
+}
+
+/// DEBUG RELOAD: with the durable engine, commits everything durably and rebuilds the
+/// in-memory keyspace from the store (what a restart would load). Without it, as Redis
+/// reloads what it just saved, the keyspace stays as it is.
+fn debug_reload(cx: &mut Cx) -> Reply {
+    let Some(p) = cx.srv.persist.get() else {
+        return Reply::OK;
+    };
+    if let Err(e) = durable_commit(cx) {
+        return e;
+    }
+    let now = cx.ks.now;
+    let dbs = cx.srv.ks.databases();
+    let mut opts = crate::persist::LoadOptions::new(now);
+    opts.zset_max_entries = cx.srv.config.get_i64("zset-max-listpack-entries").max(0) as usize;
+    opts.zset_max_value = cx.srv.config.get_i64("zset-max-listpack-value").max(0) as usize;
+    let loaded = p.with_store(move |store| {
+        let mut keys = Vec::new();
+        store
+            .load(&opts, |db, key, value, at| keys.push((db, key, value, at)))
+            .map(|_| keys)
+    });
+    let keys = match loaded {
+        Some(Ok(k)) => k,
+        Some(Err(e)) => return Reply::error(format!("ERR Error trying to load the data: {e}")),
+        None => return Reply::error("ERR Error trying to load the data: storage is closed"),
+    };
+    cx.ks.quiet();
+    for db in 0..dbs {
+        cx.ks.flush_db(db);
+    }
+    for (db, key, value, at) in keys {
+        if db < dbs {
+            cx.ks.set_in(db, &key, value, at);
+        }
+    }
+    Reply::OK
 }
 
 fn save(cx: &mut Cx) -> Reply {

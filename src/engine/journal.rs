@@ -107,6 +107,9 @@ impl Journal {
 
     /// Wakes the committer (a forced durable commit was requested).
     pub fn poke(&self) {
+        // Under the lock: a committer between its emptiness check and its wait would miss
+        // a bare notify (and sleep out its whole timeout).
+        let _g = self.pending.lock();
         self.appended.notify_one();
     }
 }

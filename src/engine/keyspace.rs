@@ -167,6 +167,7 @@ impl Keyspace {
             exclusive: false,
             dirty: Vec::new(),
             changes: Vec::new(),
+            quiet: false,
         }
     }
 
@@ -191,6 +192,7 @@ impl Keyspace {
             exclusive: true,
             dirty: Vec::new(),
             changes: Vec::new(),
+            quiet: false,
         }
     }
 
@@ -288,12 +290,17 @@ pub struct Access<'a> {
     /// state) when it ends, and the changes recorded so far, in order.
     dirty: Vec<(usize, Bytes)>,
     changes: Vec<Change>,
+    /// Set by DEBUG RELOAD: what this access writes comes from the store itself.
+    quiet: bool,
 }
 
 impl Drop for Access<'_> {
     /// Appends the command's changes to the journal while its locks are still held (fields
     /// drop after this), so the journal's order is the order commands took effect in.
     fn drop(&mut self) {
+        if self.quiet {
+            return;
+        }
         if let Some(j) = self.ks.journal.get() {
             self.materialize();
             if !self.changes.is_empty() {
@@ -307,7 +314,7 @@ impl<'a> Access<'a> {
     /// Durable keyspace: notes that `key` in `db` was written.
     #[inline]
     fn mark_dirty(&mut self, db: usize, key: &[u8]) {
-        if self.ks.journal.get().is_none() {
+        if self.quiet || self.ks.journal.get().is_none() {
             return;
         }
         if !self.dirty.iter().any(|(d, k)| *d == db && k == key) {
@@ -348,7 +355,7 @@ impl<'a> Access<'a> {
     /// Records a change that is not a key's final state (FLUSHDB, SWAPDB, a deadline), after
     /// the keys written before it.
     fn record(&mut self, change: Change) {
-        if self.ks.journal.get().is_none() {
+        if self.quiet || self.ks.journal.get().is_none() {
             return;
         }
         self.materialize();
@@ -523,11 +530,19 @@ impl<'a> Access<'a> {
         self.get_in(db, key).is_some()
     }
 
+    /// Stops journaling this access's writes (DEBUG RELOAD rebuilding memory from the
+    /// store): anything recorded so far is dropped.
+    pub fn quiet(&mut self) {
+        self.quiet = true;
+        self.dirty.clear();
+        self.changes.clear();
+    }
+
     /// Durable keyspace: whether writes must record their changes (cheap; false for the
     /// memory engine, where element-level recording can be skipped entirely).
     #[inline]
     pub fn journaling(&self) -> bool {
-        self.ks.journal.get().is_some()
+        !self.quiet && self.ks.journal.get().is_some()
     }
 
     /// Like [`Access::get_mut`], for a command that records its own element-level changes
@@ -548,7 +563,7 @@ impl<'a> Access<'a> {
     /// key was also written as a whole in this command, its state so far is recorded first,
     /// so the journal stays in order.
     pub fn elems(&mut self, change: Change) {
-        if self.ks.journal.get().is_none() {
+        if self.quiet || self.ks.journal.get().is_none() {
             return;
         }
         if let Some((db, key)) = change.target() {

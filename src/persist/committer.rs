@@ -77,7 +77,11 @@ pub struct Persistence {
     force_upto: AtomicU64,
     stop: AtomicBool,
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// Work that needs the store itself (DEBUG RELOAD's load), run by the committer thread.
+    jobs: Mutex<Vec<Job>>,
 }
+
+type Job = Box<dyn FnOnce(&Store) + Send>;
 
 fn unix_secs() -> u64 {
     SystemTime::now()
@@ -103,6 +107,7 @@ impl Persistence {
             force_upto: AtomicU64::new(0),
             stop: AtomicBool::new(false),
             thread: Mutex::new(None),
+            jobs: Mutex::new(Vec::new()),
         });
         p.stats
             .last_durable_unix
@@ -132,9 +137,12 @@ impl Persistence {
     /// BGSAVE, shutdown); false if it did not happen within `timeout`.
     pub fn sync(&self, timeout: Duration) -> bool {
         let upto = self.journal.appended_seq();
-        self.force_upto.fetch_max(upto.max(1), Ordering::AcqRel);
+        if self.journal.durable_seq() >= upto {
+            return true;
+        }
+        self.force_upto.fetch_max(upto, Ordering::AcqRel);
         self.journal.poke();
-        self.journal.wait_durable(upto.max(1), timeout)
+        self.journal.wait_durable(upto, timeout)
     }
 
     /// Final durable commit, then stops the committer thread.
@@ -144,6 +152,23 @@ impl Persistence {
         if let Some(h) = self.thread.lock().take() {
             let _ = h.join();
         }
+    }
+
+    /// Runs `f` with the store on the committer thread (between commits) and returns its
+    /// result; `None` if the committer has stopped.
+    pub fn with_store<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Store) -> R + Send + 'static,
+    ) -> Option<R> {
+        if self.stop.load(Ordering::Acquire) {
+            return None;
+        }
+        let (tx, rx) = std::sync::mpsc::channel();
+        self.jobs.lock().push(Box::new(move |s: &Store| {
+            let _ = tx.send(f(s));
+        }));
+        self.journal.poke();
+        rx.recv_timeout(Duration::from_secs(600)).ok()
     }
 
     /// Makes the next `n` commits fail with an injected error.
@@ -159,6 +184,9 @@ impl Persistence {
         let mut durable_seq = 0u64;
         loop {
             let stopping = self.stop.load(Ordering::Acquire);
+            for job in std::mem::take(&mut *self.jobs.lock()) {
+                job(store);
+            }
             let mode = mode_of();
             let wait = if self.failing.load(Ordering::Relaxed) {
                 RETRY
@@ -177,10 +205,11 @@ impl Persistence {
                     std::thread::sleep(BATCH_EVERY - since);
                 }
             }
+            // Capped: a stop or job request made just before the wait is seen soon.
             let (changes, seq) = if stopping {
                 self.journal.take(Duration::ZERO)
             } else {
-                self.journal.take(wait)
+                self.journal.take(wait.min(Duration::from_millis(100)))
             };
             let forced = self.force_upto.load(Ordering::Acquire) > durable_seq;
             let due = last_durable.elapsed() >= mode.durable_every();
