@@ -497,6 +497,8 @@ impl<'a> Access<'a> {
     /// no WATCH signal (callers signal through the mutation they then make, if any).
     pub fn lookup_write_in(&mut self, db: usize, key: &[u8]) -> Option<&mut Entry> {
         let now = self.now;
+        // Callers modify the entry in place: the durable engine must record its final state.
+        self.mark_dirty(db, key);
         let e = self.get_in(db, key)?;
         e.lru_ms = now;
         Some(e)
