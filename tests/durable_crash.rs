@@ -6,7 +6,7 @@
 //! nowhere, every key reads back without error, and the stream groups are consistent.
 //!
 //! `RESPITE_CRASH_ROUNDS` (default 10) sets how many kills; `RESPITE_CRASH_SEED` the seed;
-//! `RESPITE_CRASH_LOG=1` shows the child's log.
+//! `RESPITE_CRASH_LOG=1` shows the child's log; `RESPITE_BIN` runs another binary.
 
 mod common;
 
@@ -41,7 +41,11 @@ impl Server {
         } else {
             Stdio::null()
         };
-        let mut child = Command::new(env!("CARGO_BIN_EXE_respite"))
+        // RESPITE_BIN runs another build (a target directory shared by several checkouts
+        // holds whichever `respite` was built last).
+        let bin =
+            std::env::var_os("RESPITE_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_respite").into());
+        let mut child = Command::new(bin)
             .args(["--port", "0", "--engine", "redb", "--dir"])
             .arg(dir)
             .args(["--appendfsync", "always", "--threads", "2"])
