@@ -504,6 +504,18 @@ impl<'a> Access<'a> {
     /// no WATCH signal (callers signal through the mutation they then make, if any).
     pub fn lookup_write_in(&mut self, db: usize, key: &[u8]) -> Option<&mut Entry> {
         let now = self.now;
+        // Callers may modify the entry in place: the durable engine records its final state
+        // (commands that record element-level changes use `lookup_elems_in` instead).
+        self.mark_dirty(db, key);
+        let e = self.get_in(db, key)?;
+        e.lru_ms = now;
+        Some(e)
+    }
+
+    /// As [`Access::lookup_write_in`], for a command that records every in-place change
+    /// itself with [`Access::elems`]: the key is not journaled as a whole.
+    pub fn lookup_elems_in(&mut self, db: usize, key: &[u8]) -> Option<&mut Entry> {
+        let now = self.now;
         let e = self.get_in(db, key)?;
         e.lru_ms = now;
         Some(e)

@@ -1,0 +1,244 @@
+//! The durable engine's storage-failure path (issue 6), through the committer's injection
+//! seam (`Persistence::fail_next_commits`): while commits fail, writes are refused with
+//! Redis's `-MISCONF Errors writing to the AOF file: ...`, reads go on and INFO persistence
+//! says `aof_last_write_status:err`; once a commit succeeds again writes are accepted, and
+//! nothing acknowledged is lost across a restart. Under `appendfsync always` a write whose
+//! commit fails never gets its reply: the connection is closed instead.
+
+mod common;
+
+use common::{frame, Raw, HANG_GUARD};
+use respite::TestServer;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+const MISCONF: &str = "-MISCONF Errors writing to the AOF file: ";
+
+fn server(dir: &Path, fsync: &str) -> TestServer {
+    TestServer::builder()
+        .redb(dir)
+        .param("appendfsync", fsync)
+        .start()
+        .expect("start durable server")
+}
+
+fn fail_next_commits(server: &TestServer, n: u64) {
+    server
+        .shared()
+        .persist
+        .get()
+        .expect("durable engine")
+        .fail_next_commits(n);
+}
+
+/// Reads one reply line (simple string, error or integer) from `raw`.
+async fn line(raw: &mut Raw) -> String {
+    let mut out = Vec::new();
+    loop {
+        let b = raw.read_n(1).await;
+        out.push(b[0]);
+        if out.ends_with(b"\r\n") {
+            return String::from_utf8_lossy(&out[..out.len() - 2]).into_owned();
+        }
+    }
+}
+
+/// Sends one command and returns its one-line reply.
+async fn cmd(raw: &mut Raw, args: &[&[u8]]) -> String {
+    raw.send(&frame(args)).await;
+    line(raw).await
+}
+
+/// Sends GET and returns the value (None for nil).
+async fn get(raw: &mut Raw, key: &str) -> Option<String> {
+    raw.send(&frame(&[b"GET", key.as_bytes()])).await;
+    let head = line(raw).await;
+    if head == "$-1" {
+        return None;
+    }
+    let n: usize = head
+        .strip_prefix('$')
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("GET {key}: {head}"));
+    let body = raw.read_n(n + 2).await;
+    Some(String::from_utf8_lossy(&body[..n]).into_owned())
+}
+
+/// The `INFO persistence` field `name`.
+async fn info(raw: &mut Raw, name: &str) -> String {
+    raw.send(&frame(&[b"INFO", b"persistence"])).await;
+    let head = line(raw).await;
+    let n: usize = head[1..].parse().expect("INFO bulk length");
+    let body = raw.read_n(n + 2).await;
+    let text = String::from_utf8_lossy(&body).into_owned();
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}:")).map(str::to_string))
+        .unwrap_or_else(|| panic!("INFO persistence has no {name}:\n{text}"))
+}
+
+/// Writes `key{i}` until a write is refused; returns the keys acknowledged meanwhile.
+async fn write_until_refused(raw: &mut Raw, prefix: &str) -> (Vec<String>, String) {
+    let deadline = Instant::now() + HANG_GUARD;
+    let mut acked = Vec::new();
+    for i in 0.. {
+        let key = format!("{prefix}{i}");
+        let r = cmd(raw, &[b"SET", key.as_bytes(), key.as_bytes()]).await;
+        if r != "+OK" {
+            return (acked, r);
+        }
+        acked.push(key);
+        assert!(Instant::now() < deadline, "writes were never refused");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    unreachable!()
+}
+
+/// Retries a write until it is accepted again; returns the acknowledged key.
+async fn write_until_accepted(raw: &mut Raw, key: &str) -> Duration {
+    let start = Instant::now();
+    loop {
+        let r = cmd(raw, &[b"SET", key.as_bytes(), key.as_bytes()]).await;
+        if r == "+OK" {
+            return start.elapsed();
+        }
+        assert!(r.starts_with(MISCONF), "refused with {r}");
+        assert!(start.elapsed() < HANG_GUARD, "writes never accepted again");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn everysec_refuses_writes_while_commits_fail_and_loses_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut acked: Vec<String> = Vec::new();
+    {
+        let srv = server(dir.path(), "everysec");
+        let mut raw = Raw::connect(srv.addr()).await;
+        assert_eq!(cmd(&mut raw, &[b"SET", b"before", b"before"]).await, "+OK");
+        acked.push("before".into());
+        // Let it be committed before the failures start.
+        assert_eq!(cmd(&mut raw, &[b"SAVE"]).await, "+OK");
+        assert_eq!(info(&mut raw, "aof_last_write_status").await, "ok");
+
+        fail_next_commits(&srv, 6);
+        // The writes accepted before the failure shows stay queued for the retries.
+        let (before_failure, refusal) = write_until_refused(&mut raw, "queued:").await;
+        assert!(
+            !before_failure.is_empty(),
+            "the first write after the failure is accepted (it has not failed yet)"
+        );
+        acked.extend(before_failure);
+        assert!(
+            refusal.starts_with(MISCONF),
+            "write refused with {refusal:?}, want the {MISCONF:?} prefix"
+        );
+        assert!(refusal.contains("injected"), "names the cause: {refusal}");
+
+        // Reads and non-write commands work meanwhile; the refusal is per write.
+        assert_eq!(get(&mut raw, "before").await.as_deref(), Some("before"));
+        assert_eq!(get(&mut raw, "queued:0").await.as_deref(), Some("queued:0"));
+        assert_eq!(cmd(&mut raw, &[b"PING"]).await, "+PONG");
+        assert_eq!(cmd(&mut raw, &[b"EXISTS", b"before"]).await, ":1");
+        let r = cmd(&mut raw, &[b"INCR", b"counter"]).await;
+        assert!(r.starts_with(MISCONF), "INCR while failing: {r}");
+        let r = cmd(&mut raw, &[b"DEL", b"before"]).await;
+        assert!(r.starts_with(MISCONF), "DEL while failing: {r}");
+        assert_eq!(info(&mut raw, "aof_last_write_status").await, "err");
+        assert!(info(&mut raw, "respite_last_error")
+            .await
+            .contains("injected"));
+        // Another connection is refused too.
+        let mut other = Raw::connect(srv.addr()).await;
+        let r = cmd(&mut other, &[b"HSET", b"h", b"f", b"v"]).await;
+        assert!(r.starts_with(MISCONF), "HSET on another connection: {r}");
+        assert_eq!(get(&mut other, "before").await.as_deref(), Some("before"));
+
+        // The committer retries; once the injected failures are used up, writes resume.
+        write_until_accepted(&mut raw, "after").await;
+        acked.push("after".into());
+        assert_eq!(info(&mut raw, "aof_last_write_status").await, "ok");
+        assert_eq!(info(&mut raw, "respite_last_error").await, "");
+        let failed: u64 = info(&mut raw, "respite_failed_commits")
+            .await
+            .parse()
+            .expect("failed commits");
+        assert_eq!(failed, 6, "every injected failure was a failed commit");
+        assert_eq!(cmd(&mut other, &[b"HSET", b"h", b"f", b"v"]).await, ":1");
+        assert_eq!(cmd(&mut raw, &[b"INCR", b"counter"]).await, ":1");
+        // A read of a key written while failing is the queued value.
+        for k in &acked {
+            assert_eq!(get(&mut raw, k).await.as_deref(), Some(k.as_str()));
+        }
+    }
+    // Restart: nothing acknowledged was lost, refused writes left no trace.
+    let srv = server(dir.path(), "everysec");
+    let mut raw = Raw::connect(srv.addr()).await;
+    for k in &acked {
+        assert_eq!(
+            get(&mut raw, k).await.as_deref(),
+            Some(k.as_str()),
+            "{k} lost"
+        );
+    }
+    assert_eq!(get(&mut raw, "counter").await.as_deref(), Some("1"));
+    assert_eq!(cmd(&mut raw, &[b"HLEN", b"h"]).await, ":1");
+    assert_eq!(
+        cmd(&mut raw, &[b"DBSIZE"]).await,
+        format!(":{}", acked.len() + 2)
+    );
+    assert_eq!(info(&mut raw, "aof_last_write_status").await, "ok");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn always_closes_the_connection_instead_of_replying_to_an_unsaved_write() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    {
+        let srv = server(dir.path(), "always");
+        let mut raw = Raw::connect(srv.addr()).await;
+        assert_eq!(cmd(&mut raw, &[b"SET", b"saved", b"1"]).await, "+OK");
+
+        fail_next_commits(&srv, 10);
+        // The write's commit fails: no reply, the connection is closed.
+        raw.send(&frame(&[b"SET", b"unsaved", b"1"])).await;
+        let got = raw.read_to_close().await;
+        assert!(
+            got.is_empty(),
+            "an unsaved write was answered: {:?}",
+            String::from_utf8_lossy(&got)
+        );
+
+        // Meanwhile writes are refused and reads work.
+        let mut raw = Raw::connect(srv.addr()).await;
+        let r = cmd(&mut raw, &[b"SET", b"refused", b"1"]).await;
+        assert!(r.starts_with(MISCONF), "write while failing: {r}");
+        assert_eq!(get(&mut raw, "saved").await.as_deref(), Some("1"));
+        assert_eq!(info(&mut raw, "aof_last_write_status").await, "err");
+        assert_eq!(info(&mut raw, "respite_appendfsync").await, "always");
+
+        // A pipeline whose read comes before a refused write gets both replies.
+        raw.send(
+            &[
+                frame(&[b"GET", b"saved"]),
+                frame(&[b"SET", b"refused", b"2"]),
+            ]
+            .concat(),
+        )
+        .await;
+        assert_eq!(line(&mut raw).await, "$1");
+        assert_eq!(line(&mut raw).await, "1");
+        assert!(line(&mut raw).await.starts_with(MISCONF));
+
+        // Recovery: the retried commit holds the unanswered write; new writes are durable
+        // before they are answered again.
+        write_until_accepted(&mut raw, "later").await;
+        assert_eq!(info(&mut raw, "aof_last_write_status").await, "ok");
+        assert_eq!(get(&mut raw, "unsaved").await.as_deref(), Some("1"));
+    }
+    let srv = server(dir.path(), "always");
+    let mut raw = Raw::connect(srv.addr()).await;
+    assert_eq!(get(&mut raw, "saved").await.as_deref(), Some("1"));
+    assert_eq!(get(&mut raw, "later").await.as_deref(), Some("later"));
+    // Not acknowledged, but it was queued, and a failed commit's changes are retried.
+    assert_eq!(get(&mut raw, "unsaved").await.as_deref(), Some("1"));
+    assert_eq!(get(&mut raw, "refused").await, None);
+}
