@@ -259,6 +259,7 @@ impl<'t> Tx<'t> {
             .remove((ns, key))?
             .map(|g| g.value().first().copied());
         if let Some(t) = old {
+            self.rows += 1;
             if t != Some(tag::STRING) {
                 self.wipe_elems(ns, key)?;
             }
