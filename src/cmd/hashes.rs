@@ -6,6 +6,7 @@ use super::args;
 use super::errors;
 use super::strings::add_float_text;
 use super::{CommandSpec, Cx, KeySpec};
+use crate::engine::change::Change;
 use crate::engine::{Access, Value};
 use crate::protocol::parse::parse_i64;
 use crate::protocol::Reply;
@@ -262,7 +263,7 @@ fn read<'e>(ks: &'e mut Access, key: &[u8]) -> Result<Option<&'e HashValue>, Rep
 /// [`touched`] once they actually modified the hash (a WRONGTYPE or no-op touches nothing).
 fn write<'e>(ks: &'e mut Access, key: &[u8]) -> Result<Option<&'e mut HashValue>, Reply> {
     let db = ks.db;
-    match ks.lookup_write_in(db, key) {
+    match ks.lookup_elems_in(db, key) {
         None => Ok(None),
         Some(e) => match &mut e.value {
             Value::Hash(h) => Ok(Some(h)),
@@ -274,21 +275,34 @@ fn write<'e>(ks: &'e mut Access, key: &[u8]) -> Result<Option<&'e mut HashValue>
 /// `signalModifiedKey` for a hash modified in place.
 fn touched(ks: &mut Access, key: &[u8]) {
     let db = ks.db;
-    ks.modified_in(db, key);
+    ks.signal_in(db, key);
 }
 
 /// Redis `hashTypeLookupWriteOrCreate` followed by a modification `f`: runs `f` on the
 /// existing hash, or on a new one that is stored only if `f` succeeds and left it non-empty.
+///
+/// Durable keyspace: an existing hash's new pairs are recorded as one `HashPut` of the
+/// `fields` `f` set (their final values); a new hash is stored whole by `set`.
 fn update<T>(
     cx: &mut Cx,
     key: &[u8],
+    fields: &mut dyn Iterator<Item = &Bytes>,
     f: impl FnOnce(&mut HashValue, &Shared) -> Result<T, Reply>,
 ) -> Result<T, Reply> {
     let srv = cx.srv;
+    let journaling = cx.ks.journaling();
     match write(cx.ks, key)? {
         Some(h) => {
             let out = f(h, srv)?;
+            let pairs = journaling.then(|| final_pairs(h, fields));
             touched(cx.ks, key);
+            if let Some(pairs) = pairs {
+                cx.ks.elems(Change::HashPut {
+                    db: cx.ks.db,
+                    key: Bytes::copy_from_slice(key),
+                    pairs,
+                });
+            }
             Ok(out)
         }
         None => {
@@ -301,6 +315,13 @@ fn update<T>(
             Ok(out)
         }
     }
+}
+
+/// The current values of `fields` in `h`, for a `HashPut` (values share the hash's bytes).
+fn final_pairs(h: &HashValue, fields: &mut dyn Iterator<Item = &Bytes>) -> Vec<(Bytes, Bytes)> {
+    fields
+        .filter_map(|f| Some((Bytes::copy_from_slice(f), h.get(f)?.clone())))
+        .collect()
 }
 
 fn reply<T>(r: Result<T, Reply>, ok: impl FnOnce(T) -> Reply) -> Reply {
@@ -323,7 +344,8 @@ fn hset_generic(cx: &mut Cx, hmset: bool) -> Reply {
         return errors::wrong_args(cx.spec.name);
     }
     let pairs = &args[2..];
-    let added = update(cx, &args[1], |h, srv| {
+    let fields = &mut pairs.iter().step_by(2);
+    let added = update(cx, &args[1], fields, |h, srv| {
         let lim = limits_for(h, srv);
         if h.is_listpack() {
             let (longest, total) = pairs
@@ -375,6 +397,13 @@ fn hsetnx(cx: &mut Cx) -> Reply {
         Ok(Some(h)) => {
             set(h);
             touched(cx.ks, key);
+            if cx.ks.journaling() {
+                cx.ks.elems(Change::HashPut {
+                    db: cx.ks.db,
+                    key: Bytes::copy_from_slice(key),
+                    pairs: vec![(Bytes::copy_from_slice(field), Bytes::copy_from_slice(value))],
+                });
+            }
             notify::key(cx, notify::HASH, "hset", key);
             Reply::Int(1)
         }
@@ -394,6 +423,8 @@ fn hsetnx(cx: &mut Cx) -> Reply {
 fn hdel(cx: &mut Cx) -> Reply {
     let args = cx.args;
     let key = &args[1];
+    // Durable keyspace: the fields actually removed, for a `HashDel`.
+    let mut gone: Option<Vec<Bytes>> = cx.ks.journaling().then(Vec::new);
     let (deleted, empty) = match write(cx.ks, key) {
         Err(e) => return e,
         Ok(None) => return Reply::Int(0),
@@ -402,6 +433,9 @@ fn hdel(cx: &mut Cx) -> Reply {
             for f in &args[2..] {
                 if h.remove(f) {
                     deleted += 1;
+                    if let Some(g) = &mut gone {
+                        g.push(Bytes::copy_from_slice(f));
+                    }
                     if h.is_empty() {
                         break;
                     }
@@ -414,6 +448,13 @@ fn hdel(cx: &mut Cx) -> Reply {
         cx.ks.remove(key);
     } else if deleted > 0 {
         touched(cx.ks, key);
+        if let Some(fields) = gone {
+            cx.ks.elems(Change::HashDel {
+                db: cx.ks.db,
+                key: Bytes::copy_from_slice(key),
+                fields,
+            });
+        }
     }
     if deleted > 0 {
         if let Some(ev) = notify::cx_events(cx) {
@@ -433,7 +474,7 @@ fn hincrby(cx: &mut Cx) -> Reply {
         Err(e) => return e,
     };
     let field = &args[2];
-    let r = update(cx, &args[1], |h, srv| {
+    let r = update(cx, &args[1], &mut std::iter::once(field), |h, srv| {
         let cur = match h.get(field) {
             None => 0,
             Some(v) => parse_i64(v).ok_or_else(|| errors::err(errors::HASH_NOT_INT))?,
@@ -460,7 +501,7 @@ fn hincrbyfloat(cx: &mut Cx) -> Reply {
         Some(ld::Parsed::Finite(_)) => {}
     }
     let field = &args[2];
-    let r = update(cx, &args[1], |h, srv| {
+    let r = update(cx, &args[1], &mut std::iter::once(field), |h, srv| {
         let cur = match h.get(field) {
             None => ld::Parsed::Finite(ld::LongDouble::ZERO),
             Some(v) => ld::parse(v).ok_or_else(|| errors::err(errors::HASH_NOT_FLOAT))?,

@@ -7,6 +7,7 @@ use super::errors;
 use super::table::numkeys_at;
 use super::{CommandSpec, Cx, KeySpec};
 use crate::config::ConfigStore;
+use crate::engine::change::Change;
 use crate::engine::{StrVal, Value};
 use crate::protocol::Reply;
 use crate::server::notify;
@@ -299,7 +300,29 @@ impl Limits for ConfigLimits<'_> {
 /// Marks WATCHers of a key modified in place (Redis `signalModifiedKey`).
 fn touched(cx: &mut Cx, key: &[u8]) {
     let db = cx.ks.db;
-    cx.ks.modified_in(db, key);
+    cx.ks.signal_in(db, key);
+}
+
+/// Durable keyspace: records members added to (`SetAdd`) or removed from (`SetRem`) the
+/// set at `key`, which stays non-empty (an emptied set is removed whole instead).
+fn record(cx: &mut Cx, key: &[u8], added: bool, members: Vec<Bytes>) {
+    if members.is_empty() {
+        return;
+    }
+    let (db, key) = (cx.ks.db, Bytes::copy_from_slice(key));
+    cx.ks.elems(if added {
+        Change::SetAdd { db, key, members }
+    } else {
+        Change::SetRem { db, key, members }
+    });
+}
+
+/// `members` copied out of the request, for [`record`] (empty unless journaling).
+fn copies<'a>(journaling: bool, members: impl Iterator<Item = &'a Bytes>) -> Vec<Bytes> {
+    if !journaling {
+        return Vec::new();
+    }
+    members.map(|m| Bytes::copy_from_slice(m)).collect()
 }
 
 /// Read lookup (`lookupKeyRead`): `Ok(None)` if missing, WRONGTYPE for another type.
@@ -316,7 +339,7 @@ fn read_set<'c>(cx: &'c mut Cx, key: &[u8]) -> Result<Option<&'c SetValue>, Repl
 /// Write lookup (`lookupKeyWrite`): `Ok(None)` if missing, WRONGTYPE for another type.
 fn write_set<'c>(cx: &'c mut Cx, key: &[u8]) -> Result<Option<&'c mut SetValue>, Reply> {
     let db = cx.ks.db;
-    match cx.ks.lookup_write_in(db, key) {
+    match cx.ks.lookup_elems_in(db, key) {
         None => Ok(None),
         Some(e) => match &mut e.value {
             Value::Set(s) => Ok(Some(s)),
@@ -454,15 +477,26 @@ fn sadd(cx: &mut Cx) -> Reply {
     let (key, members) = (&cx.args[1], &cx.args[2..]);
     let db = cx.ks.db;
     let mut lim = ConfigLimits::new(&cx.srv.config);
-    let added = match cx.ks.lookup_write_in(db, key) {
+    let journaling = cx.ks.journaling();
+    let added = match cx.ks.lookup_elems_in(db, key) {
         Some(e) => {
             let Value::Set(s) = &mut e.value else {
                 return errors::wrongtype();
             };
             s.maybe_convert(members.len(), &mut lim);
-            let added = members.iter().filter(|m| s.add(m, &mut lim)).count();
+            let mut new = Vec::new();
+            let mut added = 0;
+            for m in members {
+                if s.add(m, &mut lim) {
+                    added += 1;
+                    if journaling {
+                        new.push(Bytes::copy_from_slice(m));
+                    }
+                }
+            }
             if added > 0 {
                 touched(cx, key);
+                record(cx, key, true, new);
             }
             added
         }
@@ -482,6 +516,8 @@ fn sadd(cx: &mut Cx) -> Reply {
 
 fn srem(cx: &mut Cx) -> Reply {
     let (key, members) = (&cx.args[1], &cx.args[2..]);
+    let journaling = cx.ks.journaling();
+    let mut gone = Vec::new();
     let (removed, emptied) = match write_set(cx, key) {
         Err(e) => return e,
         Ok(None) => return Reply::Int(0),
@@ -490,6 +526,9 @@ fn srem(cx: &mut Cx) -> Reply {
             for m in members {
                 if s.remove(m) {
                     removed += 1;
+                    if journaling {
+                        gone.push(Bytes::copy_from_slice(m));
+                    }
                     if s.is_empty() {
                         break;
                     }
@@ -502,6 +541,7 @@ fn srem(cx: &mut Cx) -> Reply {
         cx.ks.remove(key);
     } else if removed > 0 {
         touched(cx, key);
+        record(cx, key, false, gone);
     }
     if removed > 0 {
         emptied_events(cx, key, "srem", emptied);
@@ -555,6 +595,9 @@ fn spop(cx: &mut Cx) -> Reply {
         cx.ks.remove(key);
     } else {
         touched(cx, key);
+        if cx.ks.journaling() {
+            record(cx, key, false, vec![member.clone()]);
+        }
     }
     emptied_events(cx, key, "spop", emptied);
     Reply::Bulk(member)
@@ -568,7 +611,7 @@ fn spop_count(cx: &mut Cx) -> Reply {
     };
     let mut lim = ConfigLimits::new(&cx.srv.config);
     let db = cx.ks.db;
-    let s = match cx.ks.lookup_write_in(db, key) {
+    let s = match cx.ks.lookup_elems_in(db, key) {
         None => return Reply::Set(Vec::new()),
         Some(e) => match &mut e.value {
             Value::Set(s) => s,
@@ -588,6 +631,9 @@ fn spop_count(cx: &mut Cx) -> Reply {
     }
     let popped = s.pop_many(count as usize, &mut lim, &mut rand::thread_rng());
     touched(cx, key);
+    if cx.ks.journaling() {
+        record(cx, key, false, popped.clone());
+    }
     emptied_events(cx, key, "spop", false);
     Reply::Set(popped.into_iter().map(Reply::Bulk).collect())
 }
@@ -682,6 +728,8 @@ fn smove(cx: &mut Cx) -> Reply {
         cx.ks.remove(src);
     } else {
         touched(cx, src);
+        let moved = copies(cx.ks.journaling(), std::iter::once(member));
+        record(cx, src, false, moved);
     }
     emptied_events(cx, src, "srem", emptied);
     let mut lim = ConfigLimits::new(&cx.srv.config);
@@ -701,6 +749,8 @@ fn smove(cx: &mut Cx) -> Reply {
         };
         if added {
             touched(cx, dst);
+            let moved = copies(cx.ks.journaling(), std::iter::once(member));
+            record(cx, dst, true, moved);
             notify::key(cx, notify::SET, "sadd", dst);
         }
     }

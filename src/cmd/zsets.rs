@@ -38,7 +38,7 @@ fn read<'c>(cx: &'c mut Cx, key: &[u8]) -> Result<Option<&'c ZSet>, Reply> {
 /// Redis's `lookupKeyWrite`: no stats and no WATCH signal (see [`changed`]).
 fn write<'c>(cx: &'c mut Cx, key: &[u8]) -> Result<Option<&'c mut ZSet>, Reply> {
     let db = cx.ks.db;
-    match cx.ks.lookup_write_in(db, key) {
+    match cx.ks.lookup_elems_in(db, key) {
         None => Ok(None),
         Some(e) => match &mut e.value {
             Value::ZSet(z) => Ok(Some(z)),
@@ -54,7 +54,7 @@ fn changed(cx: &mut Cx, key: &[u8], now_empty: bool) {
         cx.ks.remove(key);
     } else {
         let db = cx.ks.db;
-        cx.ks.modified_in(db, key);
+        cx.ks.signal_in(db, key);
     }
 }
 

@@ -528,6 +528,12 @@ impl<'a> Access<'a> {
         self.mark_dirty(db, key);
     }
 
+    /// Signals WATCHers of an entry found with `lookup_elems_in` and modified in place (its
+    /// changes were recorded with `elems`).
+    pub fn signal_in(&mut self, db: usize, key: &[u8]) {
+        self.shard_in(db, key).signal(key);
+    }
+
     /// Lookup without touching stats or LRU (EXISTS-style checks, TYPE, TTL).
     pub fn peek(&mut self, key: &[u8]) -> Option<&Entry> {
         let db = self.db;

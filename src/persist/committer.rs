@@ -57,6 +57,8 @@ pub struct Stats {
     pub durable_commits: AtomicU64,
     pub changes: AtomicU64,
     pub failed_commits: AtomicU64,
+    /// Rows the committed transactions wrote (see `Store::rows_written`).
+    pub rows_written: AtomicU64,
     /// Unix seconds of the last durable commit.
     pub last_durable_unix: AtomicU64,
 }
@@ -242,6 +244,9 @@ impl Persistence {
                     committed = seq;
                     self.stats.commits.fetch_add(1, Ordering::Relaxed);
                     self.stats.changes.fetch_add(n, Ordering::Relaxed);
+                    self.stats
+                        .rows_written
+                        .store(store.rows_written(), Ordering::Relaxed);
                     if durable {
                         durable_seq = seq;
                         last_durable = Instant::now();

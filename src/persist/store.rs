@@ -39,6 +39,9 @@ pub struct Store {
     /// Held for a whole `apply`, so the map and the file move together.
     ns: Mutex<NsMap>,
     fail_commits: AtomicU64,
+    /// Rows inserted, updated or deleted one by one in committed transactions (range wipes
+    /// not counted): shows that element-level changes cost rows, not whole values.
+    rows_written: AtomicU64,
 }
 
 impl Store {
@@ -87,11 +90,17 @@ impl Store {
             path,
             ns: Mutex::new(ns),
             fail_commits: AtomicU64::new(0),
+            rows_written: AtomicU64::new(0),
         })
     }
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Rows written by committed transactions since the store was opened.
+    pub fn rows_written(&self) -> u64 {
+        self.rows_written.load(Ordering::Relaxed)
     }
 
     /// Makes the next `n` calls to [`Store::apply`] fail with an I/O-style error, writing
@@ -117,15 +126,16 @@ impl Store {
         } else {
             Durability::None
         });
-        let ns = {
+        let (ns, rows) = {
             let mut tx = Tx::open(&w, guard.clone())?;
             for c in changes {
                 tx.apply(c)?;
             }
-            tx.ns
+            (tx.ns, tx.rows)
         };
         w.commit()?;
         *guard = ns;
+        self.rows_written.fetch_add(rows, Ordering::Relaxed);
         Ok(())
     }
 
@@ -181,6 +191,8 @@ struct Tx<'t> {
     keys: KeysTable<'t>,
     elems: ElemsTable<'t>,
     ns: NsMap,
+    /// Single rows written or deleted so far.
+    rows: u64,
 }
 
 fn after(key: &[u8]) -> Vec<u8> {
@@ -197,6 +209,7 @@ impl<'t> Tx<'t> {
             keys: txn.open_table(KEYS)?,
             elems: txn.open_table(ELEMS)?,
             ns,
+            rows: 0,
         })
     }
 
@@ -214,6 +227,7 @@ impl<'t> Tx<'t> {
     }
 
     fn put_row(&mut self, ns: u32, key: &[u8], tag: u8, at: Option<u64>, hdr: &[u8]) -> Result<()> {
+        self.rows += 1;
         self.keys
             .insert((ns, key), l::key_row(tag, at, hdr).as_slice())?;
         Ok(())
@@ -245,6 +259,7 @@ impl<'t> Tx<'t> {
             .remove((ns, key))?
             .map(|g| g.value().first().copied());
         if let Some(t) = old {
+            self.rows += 1;
             if t != Some(tag::STRING) {
                 self.wipe_elems(ns, key)?;
             }
@@ -272,11 +287,13 @@ impl<'t> Tx<'t> {
     }
 
     fn put_elem(&mut self, ns: u32, key: &[u8], sub: &[u8], v: &[u8]) -> Result<()> {
+        self.rows += 1;
         self.elems.insert((ns, key, sub), v)?;
         Ok(())
     }
 
     fn del_elem(&mut self, ns: u32, key: &[u8], sub: &[u8]) -> Result<()> {
+        self.rows += 1;
         self.elems.remove((ns, key, sub))?;
         Ok(())
     }

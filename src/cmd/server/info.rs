@@ -294,6 +294,7 @@ fn persistence(srv: &Shared, l: &mut Lines) {
         push(l, "respite_commits", get(&p.stats.commits));
         push(l, "respite_durable_commits", get(&p.stats.durable_commits));
         push(l, "respite_committed_changes", get(&p.stats.changes));
+        push(l, "respite_rows_written", get(&p.stats.rows_written));
         push(l, "respite_failed_commits", get(&p.stats.failed_commits));
         push(l, "respite_pending_changes", p.journal.pending_len());
         push(

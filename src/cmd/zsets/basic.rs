@@ -2,6 +2,7 @@
 
 use super::{changed, changed_events, grew, limits, opt, parse, read, write, Limits};
 use crate::cmd::{errors, Cx};
+use crate::engine::change::Change;
 use crate::engine::Value;
 use crate::protocol::Reply;
 use crate::server::notify;
@@ -99,7 +100,9 @@ fn zadd_generic(cx: &mut Cx, mut flags: u8) -> Reply {
     let key = &args[1];
     let db = cx.ks.db;
     let srv: &Shared = cx.srv;
-    let out = match cx.ks.lookup_write_in(db, key) {
+    // Durable keyspace: the members added or rescored, with their new scores.
+    let mut rec = cx.ks.journaling().then(Vec::new);
+    let out = match cx.ks.lookup_elems_in(db, key) {
         Some(e) => {
             let Value::ZSet(z) = &mut e.value else {
                 return errors::wrongtype();
@@ -108,11 +111,14 @@ fn zadd_generic(cx: &mut Cx, mut flags: u8) -> Reply {
             if !z.is_skiplist() && n > limits(srv).entries {
                 z.convert_to_skiplist();
             }
-            let out = apply(z, scores, pairs, flags, srv);
+            let out = apply(z, scores, pairs, flags, srv, rec.as_mut());
             let now_empty = z.is_empty();
             match out {
                 Ok(o) if o.added + o.updated > 0 => {
                     changed(cx, key, now_empty);
+                    if let Some(members) = rec {
+                        record_put(cx, key, members);
+                    }
                     Ok(o)
                 }
                 other => other,
@@ -124,7 +130,7 @@ fn zadd_generic(cx: &mut Cx, mut flags: u8) -> Reply {
             let lim = limits(srv);
             let skiplist = n > lim.entries || pairs[1].len() > lim.value;
             let mut z = ZSet::new(skiplist);
-            let out = apply(&mut z, scores, pairs, flags, srv);
+            let out = apply(&mut z, scores, pairs, flags, srv, None);
             if !z.is_empty() {
                 cx.ks.set(key, Value::ZSet(Box::new(z)), None);
                 grew(cx, key);
@@ -152,13 +158,38 @@ fn zadd_generic(cx: &mut Cx, mut flags: u8) -> Reply {
     }
 }
 
-/// Redis's `zsetAdd` over every pair.
+/// Durable keyspace: records members added to or rescored in the sorted set at `key`.
+fn record_put(cx: &mut Cx, key: &[u8], members: Vec<(Bytes, f64)>) {
+    if !members.is_empty() {
+        cx.ks.elems(Change::ZPut {
+            db: cx.ks.db,
+            key: Bytes::copy_from_slice(key),
+            members,
+        });
+    }
+}
+
+/// Durable keyspace: records members removed from the sorted set at `key`, which stays
+/// non-empty (an emptied set is removed whole instead).
+pub(super) fn record_del(cx: &mut Cx, key: &[u8], members: Vec<Bytes>) {
+    if !members.is_empty() {
+        cx.ks.elems(Change::ZDel {
+            db: cx.ks.db,
+            key: Bytes::copy_from_slice(key),
+            members,
+        });
+    }
+}
+
+/// Redis's `zsetAdd` over every pair; `rec` (durable keyspace) collects the members it
+/// added or rescored, with their stored scores.
 fn apply(
     z: &mut ZSet,
     scores: &[f64],
     pairs: &[Bytes],
     flags: u8,
     srv: &Shared,
+    mut rec: Option<&mut Vec<(Bytes, f64)>>,
 ) -> Result<Added, Reply> {
     let has = |f: u8| flags & f != 0;
     let mut lim: Option<Limits> = None;
@@ -183,6 +214,10 @@ fn apply(
                 if s != cur {
                     z.rescore(member, cur, s);
                     out.updated += 1;
+                    if let Some(r) = rec.as_deref_mut() {
+                        let stored = z.score(member).unwrap_or(s);
+                        r.push((Bytes::copy_from_slice(member), stored));
+                    }
                 }
             }
             None if has(XX) => {}
@@ -193,7 +228,15 @@ fn apply(
                         z.convert_to_skiplist();
                     }
                 }
-                z.insert(Bytes::copy_from_slice(member), score);
+                let m = Bytes::copy_from_slice(member);
+                match rec.as_deref_mut() {
+                    Some(r) => {
+                        z.insert(m.clone(), score);
+                        // What it kept (a listpack stores -0 as 0).
+                        r.push((m, z.score(member).unwrap_or(score)));
+                    }
+                    None => z.insert(m, score),
+                }
                 out.added += 1;
                 out.processed += 1;
                 out.score = score;
@@ -206,15 +249,21 @@ fn apply(
 pub fn zrem(cx: &mut Cx) -> Reply {
     let args = cx.args;
     let key = &args[1];
+    let journaling = cx.ks.journaling();
     let z = match write(cx, key) {
         Ok(Some(z)) => z,
         Ok(None) => return Reply::Int(0),
         Err(e) => return e,
     };
+    // Durable keyspace: the members removed, for a `ZDel`.
+    let mut gone = Vec::new();
     let mut deleted = 0;
     for m in &args[2..] {
         if z.remove(m).is_some() {
             deleted += 1;
+            if journaling {
+                gone.push(Bytes::copy_from_slice(m));
+            }
         }
         if z.is_empty() {
             break;
@@ -223,6 +272,9 @@ pub fn zrem(cx: &mut Cx) -> Reply {
     let now_empty = z.is_empty();
     if deleted > 0 {
         changed(cx, key, now_empty);
+        if !now_empty {
+            record_del(cx, key, gone);
+        }
         changed_events(cx, key, "zrem", now_empty);
     }
     Reply::Int(deleted)

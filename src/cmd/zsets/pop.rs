@@ -49,6 +49,10 @@ fn pop(cx: &mut Cx, keys: &[Bytes], end: End, count: Option<i64>, shape: Shape) 
         }
         let now_empty = z.is_empty();
         changed(cx, key, now_empty);
+        if !now_empty && cx.ks.journaling() {
+            let members = items.iter().map(|it| it.member.clone()).collect();
+            super::basic::record_del(cx, key, members);
+        }
         let event = match end {
             End::Min => "zpopmin",
             End::Max => "zpopmax",

@@ -275,6 +275,7 @@ fn remrange(cx: &mut Cx, spec: Result<Spec, Reply>) -> Reply {
     };
     let args = cx.args;
     let key = &args[1];
+    let journaling = cx.ks.journaling();
     let z = match write(cx, key) {
         Ok(Some(z)) => z,
         Ok(None) => return Reply::Int(0),
@@ -315,9 +316,18 @@ fn remrange(cx: &mut Cx, spec: Result<Spec, Reply>) -> Reply {
     if n == 0 {
         return Reply::Int(0);
     }
-    z.remove_range(start, n, |_| {});
+    // Durable keyspace: the members removed, for a `ZDel`.
+    let mut gone = Vec::new();
+    if journaling {
+        z.remove_range(start, n, |it| gone.push(it.member));
+    } else {
+        z.remove_range(start, n, |_| {});
+    }
     let now_empty = z.is_empty();
     changed(cx, key, now_empty);
+    if !now_empty {
+        super::basic::record_del(cx, key, gone);
+    }
     let event = match spec {
         Spec::Rank(..) => "zremrangebyrank",
         Spec::Score(_) => "zremrangebyscore",
