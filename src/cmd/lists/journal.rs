@@ -87,3 +87,113 @@ pub(super) fn set(ks: &mut Access<'_>, key: &[u8], index: usize, value: Bytes) {
         value,
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::cmd::testing::Client;
+    use crate::engine::change::Change;
+    use crate::engine::journal::Journal;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    /// A client whose keyspace journals, and the journal.
+    fn durable() -> (Client, Arc<Journal>) {
+        let c = Client::new();
+        let j = Arc::new(Journal::new());
+        assert!(c.srv.ks.set_journal(j.clone()));
+        (c, j)
+    }
+
+    /// Short names of the changes journaled since the last call.
+    fn kinds(j: &Journal) -> Vec<String> {
+        let (changes, _) = j.take(Duration::ZERO);
+        changes
+            .iter()
+            .map(|c| match c {
+                Change::ListPush { front, values, .. } => format!("push {front} {}", values.len()),
+                Change::ListPop { front, n, .. } => format!("pop {front} {n}"),
+                Change::ListSet { index, .. } => format!("set {index}"),
+                Change::ListRewrite { values, .. } => format!("rewrite {}", values.len()),
+                Change::Put { .. } => "put".into(),
+                Change::Del { .. } => "del".into(),
+                other => format!("{other:?}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn in_place_edits_journal_elements() {
+        let (mut c, j) = durable();
+        c.line("RPUSH l a b c d e");
+        assert_eq!(kinds(&j), ["put"], "a new list is stored whole");
+        c.line("LPUSH l x y");
+        c.line("RPUSH l z");
+        assert_eq!(kinds(&j), ["push true 2", "push false 1"]);
+        c.line("LPOP l 2");
+        c.line("RPOP l");
+        c.line("LPOP l 0");
+        assert_eq!(kinds(&j), ["pop true 2", "pop false 1"]);
+        c.line("LSET l -1 E");
+        c.line("LINSERT l BEFORE a first");
+        c.line("LINSERT l AFTER E last");
+        c.line("LINSERT l AFTER b mid");
+        c.line("LINSERT l AFTER nope x");
+        assert_eq!(
+            kinds(&j),
+            ["set 4", "push true 1", "push false 1", "rewrite 8"]
+        );
+        c.line("LREM l 1 mid");
+        c.line("LREM l 1 nope");
+        c.line("LTRIM l 1 -2");
+        assert_eq!(kinds(&j), ["rewrite 7", "pop true 1", "pop false 1"]);
+        c.line("LMOVE l l LEFT RIGHT");
+        c.line("LMOVE l m RIGHT LEFT");
+        c.line("LMOVE l m RIGHT LEFT");
+        assert_eq!(
+            kinds(&j),
+            [
+                "pop true 1",
+                "push false 1",
+                "pop false 1",
+                "put",
+                "pop false 1",
+                "push true 1"
+            ]
+        );
+        c.line("LMPOP 1 m LEFT COUNT 5");
+        assert_eq!(kinds(&j), ["del"], "an emptied list is deleted");
+        c.line("BLPOP l 0");
+        assert_eq!(kinds(&j), ["pop true 1"]);
+    }
+
+    #[test]
+    fn transaction_records_whole_state_before_element_edits() {
+        let (mut c, j) = durable();
+        c.line("MULTI");
+        c.line("RPUSH n 1");
+        c.line("RPUSH n 2");
+        c.line("LPOP n");
+        c.line("EXEC");
+        // The state after the first push, then the edits made on top of it.
+        let (changes, _) = j.take(Duration::ZERO);
+        match &changes[..] {
+            [Change::Put { value, .. }, Change::ListPush { values, .. }, Change::ListPop { .. }] => {
+                assert_eq!(
+                    format!("{value:?}").matches("b\"1\"").count(),
+                    1,
+                    "{value:?}"
+                );
+                assert_eq!(values.len(), 1);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn memory_engine_journals_nothing() {
+        let mut c = Client::new();
+        c.line("RPUSH l a b");
+        c.line("LPUSH l z");
+        assert!(c.srv.ks.journal().is_none());
+    }
+}

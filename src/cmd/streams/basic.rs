@@ -522,3 +522,119 @@ fn trim_candidates(cx: &mut Cx, key: &[u8], t: Option<Trim>) -> Vec<StreamId> {
         },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::cmd::testing::Client;
+    use crate::engine::change::Change;
+    use crate::engine::journal::Journal;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    fn durable() -> (Client, Arc<Journal>) {
+        let c = Client::new();
+        let j = Arc::new(Journal::new());
+        assert!(c.srv.ks.set_journal(j.clone()));
+        (c, j)
+    }
+
+    /// Short names of the changes journaled since the last call.
+    fn kinds(j: &Journal) -> Vec<String> {
+        let (changes, _) = j.take(Duration::ZERO);
+        let id = |i: &(u64, u64)| format!("{}-{}", i.0, i.1);
+        changes
+            .iter()
+            .map(|c| match c {
+                Change::Put { .. } => "put".into(),
+                Change::Del { .. } => "del".into(),
+                Change::XAdd { id: i, .. } => format!("add {}", id(i)),
+                Change::XDel { ids, .. } => {
+                    let ids: Vec<String> = ids.iter().map(id).collect();
+                    format!("xdel {}", ids.join(","))
+                }
+                Change::XMeta { .. } => "meta".into(),
+                Change::XGroupPut { group, .. } => format!("group {group:?}"),
+                Change::XGroupDel { group, .. } => format!("groupdel {group:?}"),
+                Change::XPelPut {
+                    id: i, consumer, ..
+                } => format!("pel {} {consumer:?}", id(i)),
+                Change::XPelDel { id: i, .. } => format!("peldel {}", id(i)),
+                Change::XConsumerPut { consumer, .. } => format!("consumer {consumer:?}"),
+                Change::XConsumerDel { consumer, .. } => format!("consumerdel {consumer:?}"),
+                other => format!("{other:?}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn stream_writes_journal_rows() {
+        let (mut c, j) = durable();
+        c.line("XADD s 1-1 a 1");
+        assert_eq!(kinds(&j), ["put"], "a new stream is stored whole");
+        c.line("XADD s 1-2 b 2");
+        c.line("XADD s MAXLEN 2 1-3 c 3");
+        assert_eq!(
+            kinds(&j),
+            ["add 1-2", "meta", "add 1-3", "xdel 1-1", "meta"]
+        );
+        c.line("XDEL s 1-2 9-9");
+        c.line("XDEL s 9-9");
+        c.line("XADD s 2-1 d 4");
+        c.line("XTRIM s MINID 2-0");
+        c.line("XSETID s 5-0");
+        assert_eq!(
+            kinds(&j),
+            [
+                "xdel 1-2,9-9",
+                "meta",
+                "add 2-1",
+                "meta",
+                "xdel 1-3",
+                "meta",
+                "meta"
+            ]
+        );
+        c.line("XGROUP CREATE s g 0");
+        c.line("XGROUP CREATECONSUMER s g c0");
+        c.line("XADD s 6-1 e 5");
+        assert_eq!(
+            kinds(&j),
+            ["group b\"g\"", "consumer b\"c0\"", "add 6-1", "meta"]
+        );
+        c.line("XREADGROUP GROUP g alice STREAMS s >");
+        assert_eq!(
+            kinds(&j),
+            [
+                "consumer b\"alice\"",
+                "pel 2-1 b\"alice\"",
+                "pel 6-1 b\"alice\"",
+                "group b\"g\""
+            ]
+        );
+        c.line("XREADGROUP GROUP g alice STREAMS s 0");
+        c.line("XACK s g 2-1");
+        assert_eq!(
+            kinds(&j),
+            [
+                "consumer b\"alice\"",
+                "pel 2-1 b\"alice\"",
+                "pel 6-1 b\"alice\"",
+                "peldel 2-1"
+            ]
+        );
+        c.line("XCLAIM s g bob 0 6-1");
+        assert_eq!(
+            kinds(&j),
+            ["group b\"g\"", "consumer b\"bob\"", "pel 6-1 b\"bob\""]
+        );
+        c.line("XAUTOCLAIM s g carol 0 0");
+        assert_eq!(kinds(&j), ["consumer b\"carol\"", "pel 6-1 b\"carol\""]);
+        c.line("XGROUP DELCONSUMER s g carol");
+        assert_eq!(kinds(&j), ["peldel 6-1", "consumerdel b\"carol\""]);
+        c.line("XGROUP SETID s g 0");
+        c.line("XGROUP DESTROY s g");
+        assert_eq!(kinds(&j), ["group b\"g\"", "groupdel b\"g\""]);
+        c.line("XDEL s 2-1 6-1");
+        assert_eq!(kinds(&j), ["xdel 2-1,6-1", "meta"], "emptied streams stay");
+    }
+}
