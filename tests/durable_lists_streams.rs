@@ -137,7 +137,7 @@ impl Gen {
 
     /// A list key, sometimes a key of another type (WRONGTYPE).
     fn lkey(&mut self) -> String {
-        match self.rng.gen_range(0..20) {
+        match self.rng.gen_range(0..60) {
             0 => "str".into(),
             1 => self.pick(STREAMS).into(),
             _ => self.pick(LISTS).into(),
@@ -145,7 +145,7 @@ impl Gen {
     }
 
     fn skey(&mut self) -> String {
-        match self.rng.gen_range(0..25) {
+        match self.rng.gen_range(0..60) {
             0 => "str".into(),
             1 => self.pick(LISTS).into(),
             _ => self.pick(STREAMS).into(),
@@ -206,7 +206,7 @@ impl Gen {
         let s = |x: &str| x.to_string();
         let k = self.lkey();
         match self.rng.gen_range(0..20) {
-            0..=2 => {
+            0..=2 | 18 => {
                 let cmd = self.pick(&["LPUSH", "RPUSH", "LPUSH", "RPUSH", "LPUSHX", "RPUSHX"]);
                 let mut v = vec![s(cmd), k];
                 for _ in 0..self.rng.gen_range(1..4) {
@@ -252,7 +252,7 @@ impl Gen {
                 self.end(),
                 s("0.01"),
             ],
-            14 => vec![s("EXPIRE"), k, self.int(1, 30)],
+            14 => vec![s("EXPIRE"), k, self.int(1, 60)],
             15 => vec![s("PERSIST"), k],
             16 => vec![s("DEL"), k],
             17 => vec![s("LINDEX"), k, self.int(-3, 3)],
@@ -265,8 +265,8 @@ impl Gen {
         let k = self.skey();
         let g = self.pick(GROUPS).to_string();
         let c = self.pick(CONSUMERS).to_string();
-        match self.rng.gen_range(0..26) {
-            0..=5 => {
+        match self.rng.gen_range(0..40) {
+            0..=9 => {
                 let mut v = vec![s("XADD"), k];
                 if self.rng.gen_range(0..8) == 0 {
                     v.push(s("NOMKSTREAM"));
@@ -285,32 +285,33 @@ impl Gen {
                 }
                 v
             }
-            6 => {
+            10 => {
                 let mut v = vec![s("XDEL"), k];
                 for _ in 0..self.rng.gen_range(1..3) {
                     v.push(self.id());
                 }
                 v
             }
-            7 => {
+            11 => {
                 let mut v = vec![s("XTRIM"), k];
                 self.trim(&mut v);
                 v
             }
-            8 => {
+            12 => {
                 let mut v = vec![s("XSETID"), k];
-                match self.rng.gen_range(0..3) {
+                match self.rng.gen_range(0..6) {
                     0 => v.push(self.id()),
                     1 => v.push(format!("{}-0", u64::MAX / 2)),
-                    _ => {
+                    2 => {
                         v.push(format!("{}-5", u64::MAX / 2));
                         v.extend([s("ENTRIESADDED"), self.int(50, 60)]);
                         v.extend([s("MAXDELETEDID"), s("1-1")]);
                     }
+                    _ => v.push(s("$")),
                 }
                 v
             }
-            9..=10 => {
+            13..=14 => {
                 let start = self.pick(&["$", "0", "0-0"]).to_string();
                 let mut v = vec![s("XGROUP"), s("CREATE"), k, g, start];
                 if self.rng.gen_bool(0.5) {
@@ -321,7 +322,7 @@ impl Gen {
                 }
                 v
             }
-            11 => {
+            15 => {
                 let id = if self.rng.gen_bool(0.5) {
                     s("$")
                 } else {
@@ -329,10 +330,10 @@ impl Gen {
                 };
                 vec![s("XGROUP"), s("SETID"), k, g, id]
             }
-            12 => vec![s("XGROUP"), s("DESTROY"), k, g],
-            13 => vec![s("XGROUP"), s("CREATECONSUMER"), k, g, c],
-            14 => vec![s("XGROUP"), s("DELCONSUMER"), k, g, c],
-            15..=18 => {
+            16 => vec![s("XGROUP"), s("DESTROY"), k, g],
+            17 => vec![s("XGROUP"), s("CREATECONSUMER"), k, g, c],
+            18 => vec![s("XGROUP"), s("DELCONSUMER"), k, g, c],
+            19..=26 => {
                 let mut v = vec![s("XREADGROUP"), s("GROUP"), g, c];
                 if self.rng.gen_bool(0.6) {
                     v.extend([s("COUNT"), self.int(1, 4)]);
@@ -348,14 +349,14 @@ impl Gen {
                 v.extend([s("STREAMS"), k, from]);
                 v
             }
-            19..=20 => {
+            27..=28 => {
                 let mut v = vec![s("XACK"), k, g];
                 for _ in 0..self.rng.gen_range(1..4) {
                     v.push(self.id());
                 }
                 v
             }
-            21..=22 => {
+            29..=32 => {
                 let mut v = vec![s("XCLAIM"), k, g, c, self.int(0, 3000)];
                 for _ in 0..self.rng.gen_range(1..3) {
                     v.push(self.id());
@@ -376,7 +377,7 @@ impl Gen {
                 }
                 v
             }
-            23 => {
+            33..=35 => {
                 let mut v = vec![s("XAUTOCLAIM"), k, g, c, self.int(0, 3000), s("0")];
                 if self.rng.gen_bool(0.5) {
                     v.extend([s("COUNT"), self.int(1, 5)]);
@@ -386,15 +387,16 @@ impl Gen {
                 }
                 v
             }
-            24 => vec![s("EXPIRE"), k, self.int(1, 30)],
-            _ => vec![s("DEL"), k],
+            36 => vec![s("EXPIRE"), k, self.int(1, 60)],
+            37 => vec![s("DEL"), k],
+            _ => vec![s("XLEN"), k],
         }
     }
 
     fn cmd(&mut self) -> Vec<String> {
-        match self.rng.gen_range(0..40) {
+        match self.rng.gen_range(0..200) {
             0 => vec!["SET".into(), self.lkey(), "plain".into()],
-            1..=19 => self.list_cmd(),
+            1..=99 => self.list_cmd(),
             _ => self.stream_cmd(),
         }
     }
@@ -483,7 +485,7 @@ fn run(srv: &TestServer, g: &mut Gen, steps: usize) {
                     panic!("XREADGROUP on {k} not served after XADD: {r}: {e}");
                 }
             }
-            10..=12 => srv.advance_ms(g.rng.gen_range(1..4000)),
+            10..=11 => srv.advance_ms(g.rng.gen_range(1..3000)),
             _ => {
                 let cmd = g.cmd();
                 let r = c.call(&args(&cmd)).expect("reply");
@@ -513,6 +515,9 @@ fn reload_equivalence(fsync: &str, seed: u64, rounds: usize, steps: usize) {
         run(&srv, &mut g, steps);
         let mut c = Conn::connect(srv.port()).expect("connect");
         let before = dump(&mut c);
+        if std::env::var("DURABLE_SHOW").is_ok() {
+            eprintln!("{}", before.join("\n"));
+        }
         let ms = srv.clock().now_ms();
         drop(c);
         drop(srv);
@@ -537,6 +542,18 @@ fn reload_equivalence(fsync: &str, seed: u64, rounds: usize, steps: usize) {
             );
         }
         now = Some(ms);
+    }
+}
+
+/// `DURABLE_SEEDS=N` runs N more seeds (bug hunting; not part of the regular run).
+#[test]
+fn reload_equivalence_more_seeds() {
+    let n: u64 = std::env::var("DURABLE_SEEDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    for seed in 100..100 + n {
+        reload_equivalence("no", seed, 2, 600);
     }
 }
 

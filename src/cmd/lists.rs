@@ -625,6 +625,7 @@ fn lset_(cx: &mut Cx) -> Result<Reply, Reply> {
     let args = cx.args;
     let srv = cx.srv;
     let (key, value) = (&args[1], &args[3]);
+    let journaling = cx.ks.journaling();
     let Some(l) = write_list(cx.ks, key)? else {
         return Err(errors::err(errors::NO_SUCH_KEY));
     };
@@ -636,10 +637,11 @@ fn lset_(cx: &mut Cx) -> Result<Reply, Reply> {
         return Err(errors::err(errors::INDEX_OUT_OF_RANGE));
     };
     let value = Bytes::copy_from_slice(value);
-    l.set(pos, value.clone());
+    let record = journaling.then(|| value.clone());
+    l.set(pos, value);
     l.after_remove(|| fill(srv));
-    if cx.ks.journaling() {
-        journal::set(cx.ks, key, pos, value);
+    if let Some(v) = record {
+        journal::set(cx.ks, key, pos, v);
     }
     touched(cx, key);
     notify::key(cx, notify::LIST, "lset", key);
