@@ -726,6 +726,7 @@ fn ltrim_(cx: &mut Cx) -> Result<Reply, Reply> {
     let srv = cx.srv;
     let (start, end) = (args::int(&args[2])?, args::int(&args[3])?);
     let key = &args[1];
+    let journaling = cx.ks.journaling();
     let Some(l) = write_list(cx.ks, key)? else {
         return Ok(Reply::OK);
     };
@@ -734,12 +735,16 @@ fn ltrim_(cx: &mut Cx) -> Result<Reply, Reply> {
         None => (len, 0),
         Some((a, b)) => (a, len - 1 - b),
     };
-    if cx.ks.journaling() && left + right < len {
+    let l = if journaling && left + right < len {
+        // Pops are recorded before the edit (see `journal`), so look the list up again.
         journal::pop(cx.ks, key, End::Head, left);
         journal::pop(cx.ks, key, End::Tail, right);
-    }
-    let Some(l) = write_list(cx.ks, key)? else {
-        return Ok(Reply::OK);
+        match write_list(cx.ks, key)? {
+            Some(l) => l,
+            None => return Ok(Reply::OK),
+        }
+    } else {
+        l
     };
     l.trim(left, right);
     let empty = settle(l, srv);
