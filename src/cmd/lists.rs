@@ -4,6 +4,7 @@
 //! deleted, so a list key is never empty.
 
 mod blocking;
+mod journal;
 
 use super::args::{self, is};
 use super::errors;
@@ -347,7 +348,7 @@ fn fill(srv: &Shared) -> i32 {
 /// Write lookup (`lookupKeyWrite`) of a list: `None` when missing, WRONGTYPE otherwise.
 fn write_list<'c>(ks: &'c mut Access<'_>, key: &[u8]) -> Result<Option<&'c mut List>, Reply> {
     let db = ks.db;
-    match ks.lookup_write_in(db, key) {
+    match ks.lookup_elems_in(db, key) {
         None => Ok(None),
         Some(e) => match &mut e.value {
             Value::List(l) => Ok(Some(l)),
@@ -371,7 +372,7 @@ fn read_list<'c>(ks: &'c mut Access<'_>, key: &[u8]) -> Result<Option<&'c List>,
 /// (`signalModifiedKey`).
 fn touched(cx: &mut Cx, key: &[u8]) {
     let db = cx.ks.db;
-    cx.ks.modified_in(db, key);
+    cx.ks.signal_in(db, key);
 }
 
 /// After elements were removed: true if the list is now empty (its key must go), else the
@@ -452,6 +453,9 @@ fn push_generic(cx: &mut Cx, end: End, xx: bool) -> Reply {
         }
         l.len()
     };
+    if cx.ks.journaling() {
+        journal::before_push(cx.ks, key, end, elems);
+    }
     let len = match write_list(cx.ks, key) {
         Err(e) => return e,
         Ok(Some(l)) => push_all(l),
@@ -502,6 +506,9 @@ fn pop_generic(cx: &mut Cx, end: End) -> Reply {
     };
     let key = &args[1];
     let srv = cx.srv;
+    if cx.ks.journaling() {
+        journal::before_pop(cx.ks, key, end, count.unwrap_or(1));
+    }
     let (out, empty) = match write_list(cx.ks, key) {
         Err(e) => return e,
         Ok(None) if count.is_some() => return Reply::NilArray,
@@ -618,6 +625,7 @@ fn lset_(cx: &mut Cx) -> Result<Reply, Reply> {
     let args = cx.args;
     let srv = cx.srv;
     let (key, value) = (&args[1], &args[3]);
+    let journaling = cx.ks.journaling();
     let Some(l) = write_list(cx.ks, key)? else {
         return Err(errors::err(errors::NO_SUCH_KEY));
     };
@@ -628,8 +636,13 @@ fn lset_(cx: &mut Cx) -> Result<Reply, Reply> {
     let Some(pos) = l.index(i64::from(i as i32)) else {
         return Err(errors::err(errors::INDEX_OUT_OF_RANGE));
     };
-    l.set(pos, Bytes::copy_from_slice(value));
+    let value = Bytes::copy_from_slice(value);
+    let record = journaling.then(|| value.clone());
+    l.set(pos, value);
     l.after_remove(|| fill(srv));
+    if let Some(v) = record {
+        journal::set(cx.ks, key, pos, v);
+    }
     touched(cx, key);
     notify::key(cx, notify::LIST, "lset", key);
     Ok(Reply::OK)
@@ -650,6 +663,20 @@ fn linsert_(cx: &mut Cx) -> Result<Reply, Reply> {
         return Err(errors::syntax());
     };
     let (key, pivot, value) = (&args[1], &args[3], &args[4]);
+    // Durable: an insert at either end is a push; one in the middle rewrites the list.
+    let mut middle = false;
+    if cx.ks.journaling() {
+        let at = write_list(cx.ks, key).ok().flatten().and_then(|l| {
+            let p = *l.positions(pivot, 1, 1, 0).first()?;
+            Some((p + usize::from(after), l.len()))
+        });
+        match at {
+            Some((0, _)) => journal::push(cx.ks, key, End::Head, vec![value.clone()]),
+            Some((p, len)) if p == len => journal::push(cx.ks, key, End::Tail, vec![value.clone()]),
+            Some(_) => middle = true,
+            None => {}
+        }
+    }
     let Some(l) = write_list(cx.ks, key)? else {
         return Ok(Reply::Int(0));
     };
@@ -658,6 +685,9 @@ fn linsert_(cx: &mut Cx) -> Result<Reply, Reply> {
     let Some(len) = l.insert(pivot, Bytes::copy_from_slice(value), after) else {
         return Ok(Reply::Int(-1));
     };
+    if middle {
+        journal::rewrite(cx.ks, key);
+    }
     touched(cx, key);
     cx.ks.signal_ready(key);
     notify::key(cx, notify::LIST, "linsert", key);
@@ -679,6 +709,9 @@ fn lrem_(cx: &mut Cx) -> Result<Reply, Reply> {
     let removed = l.remove(count, &args[3]);
     if removed > 0 {
         let empty = settle(l, srv);
+        if !empty && cx.ks.journaling() {
+            journal::rewrite(cx.ks, key);
+        }
         finish(cx, key, empty, "lrem");
     }
     Ok(Reply::Int(removed as i64))
@@ -693,6 +726,7 @@ fn ltrim_(cx: &mut Cx) -> Result<Reply, Reply> {
     let srv = cx.srv;
     let (start, end) = (args::int(&args[2])?, args::int(&args[3])?);
     let key = &args[1];
+    let journaling = cx.ks.journaling();
     let Some(l) = write_list(cx.ks, key)? else {
         return Ok(Reply::OK);
     };
@@ -700,6 +734,17 @@ fn ltrim_(cx: &mut Cx) -> Result<Reply, Reply> {
     let (left, right) = match l.range(start, end) {
         None => (len, 0),
         Some((a, b)) => (a, len - 1 - b),
+    };
+    let l = if journaling && left + right < len {
+        // Pops are recorded before the edit (see `journal`), so look the list up again.
+        journal::pop(cx.ks, key, End::Head, left);
+        journal::pop(cx.ks, key, End::Tail, right);
+        match write_list(cx.ks, key)? {
+            Some(l) => l,
+            None => return Ok(Reply::OK),
+        }
+    } else {
+        l
     };
     l.trim(left, right);
     let empty = settle(l, srv);
@@ -721,6 +766,9 @@ fn lmove_generic(cx: &mut Cx, from: End, to: End) -> Result<Reply, Reply> {
     }
     if src != dst {
         write_list(cx.ks, dst)?;
+    }
+    if cx.ks.journaling() {
+        journal_move(cx.ks, src, dst, from, to);
     }
     let Some(l) = write_list(cx.ks, src)? else {
         return Ok(Reply::Nil);
@@ -758,6 +806,32 @@ fn lmove_generic(cx: &mut Cx, from: End, to: End) -> Result<Reply, Reply> {
     notify::key(cx, notify::LIST, push_event(to), dst);
     finish(cx, src, empty, pop_event(from));
     Ok(Reply::Bulk(v))
+}
+
+/// Durable: records LMOVE's pop from `src` and push to `dst` before they happen (both
+/// keys are known to be lists or, for `dst`, missing).
+fn journal_move(ks: &mut Access<'_>, src: &[u8], dst: &[u8], from: End, to: End) {
+    let Some((v, len)) = write_list(ks, src).ok().flatten().and_then(|l| {
+        let pos = if from == End::Head {
+            0
+        } else {
+            l.len().checked_sub(1)?
+        };
+        Some((l.get(pos)?.clone(), l.len()))
+    }) else {
+        return;
+    };
+    if src == dst {
+        journal::pop(ks, src, from, 1);
+        journal::push(ks, src, to, vec![v]);
+        return;
+    }
+    if len > 1 {
+        journal::pop(ks, src, from, 1);
+    }
+    if journal::len(ks, dst).is_some() {
+        journal::push(ks, dst, to, vec![v]);
+    }
 }
 
 fn lmove(cx: &mut Cx) -> Reply {
@@ -814,6 +888,9 @@ fn mpop(cx: &mut Cx, m: &Mpop) -> Result<Option<Reply>, Reply> {
     let args = cx.args;
     let srv = cx.srv;
     for key in &args[m.keys.clone()] {
+        if cx.ks.journaling() {
+            journal::before_pop(cx.ks, key, m.end, m.count);
+        }
         let Some(l) = write_list(cx.ks, key)? else {
             continue;
         };

@@ -33,7 +33,7 @@ fn read<'c>(cx: &'c mut Cx, key: &[u8]) -> Result<Option<&'c Stream>, Reply> {
 /// Write lookup (Redis `lookupKeyWrite`): no stats, no WATCH signal (see [`modified`]).
 fn write<'c>(cx: &'c mut Cx, key: &[u8]) -> Result<Option<&'c mut Stream>, Reply> {
     let db = cx.ks.db;
-    match cx.ks.lookup_write_in(db, key) {
+    match cx.ks.lookup_elems_in(db, key) {
         None => Ok(None),
         Some(e) => match &mut e.value {
             Value::Stream(s) => Ok(Some(s)),
@@ -45,7 +45,7 @@ fn write<'c>(cx: &'c mut Cx, key: &[u8]) -> Result<Option<&'c mut Stream>, Reply
 /// After an in-place change: signals WATCHers of `key`.
 fn modified(cx: &mut Cx, key: &[u8]) {
     let db = cx.ks.db;
-    cx.ks.modified_in(db, key);
+    cx.ks.signal_in(db, key);
 }
 
 fn reply(r: Result<Reply, Reply>) -> Reply {

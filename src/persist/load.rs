@@ -180,7 +180,7 @@ fn build(t: u8, hdr: &[u8], rows: Elems, o: &LoadOptions) -> Result<Option<Value
             };
             return Ok(Some(Value::Str(s)));
         }
-        _ if rows.is_empty() => return Ok(None),
+        _ if rows.is_empty() && t != tag::STREAM => return Ok(None),
         tag::LIST => {
             read_list_header(hdr)?;
             let mut list = List::new();

@@ -28,6 +28,9 @@ fn bpop(cx: &mut Cx, end: End) -> Result<Reply, Reply> {
     let timeout = args::timeout_secs(&args[last], cx.now())?;
     let keys = &args[1..last];
     for key in keys {
+        if cx.ks.journaling() {
+            super::journal::before_pop(cx.ks, key, end, 1);
+        }
         let Some(l) = write_list(cx.ks, key)? else {
             continue;
         };

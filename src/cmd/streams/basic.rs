@@ -137,10 +137,14 @@ fn xadd_inner(cx: &mut Cx) -> Result<Reply, Reply> {
     let lim = limits(cx);
     let now = cx.now();
     let ev = notify::cx_events(cx);
+    // A stream created here is stored whole at the end of the command.
+    let journaling = cx.ks.journaling();
+    let mut created = false;
     if write(cx, key)?.is_none() {
         if opts.nomkstream {
             return Ok(Reply::Nil);
         }
+        created = true;
         cx.ks.set(key, Value::Stream(Box::default()), None);
         // Redis's dbAdd publishes `new` at once, even if the append then fails.
         if let Some(ev) = ev {
@@ -172,7 +176,20 @@ fn xadd_inner(cx: &mut Cx) -> Result<Reply, Reply> {
         Err(AppendError::NotGreater) => return Err(errors::err(errors::XADD_ID_SMALL)),
         Err(AppendError::TooLarge) => return Err(errors::err(errors::STREAM_TOO_LARGE)),
     };
-    let trimmed = opts.trim.map_or(0, |t| s.trim(t));
+    let mut ids = Vec::new();
+    let trimmed = match opts.trim {
+        None => 0,
+        Some(t) if journaling && !created => {
+            ids = trim_candidates(cx, key, Some(t));
+            write(cx, key)?.map_or(0, |s| s.trim(t))
+        }
+        Some(t) => s.trim(t),
+    };
+    if journaling && !created {
+        ids.truncate(trimmed as usize);
+        ids.push(id);
+        journal(cx, key, &[Touched::Entries(&ids), Touched::Meta]);
+    }
     modified(cx, key);
     if let Some(ev) = ev {
         ev.emit(notify::STREAM, "xadd", key);
@@ -252,6 +269,9 @@ pub fn xdel(cx: &mut Cx) -> Reply {
         let s = write(cx, key)?.expect("stream exists");
         let n = s.delete(&ids);
         if n > 0 {
+            if cx.ks.journaling() {
+                journal(cx, key, &[Touched::Entries(&ids), Touched::Meta]);
+            }
             modified(cx, key);
             notify::key(cx, notify::STREAM, "xdel", key);
         }
@@ -263,6 +283,7 @@ pub fn xtrim(cx: &mut Cx) -> Reply {
     reply((|| {
         let opts = parse_add_trim(cx, false)?;
         let key = &cx.args[1];
+        let mut ids = trim_candidates(cx, key, opts.trim);
         let Some(s) = write(cx, key)? else {
             return Ok(Reply::Int(0));
         };
@@ -271,6 +292,10 @@ pub fn xtrim(cx: &mut Cx) -> Reply {
             None => 0,
         };
         if n > 0 {
+            if cx.ks.journaling() {
+                ids.truncate(n as usize);
+                journal(cx, key, &[Touched::Entries(&ids), Touched::Meta]);
+            }
             modified(cx, key);
             notify::key(cx, notify::STREAM, "xtrim", key);
         }
@@ -309,6 +334,9 @@ pub fn xsetid(cx: &mut Cx) -> Reply {
         };
         check_setid(s, id, entries_added)?;
         s.set_id(id, entries_added, max_deleted);
+        if cx.ks.journaling() {
+            journal(cx, key, &[Touched::Meta]);
+        }
         modified(cx, key);
         notify::key(cx, notify::STREAM, "xsetid", key);
         Ok(Reply::OK)
@@ -328,4 +356,285 @@ fn check_setid(s: &Stream, id: StreamId, entries_added: Option<u64>) -> Result<(
         }
     }
     Ok(())
+}
+
+// ---- durable journaling ----
+//
+// In-place stream edits record element-level changes (`Access::elems`) after the edit, as
+// the current state of what they touched: every stream change is idempotent (a row put or
+// deleted), so recording the state after the edit is right even when the key was also
+// written whole earlier in the same transaction. Callers check `cx.ks.journaling()` first,
+// so the memory engine does no extra work.
+
+/// Part of a stream whose current state is to be recorded.
+pub(super) enum Touched<'a> {
+    /// The counters (`XMeta`).
+    Meta,
+    /// Entries: `XAdd` for those present, one `XDel` for those gone.
+    Entries(&'a [StreamId]),
+    /// A group's row (`XGroupPut`, or `XGroupDel` if it is gone).
+    Group(&'a [u8]),
+    /// PEL rows of a group (`XPelPut`, or `XPelDel` for ids no longer pending).
+    Pel(&'a [u8], &'a [StreamId]),
+    /// A consumer's row (`XConsumerPut`, or `XConsumerDel` if it is gone).
+    Consumer(&'a [u8], &'a [u8]),
+}
+
+fn pair(id: StreamId) -> (u64, u64) {
+    (id.ms, id.seq)
+}
+
+/// Records the current state of `what` in the stream at `key` (nothing if the key is no
+/// longer a stream: its removal or replacement is recorded by the generic path).
+pub(super) fn journal(cx: &mut Cx, key: &[u8], what: &[Touched]) {
+    use crate::engine::change::Change;
+    let db = cx.ks.db;
+    let k = Bytes::copy_from_slice(key);
+    let mut out = Vec::new();
+    {
+        let Ok(Some(s)) = write(cx, key) else {
+            return;
+        };
+        for t in what {
+            match *t {
+                Touched::Meta => out.push(Change::XMeta {
+                    db,
+                    key: k.clone(),
+                    last_id: pair(s.last_id),
+                    entries_added: s.entries_added,
+                    max_deleted: pair(s.max_deleted),
+                    first_id: pair(s.first_id),
+                }),
+                Touched::Entries(ids) => {
+                    let mut gone = Vec::new();
+                    for id in ids {
+                        match s.get(id) {
+                            Some(f) => out.push(Change::XAdd {
+                                db,
+                                key: k.clone(),
+                                id: pair(*id),
+                                fields: f.to_vec(),
+                            }),
+                            None => gone.push(pair(*id)),
+                        }
+                    }
+                    if !gone.is_empty() {
+                        out.push(Change::XDel {
+                            db,
+                            key: k.clone(),
+                            ids: gone,
+                        });
+                    }
+                }
+                Touched::Group(g) => out.push(match s.groups.get(g) {
+                    Some(grp) => Change::XGroupPut {
+                        db,
+                        key: k.clone(),
+                        group: Bytes::copy_from_slice(g),
+                        last_id: pair(grp.last_id),
+                        entries_read: grp.entries_read,
+                    },
+                    None => Change::XGroupDel {
+                        db,
+                        key: k.clone(),
+                        group: Bytes::copy_from_slice(g),
+                    },
+                }),
+                Touched::Pel(g, ids) => {
+                    let group = Bytes::copy_from_slice(g);
+                    let grp = s.groups.get(g);
+                    for id in ids {
+                        out.push(match grp.and_then(|grp| grp.pel.get(id)) {
+                            Some(n) => Change::XPelPut {
+                                db,
+                                key: k.clone(),
+                                group: group.clone(),
+                                id: pair(*id),
+                                consumer: n.consumer.clone(),
+                                delivery_time: n.delivery_time,
+                                delivery_count: n.delivery_count,
+                            },
+                            None => Change::XPelDel {
+                                db,
+                                key: k.clone(),
+                                group: group.clone(),
+                                id: pair(*id),
+                            },
+                        });
+                    }
+                }
+                Touched::Consumer(g, name) => {
+                    let c = s.groups.get(g).and_then(|grp| grp.consumers.get(name));
+                    let (group, consumer) =
+                        (Bytes::copy_from_slice(g), Bytes::copy_from_slice(name));
+                    out.push(match c {
+                        Some(c) => Change::XConsumerPut {
+                            db,
+                            key: k.clone(),
+                            group,
+                            consumer,
+                            seen_time: c.seen_time,
+                            active_time: c.active_time,
+                        },
+                        None => Change::XConsumerDel {
+                            db,
+                            key: k.clone(),
+                            group,
+                            consumer,
+                        },
+                    });
+                }
+            }
+        }
+    }
+    for c in out {
+        cx.ks.elems(c);
+    }
+}
+
+/// Before trimming: the entries a trim may remove (the oldest ones; it removes a prefix of
+/// them, as many as it reports), or nothing when not journaling.
+fn trim_candidates(cx: &mut Cx, key: &[u8], t: Option<Trim>) -> Vec<StreamId> {
+    let Some(t) = t.filter(|_| cx.ks.journaling()) else {
+        return Vec::new();
+    };
+    let Ok(Some(s)) = write(cx, key) else {
+        return Vec::new();
+    };
+    let cap = if t.limit == 0 { u64::MAX } else { t.limit };
+    let cap = usize::try_from(cap).unwrap_or(usize::MAX);
+    match t.strategy {
+        TrimBy::MaxLen(max) => {
+            let n = (s.len() as u64).saturating_sub(max);
+            let n = usize::try_from(n).unwrap_or(usize::MAX).min(cap);
+            s.range(StreamId::MIN, StreamId::MAX, false)
+                .take(n)
+                .map(|(id, _)| *id)
+                .collect()
+        }
+        TrimBy::MinId(min) => match min.decr() {
+            None => Vec::new(),
+            Some(end) => s
+                .range(StreamId::MIN, end, false)
+                .take(cap)
+                .map(|(id, _)| *id)
+                .collect(),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::cmd::testing::Client;
+    use crate::engine::change::Change;
+    use crate::engine::journal::Journal;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    fn durable() -> (Client, Arc<Journal>) {
+        let c = Client::new();
+        let j = Arc::new(Journal::new());
+        assert!(c.srv.ks.set_journal(j.clone()));
+        (c, j)
+    }
+
+    /// Short names of the changes journaled since the last call.
+    fn kinds(j: &Journal) -> Vec<String> {
+        let (changes, _) = j.take(Duration::ZERO);
+        let id = |i: &(u64, u64)| format!("{}-{}", i.0, i.1);
+        changes
+            .iter()
+            .map(|c| match c {
+                Change::Put { .. } => "put".into(),
+                Change::Del { .. } => "del".into(),
+                Change::XAdd { id: i, .. } => format!("add {}", id(i)),
+                Change::XDel { ids, .. } => {
+                    let ids: Vec<String> = ids.iter().map(id).collect();
+                    format!("xdel {}", ids.join(","))
+                }
+                Change::XMeta { .. } => "meta".into(),
+                Change::XGroupPut { group, .. } => format!("group {group:?}"),
+                Change::XGroupDel { group, .. } => format!("groupdel {group:?}"),
+                Change::XPelPut {
+                    id: i, consumer, ..
+                } => format!("pel {} {consumer:?}", id(i)),
+                Change::XPelDel { id: i, .. } => format!("peldel {}", id(i)),
+                Change::XConsumerPut { consumer, .. } => format!("consumer {consumer:?}"),
+                Change::XConsumerDel { consumer, .. } => format!("consumerdel {consumer:?}"),
+                other => format!("{other:?}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn stream_writes_journal_rows() {
+        let (mut c, j) = durable();
+        c.line("XADD s 1-1 a 1");
+        assert_eq!(kinds(&j), ["put"], "a new stream is stored whole");
+        c.line("XADD s 1-2 b 2");
+        c.line("XADD s MAXLEN 2 1-3 c 3");
+        assert_eq!(
+            kinds(&j),
+            ["add 1-2", "meta", "add 1-3", "xdel 1-1", "meta"]
+        );
+        c.line("XDEL s 1-2 9-9");
+        c.line("XDEL s 9-9");
+        c.line("XADD s 2-1 d 4");
+        c.line("XTRIM s MINID 2-0");
+        c.line("XSETID s 5-0");
+        assert_eq!(
+            kinds(&j),
+            [
+                "xdel 1-2,9-9",
+                "meta",
+                "add 2-1",
+                "meta",
+                "xdel 1-3",
+                "meta",
+                "meta"
+            ]
+        );
+        c.line("XGROUP CREATE s g 0");
+        c.line("XGROUP CREATECONSUMER s g c0");
+        c.line("XADD s 6-1 e 5");
+        assert_eq!(
+            kinds(&j),
+            ["group b\"g\"", "consumer b\"c0\"", "add 6-1", "meta"]
+        );
+        c.line("XREADGROUP GROUP g alice STREAMS s >");
+        assert_eq!(
+            kinds(&j),
+            [
+                "consumer b\"alice\"",
+                "pel 2-1 b\"alice\"",
+                "pel 6-1 b\"alice\"",
+                "group b\"g\""
+            ]
+        );
+        c.line("XREADGROUP GROUP g alice STREAMS s 0");
+        c.line("XACK s g 2-1");
+        assert_eq!(
+            kinds(&j),
+            [
+                "consumer b\"alice\"",
+                "pel 2-1 b\"alice\"",
+                "pel 6-1 b\"alice\"",
+                "peldel 2-1"
+            ]
+        );
+        c.line("XCLAIM s g bob 0 6-1");
+        assert_eq!(
+            kinds(&j),
+            ["group b\"g\"", "consumer b\"bob\"", "pel 6-1 b\"bob\""]
+        );
+        c.line("XAUTOCLAIM s g carol 0 0");
+        assert_eq!(kinds(&j), ["consumer b\"carol\"", "pel 6-1 b\"carol\""]);
+        c.line("XGROUP DELCONSUMER s g carol");
+        assert_eq!(kinds(&j), ["peldel 6-1", "consumerdel b\"carol\""]);
+        c.line("XGROUP SETID s g 0");
+        c.line("XGROUP DESTROY s g");
+        assert_eq!(kinds(&j), ["group b\"g\"", "groupdel b\"g\""]);
+        c.line("XDEL s 2-1 6-1");
+        assert_eq!(kinds(&j), ["xdel 2-1,6-1", "meta"], "emptied streams stay");
+    }
 }

@@ -1,6 +1,7 @@
 //! XGROUP (CREATE, SETID, DESTROY, CREATECONSUMER, DELCONSUMER, HELP), XACK, XPENDING,
 //! XCLAIM, XAUTOCLAIM.
 
+use super::basic::{journal, Touched};
 use super::{
     entry_reply, id_reply, int_or, loose_id, modified, now_ms, range_end, range_start, read, reply,
     strict_id, write,
@@ -66,7 +67,9 @@ pub fn xgroup_create(cx: &mut Cx) -> Reply {
             strict_id(&args[4])?
         };
         let ev = notify::cx_events(cx);
+        let mut created = false;
         if write(cx, key)?.is_none() {
+            created = true;
             cx.ks.set(key, Value::Stream(Box::default()), None);
             if let Some(ev) = ev {
                 ev.created(true, key);
@@ -80,6 +83,9 @@ pub fn xgroup_create(cx: &mut Cx) -> Reply {
             Bytes::copy_from_slice(&args[3]),
             Group::new(id, entries_read),
         );
+        if !created && cx.ks.journaling() {
+            journal(cx, key, &[Touched::Group(&args[3])]);
+        }
         modified(cx, key);
         if let Some(ev) = ev {
             ev.emit(notify::STREAM, "xgroup-create", key);
@@ -104,6 +110,9 @@ pub fn xgroup_setid(cx: &mut Cx) -> Reply {
         let g = s.groups.get_mut(&args[3][..]).expect("group exists");
         g.last_id = id;
         g.entries_read = entries_read;
+        if cx.ks.journaling() {
+            journal(cx, &args[2], &[Touched::Group(&args[3])]);
+        }
         modified(cx, &args[2]);
         notify::key(cx, notify::STREAM, "xgroup-setid", &args[2]);
         Ok(Reply::OK)
@@ -117,6 +126,9 @@ pub fn xgroup_destroy(cx: &mut Cx) -> Reply {
         let s = write(cx, &args[2])?.expect("stream exists");
         if s.groups.remove(&args[3][..]).is_none() {
             return Ok(Reply::Int(0));
+        }
+        if cx.ks.journaling() {
+            journal(cx, &args[2], &[Touched::Group(&args[3])]);
         }
         modified(cx, &args[2]);
         notify::key(cx, notify::STREAM, "xgroup-destroy", &args[2]);
@@ -135,6 +147,9 @@ pub fn xgroup_createconsumer(cx: &mut Cx) -> Reply {
         let g = s.groups.get_mut(&args[3][..]).expect("group exists");
         let created = g.create_consumer(&args[4], now);
         if created {
+            if cx.ks.journaling() {
+                journal(cx, &args[2], &[Touched::Consumer(&args[3], &args[4])]);
+            }
             modified(cx, &args[2]);
             notify::key(cx, notify::STREAM, "xgroup-createconsumer", &args[2]);
         }
@@ -146,10 +161,24 @@ pub fn xgroup_delconsumer(cx: &mut Cx) -> Reply {
     reply((|| {
         xgroup_prelude(cx, true)?;
         let args = cx.args;
+        let journaling = cx.ks.journaling();
         let s = write(cx, &args[2])?.expect("stream exists");
         let g = s.groups.get_mut(&args[3][..]).expect("group exists");
+        // Durable: the PEL rows of the consumer go with it.
+        let owned: Vec<StreamId> = match g.consumers.get(&args[4][..]) {
+            Some(c) if journaling => c.pel.iter().copied().collect(),
+            _ => Vec::new(),
+        };
         let pending = g.delete_consumer(&args[4]);
         if pending.is_some() {
+            if journaling {
+                let (g, c) = (&args[3], &args[4]);
+                journal(
+                    cx,
+                    &args[2],
+                    &[Touched::Pel(g, &owned), Touched::Consumer(g, c)],
+                );
+            }
             modified(cx, &args[2]);
             notify::key(cx, notify::STREAM, "xgroup-delconsumer", &args[2]);
         }
@@ -197,6 +226,9 @@ pub fn xack(cx: &mut Cx) -> Reply {
         let g = s.groups.get_mut(&args[2][..]).expect("group exists");
         let n = ids.iter().filter(|id| g.ack(id)).count();
         if n > 0 {
+            if cx.ks.journaling() {
+                journal(cx, &args[1], &[Touched::Pel(&args[2], &ids)]);
+            }
             modified(cx, &args[1]);
         }
         Ok(Reply::Int(n as i64))
@@ -401,6 +433,15 @@ fn xclaim_inner(cx: &mut Cx) -> Result<Reply, Reply> {
             _ => id_reply(*id),
         })
         .collect();
+    if cx.ks.journaling() {
+        let (g, c) = (&gname[..], &cname[..]);
+        let what = [
+            Touched::Group(g),
+            Touched::Consumer(g, c),
+            Touched::Pel(g, &ids),
+        ];
+        journal(cx, key, &what);
+    }
     modified(cx, key);
     Ok(Reply::Array(out))
 }
@@ -495,6 +536,15 @@ fn xautoclaim_inner(cx: &mut Cx) -> Result<Reply, Reply> {
             _ => id_reply(*id),
         })
         .collect();
+    if cx.ks.journaling() {
+        let (g, c) = (&gname[..], &cname[..]);
+        let what = [
+            Touched::Consumer(g, c),
+            Touched::Pel(g, &claimed),
+            Touched::Pel(g, &deleted),
+        ];
+        journal(cx, key, &what);
+    }
     modified(cx, key);
     Ok(Reply::Array(vec![
         id_reply(cursor),

@@ -2,6 +2,7 @@
 //! through [`Cx::block_with_args`] with `$` rewritten to the stream's last ID at block
 //! time, so re-running the command after an XADD serves only entries added since.
 
+use super::basic::{journal, Touched};
 use super::{entry_reply, id_reply, int_or, now_ms, read, reply, strict_id, write};
 use crate::cmd::args::is;
 use crate::cmd::{errors, Cx};
@@ -221,6 +222,33 @@ fn serve_group(
     r: &ReadArgs,
     now: i64,
 ) -> Result<Option<Vec<Reply>>, Reply> {
+    let mut pel = Vec::new();
+    let new_entries = *gt == StreamId::MAX;
+    let out = serve_group_inner(cx, key, g, c, gt, r, now, &mut pel)?;
+    if cx.ks.journaling() {
+        // The consumer was seen (maybe created); delivered entries changed the PEL, and
+        // new ones the group's position.
+        let mut what = vec![Touched::Consumer(g, c), Touched::Pel(g, &pel)];
+        if new_entries && out.is_some() {
+            what.push(Touched::Group(g));
+        }
+        journal(cx, key, &what);
+    }
+    Ok(out)
+}
+
+/// [`serve_group`]'s work; `pel` receives the IDs whose PEL rows changed.
+#[allow(clippy::too_many_arguments)]
+fn serve_group_inner(
+    cx: &mut Cx,
+    key: &Bytes,
+    g: &Bytes,
+    c: &Bytes,
+    gt: &mut StreamId,
+    r: &ReadArgs,
+    now: i64,
+    pel: &mut Vec<StreamId>,
+) -> Result<Option<Vec<Reply>>, Reply> {
     let ev = notify::cx_events(cx);
     let s = write(cx, key)?.expect("stream exists");
     let history = *gt != StreamId::MAX;
@@ -256,6 +284,7 @@ fn serve_group(
                     if let Some(n) = nack {
                         n.delivery_time = now;
                         n.delivery_count = n.delivery_count.wrapping_add(1);
+                        pel.push(id);
                     }
                 }
                 None => out.push(Reply::Array(vec![id_reply(id), Reply::NilArray])),
@@ -276,6 +305,7 @@ fn serve_group(
         if !r.noack {
             if let Some(group) = s.groups.get_mut(g) {
                 group.deliver(id, c, now);
+                pel.push(id);
             }
         }
     }
