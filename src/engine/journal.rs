@@ -105,6 +105,18 @@ impl Journal {
         true
     }
 
+    /// Blocks until `done()` holds (checked after every commit) or `timeout` passes.
+    pub fn wait_for(&self, done: impl Fn() -> bool, timeout: Duration) -> bool {
+        let deadline = std::time::Instant::now() + timeout;
+        let mut g = self.commit_lock.lock();
+        while !done() {
+            if self.commit_done.wait_until(&mut g, deadline).timed_out() {
+                return done();
+            }
+        }
+        true
+    }
+
     /// Wakes the committer (a forced durable commit was requested).
     pub fn poke(&self) {
         // Under the lock: a committer between its emptiness check and its wait would miss

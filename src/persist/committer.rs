@@ -76,7 +76,9 @@ pub struct Persistence {
     failed: Mutex<Option<String>>,
     failing: AtomicBool,
     /// A durable commit was requested (SAVE, shutdown) up to this journal sequence number.
-    force_upto: AtomicU64,
+    /// Durable commits requested (SAVE, BGSAVE) and served so far.
+    force_req: AtomicU64,
+    force_done: AtomicU64,
     stop: AtomicBool,
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
     /// Work that needs the store itself (DEBUG RELOAD's load), run by the committer thread.
@@ -106,7 +108,8 @@ impl Persistence {
             stats: Stats::default(),
             failed: Mutex::new(None),
             failing: AtomicBool::new(false),
-            force_upto: AtomicU64::new(0),
+            force_req: AtomicU64::new(0),
+            force_done: AtomicU64::new(0),
             stop: AtomicBool::new(false),
             thread: Mutex::new(None),
             jobs: Mutex::new(Vec::new()),
@@ -138,13 +141,11 @@ impl Persistence {
     /// Requests a durable commit of everything appended so far and waits for it (SAVE,
     /// BGSAVE, shutdown); false if it did not happen within `timeout`.
     pub fn sync(&self, timeout: Duration) -> bool {
-        let upto = self.journal.appended_seq();
-        if self.journal.durable_seq() >= upto {
-            return true;
-        }
-        self.force_upto.fetch_max(upto, Ordering::AcqRel);
+        let req = self.force_req.fetch_add(1, Ordering::AcqRel) + 1;
         self.journal.poke();
-        self.journal.wait_durable(upto, timeout)
+        // A durable commit after the request holds everything appended before it.
+        self.journal
+            .wait_for(|| self.force_done.load(Ordering::Acquire) >= req, timeout)
     }
 
     /// Final durable commit, then stops the committer thread.
@@ -213,7 +214,8 @@ impl Persistence {
             } else {
                 self.journal.take(wait.min(Duration::from_millis(100)))
             };
-            let forced = self.force_upto.load(Ordering::Acquire) > durable_seq;
+            let req = self.force_req.load(Ordering::Acquire);
+            let forced = req > self.force_done.load(Ordering::Acquire);
             let due = last_durable.elapsed() >= mode.durable_every();
             let durable =
                 mode == Fsync::Always || forced || stopping || (due && committed > durable_seq);
@@ -248,6 +250,7 @@ impl Persistence {
                         .rows_written
                         .store(store.rows_written(), Ordering::Relaxed);
                     if durable {
+                        self.force_done.fetch_max(req, Ordering::AcqRel);
                         durable_seq = seq;
                         last_durable = Instant::now();
                         self.stats.durable_commits.fetch_add(1, Ordering::Relaxed);
