@@ -2,11 +2,15 @@
 //!
 //! Architecture (dependencies point one way, top to bottom):
 //! - [`protocol`]: RESP request parser and reply writer; imports nothing above it.
-//! - [`types`]: pure data structures (glob, placement).
+//! - [`types`]: pure data structures (glob, placement, hash/list/set/zset/stream).
 //! - [`clock`], [`config`]: time source and settings.
-//! - [`engine`]: sharded in-memory keyspace with expiry and locking.
+//! - [`engine`]: sharded in-memory keyspace with expiry and locking; the element-level
+//!   changes each write makes and the journal they go to when durable.
+//! - [`persist`]: the redb store of record (`--engine redb`): layout, load, committer.
+//! - [`script`]: Lua scripting (sandbox, `redis.*`, libraries).
 //! - [`cmd`]: the command table (data) and one file per command family.
-//! - [`server`]: listener and connections (pipelined read → dispatch → batched write).
+//! - [`server`]: listener and connections (pipelined read → dispatch → batched write),
+//!   blocking, pub/sub, keyspace notifications.
 //!
 //! For tests, [`TestServer`] starts an in-process server on an ephemeral loopback port with
 //! the memory engine and (optionally) a manual clock.
