@@ -7,7 +7,9 @@
 #[macro_use]
 mod common;
 
-use common::{c, connect, info_field, lua_script, q, url, Proto, HANG_GUARD};
+use common::{
+    blocking_conn, c, connect, connections, lua_script, q, until_blocked, Proto, HANG_GUARD,
+};
 use redis::aio::MultiplexedConnection;
 use redis::Value;
 use respite::TestServer;
@@ -36,42 +38,6 @@ fn durable(dir: &Path, fsync: &str) -> TestServer {
 fn restart(srv: TestServer, dir: &Path, fsync: &str) -> TestServer {
     drop(srv);
     durable(dir, fsync)
-}
-
-async fn connections(server: &TestServer, proto: Proto, n: usize) -> Vec<MultiplexedConnection> {
-    let mut out = Vec::with_capacity(n);
-    for _ in 0..n {
-        out.push(connect(server, proto).await);
-    }
-    out
-}
-
-/// A connection without redis-rs's response timeout, for commands that block.
-async fn blocking_conn(server: &TestServer, proto: Proto) -> MultiplexedConnection {
-    let client = redis::Client::open(url(server, proto)).expect("valid url");
-    let config = redis::AsyncConnectionConfig::new().set_response_timeout(None);
-    tokio::time::timeout(
-        HANG_GUARD,
-        client.get_multiplexed_async_connection_with_config(&config),
-    )
-    .await
-    .expect("connect hung")
-    .expect("connect")
-}
-
-async fn until_blocked(con: &mut MultiplexedConnection, n: i64) {
-    let deadline = tokio::time::Instant::now() + HANG_GUARD;
-    loop {
-        let info: String = q(con, &c(&["INFO", "clients"])).await;
-        if info_field(&info, "blocked_clients") == Some(n) {
-            return;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "never reached {n} blocked clients"
-        );
-        tokio::time::sleep(Duration::from_millis(2)).await;
-    }
 }
 
 /// Any reply; an error comes back as a status `ERROR <message>`.

@@ -7,19 +7,11 @@
 mod common;
 mod support;
 
-use common::{c, connect, lua_script, lua_source, manual_server, q, real_server, Proto};
+use common::{
+    c, connect, connections, lua_script, lua_source, manual_server, q, real_server, Proto,
+};
 use redis::aio::MultiplexedConnection;
 use redis::Value;
-use respite::TestServer;
-
-/// `n` separate connections to `server`.
-async fn connections(server: &TestServer, proto: Proto, n: usize) -> Vec<MultiplexedConnection> {
-    let mut out = Vec::with_capacity(n);
-    for _ in 0..n {
-        out.push(connect(server, proto).await);
-    }
-    out
-}
 
 /// Text of a bulk/status reply element.
 fn text(v: &Value) -> String {

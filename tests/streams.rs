@@ -8,41 +8,15 @@
 #[macro_use]
 mod common;
 
-use common::{c, connect, info_field, manual_server, q, real_server, url, Proto, HANG_GUARD};
+use common::{
+    blocking_conn, c, connect, manual_server, q, real_server, until_blocked, Proto, HANG_GUARD,
+};
 use redis::aio::MultiplexedConnection;
 use redis::Value;
 use respite::TestServer;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 use tokio::task::JoinHandle;
-
-/// A connection without redis-rs's response timeout, for commands that block.
-async fn blocking_conn(server: &TestServer, proto: Proto) -> MultiplexedConnection {
-    let client = redis::Client::open(url(server, proto)).expect("valid url");
-    let config = redis::AsyncConnectionConfig::new().set_response_timeout(None);
-    tokio::time::timeout(
-        HANG_GUARD,
-        client.get_multiplexed_async_connection_with_config(&config),
-    )
-    .await
-    .expect("connect hung")
-    .expect("connect")
-}
-
-async fn until_blocked(con: &mut MultiplexedConnection, n: i64) {
-    let deadline = tokio::time::Instant::now() + HANG_GUARD;
-    loop {
-        let info: String = q(con, &c(&["INFO", "clients"])).await;
-        if info_field(&info, "blocked_clients") == Some(n) {
-            return;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "never reached {n} blocked clients"
-        );
-        tokio::time::sleep(Duration::from_millis(2)).await;
-    }
-}
 
 async fn spawn_raw(server: &TestServer, proto: Proto, args: &[&str]) -> JoinHandle<Value> {
     let mut con = blocking_conn(server, proto).await;

@@ -340,3 +340,44 @@ pub fn lua_source(name: &str) -> String {
 pub fn lua_script(name: &str) -> redis::Script {
     redis::Script::new(&lua_source(name))
 }
+
+/// `n` separate connections to `server`.
+pub async fn connections(
+    server: &TestServer,
+    proto: Proto,
+    n: usize,
+) -> Vec<redis::aio::MultiplexedConnection> {
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        out.push(connect(server, proto).await);
+    }
+    out
+}
+
+/// A connection without redis-rs's response timeout, for commands that block.
+pub async fn blocking_conn(server: &TestServer, proto: Proto) -> redis::aio::MultiplexedConnection {
+    let client = redis::Client::open(url(server, proto)).expect("valid url");
+    let config = redis::AsyncConnectionConfig::new().set_response_timeout(None);
+    tokio::time::timeout(
+        HANG_GUARD,
+        client.get_multiplexed_async_connection_with_config(&config),
+    )
+    .await
+    .expect("connect hung")
+    .expect("connect")
+}
+
+pub async fn until_blocked(con: &mut redis::aio::MultiplexedConnection, n: i64) {
+    let deadline = tokio::time::Instant::now() + HANG_GUARD;
+    loop {
+        let info: String = q(con, &c(&["INFO", "clients"])).await;
+        if info_field(&info, "blocked_clients") == Some(n) {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "never reached {n} blocked clients"
+        );
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
