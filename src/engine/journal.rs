@@ -55,11 +55,21 @@ impl Journal {
     /// Waits up to `timeout` for changes, then takes all of them with the sequence number of
     /// the last one.
     pub fn take(&self, timeout: Duration) -> (Vec<Change>, u64) {
+        let mut batch = Vec::new();
+        let seq = self.take_into(&mut batch, timeout);
+        (batch, seq)
+    }
+
+    /// `take` into `batch` (which must be empty): the two buffers swap, so the committer and
+    /// the writers reuse their allocations instead of growing a fresh vector every commit.
+    pub fn take_into(&self, batch: &mut Vec<Change>, timeout: Duration) -> u64 {
+        debug_assert!(batch.is_empty());
         let mut p = self.pending.lock();
         if p.changes.is_empty() {
             self.appended.wait_for(&mut p, timeout);
         }
-        (std::mem::take(&mut p.changes), p.seq)
+        std::mem::swap(&mut p.changes, batch);
+        p.seq
     }
 
     /// Puts back changes whose commit failed, ahead of anything appended since.

@@ -15,7 +15,7 @@ use super::{PersistError, Store};
 use crate::config::ConfigStore;
 use crate::engine::journal::Journal;
 use parking_lot::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -25,11 +25,14 @@ const RETRY: Duration = Duration::from_millis(100);
 /// cost, and these modes promise nothing finer than a second anyway.
 const BATCH_EVERY: Duration = Duration::from_millis(10);
 
+/// Capacity of the batch buffer kept between commits (changes).
+const KEEP_BATCH: usize = 1 << 16;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Fsync {
-    Always,
-    EverySec,
-    No,
+    Always = 0,
+    EverySec = 1,
+    No = 2,
 }
 
 impl Fsync {
@@ -37,6 +40,18 @@ impl Fsync {
         match s {
             "always" => Fsync::Always,
             "no" => Fsync::No,
+            _ => Fsync::EverySec,
+        }
+    }
+
+    fn to_u8(self) -> u8 {
+        self as u8
+    }
+
+    fn from_u8(v: u8) -> Fsync {
+        match v {
+            0 => Fsync::Always,
+            2 => Fsync::No,
             _ => Fsync::EverySec,
         }
     }
@@ -66,6 +81,9 @@ pub struct Stats {
 /// The durable engine of a running server: the store, its journal and the committer thread.
 pub struct Persistence {
     pub journal: Arc<Journal>,
+    /// The `appendfsync` policy (an `Fsync`), refreshed by `CONFIG SET`; read before every
+    /// commit and by every connection that wrote, so it is kept out of the config store.
+    mode: AtomicU8,
     /// Where the store lives (the committer thread owns the store itself, so it is closed,
     /// and its file lock released, when the thread ends).
     pub path: std::path::PathBuf,
@@ -95,13 +113,11 @@ fn unix_secs() -> u64 {
 }
 
 impl Persistence {
-    /// Starts the committer thread for `store`, asking `mode` for the `appendfsync` policy
-    /// before every commit (so `CONFIG SET appendfsync` takes effect at once).
-    pub fn start(
-        store: Store,
-        mode: impl Fn() -> Fsync + Send + 'static,
-    ) -> std::io::Result<Arc<Persistence>> {
+    /// Starts the committer thread for `store` under the `appendfsync` policy `mode`
+    /// (`set_mode` changes it; the next commit follows).
+    pub fn start(store: Store, mode: Fsync) -> std::io::Result<Arc<Persistence>> {
         let p = Arc::new(Persistence {
+            mode: AtomicU8::new(mode.to_u8()),
             path: store.path().to_path_buf(),
             inject_failures: AtomicU64::new(0),
             journal: Arc::new(Journal::new()),
@@ -120,13 +136,24 @@ impl Persistence {
         let me = p.clone();
         let handle = std::thread::Builder::new()
             .name("respite-committer".into())
-            .spawn(move || me.run(&store, &mode))?;
+            .spawn(move || me.run(&store))?;
         *p.thread.lock() = Some(handle);
         Ok(p)
     }
 
     pub fn fsync_mode(config: &ConfigStore) -> Fsync {
         Fsync::parse(&config.get("appendfsync").unwrap_or_default())
+    }
+
+    /// The `appendfsync` policy in force.
+    #[inline]
+    pub fn mode(&self) -> Fsync {
+        Fsync::from_u8(self.mode.load(Ordering::Relaxed))
+    }
+
+    pub fn set_mode(&self, mode: Fsync) {
+        self.mode.store(mode.to_u8(), Ordering::Relaxed);
+        self.journal.poke();
     }
 
     /// The error text while the store fails (`None` when healthy).
@@ -179,18 +206,19 @@ impl Persistence {
         self.inject_failures.store(n, Ordering::Release);
     }
 
-    fn run(&self, store: &Store, mode_of: &dyn Fn() -> Fsync) {
+    fn run(&self, store: &Store) {
         let mut last_durable = Instant::now();
         let mut last_commit = Instant::now();
         // Highest sequence number committed, and whether that commit was durable.
         let mut committed = 0u64;
         let mut durable_seq = 0u64;
+        let mut batch = Vec::new();
         loop {
             let stopping = self.stop.load(Ordering::Acquire);
             for job in std::mem::take(&mut *self.jobs.lock()) {
                 job(store);
             }
-            let mode = mode_of();
+            let mode = self.mode();
             let wait = if self.failing.load(Ordering::Relaxed) {
                 RETRY
             } else {
@@ -209,17 +237,18 @@ impl Persistence {
                 }
             }
             // Capped: a stop or job request made just before the wait is seen soon.
-            let (changes, seq) = if stopping {
-                self.journal.take(Duration::ZERO)
+            let seq = if stopping {
+                self.journal.take_into(&mut batch, Duration::ZERO)
             } else {
-                self.journal.take(wait.min(Duration::from_millis(100)))
+                self.journal
+                    .take_into(&mut batch, wait.min(Duration::from_millis(100)))
             };
             let req = self.force_req.load(Ordering::Acquire);
             let forced = req > self.force_done.load(Ordering::Acquire);
             let due = last_durable.elapsed() >= mode.durable_every();
             let durable =
                 mode == Fsync::Always || forced || stopping || (due && committed > durable_seq);
-            if changes.is_empty() && !(durable && (committed > durable_seq || forced)) {
+            if batch.is_empty() && !(durable && (committed > durable_seq || forced)) {
                 if stopping {
                     return;
                 }
@@ -228,17 +257,18 @@ impl Persistence {
                 }
                 continue;
             }
-            let n = changes.len() as u64;
+            let n = batch.len() as u64;
+            super::coalesce::coalesce(&mut batch);
             let injected = self
                 .inject_failures
                 .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
                 .is_ok();
             let result = if injected {
                 Err(PersistError::Injected)
-            } else if changes.is_empty() {
+            } else if batch.is_empty() {
                 store.sync()
             } else {
-                store.apply(&changes, durable)
+                store.apply(&batch, durable)
             };
             match result {
                 Ok(()) => {
@@ -259,6 +289,11 @@ impl Persistence {
                             .store(unix_secs(), Ordering::Relaxed);
                     }
                     self.journal.committed(seq, durable);
+                    // Dropped here, on this thread; a rare huge batch does not pin its memory.
+                    batch.clear();
+                    if batch.capacity() > KEEP_BATCH {
+                        batch = Vec::new();
+                    }
                     if self.failing.swap(false, Ordering::AcqRel) {
                         *self.failed.lock() = None;
                         tracing::warn!("storage writes succeed again; accepting writes");
@@ -270,7 +305,7 @@ impl Persistence {
                 Err(e) => {
                     self.stats.failed_commits.fetch_add(1, Ordering::Relaxed);
                     self.fail(&e);
-                    self.journal.restore(changes);
+                    self.journal.restore(std::mem::take(&mut batch));
                     if stopping {
                         tracing::error!("final commit failed: {e}; unsaved changes are lost");
                         return;

@@ -8,6 +8,7 @@
 //!
 //! The layout is documented in [`layout`]. No redb type leaves this module.
 
+mod coalesce;
 pub mod committer;
 pub mod layout;
 mod load;

@@ -339,10 +339,18 @@ impl<'t> Tx<'t> {
                 expire_at,
             } => {
                 let ns = self.ns.ns(*db)?;
-                if self.row(ns, key)?.is_some_and(|r| r.tag != tag::STRING) {
+                // One tree walk: the insert hands back the old row, whose tag says whether a
+                // collection's elements must go.
+                self.rows += 1;
+                let row = l::key_row(tag::STRING, *expire_at, &str_header(value));
+                let old = self
+                    .keys
+                    .insert((ns, key.as_ref()), row.as_slice())?
+                    .map(|g| g.value().first().copied());
+                if matches!(old, Some(Some(t)) if t != tag::STRING) {
                     self.wipe_elems(ns, key)?;
                 }
-                self.put_row(ns, key, tag::STRING, *expire_at, &str_header(value))
+                Ok(())
             }
             Change::HashPut { db, key, pairs } => {
                 let ns = self.ns.ns(*db)?;

@@ -89,11 +89,11 @@ async fn flush(
 /// the commit holding its writes is durable (DESIGN.md §6). If the store fails meanwhile the
 /// connection is closed without them: the client must not take an unsaved write as done.
 async fn wait_durable(srv: &Shared) -> std::io::Result<()> {
-    use crate::persist::{Fsync, Persistence};
+    use crate::persist::Fsync;
     let Some(p) = srv.persist.get() else {
         return Ok(());
     };
-    if Persistence::fsync_mode(&srv.config) != Fsync::Always {
+    if p.mode() != Fsync::Always {
         return Ok(());
     }
     let j = &p.journal;

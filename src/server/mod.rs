@@ -79,7 +79,7 @@ pub fn start(
 /// `--engine redb`: opens `<dir>/respite.redb`, loads it into the keyspace, then makes the
 /// keyspace durable (every write from now on goes through the journal to the committer).
 fn open_durable(srv: &Arc<Shared>) -> std::io::Result<()> {
-    use crate::persist::{Fsync, LoadOptions, Persistence, Store};
+    use crate::persist::{LoadOptions, Persistence, Store};
     let dir = srv.config.get("dir").unwrap_or_default();
     let dir = if dir.is_empty() { ".".to_string() } else { dir };
     let dir = std::path::Path::new(&dir);
@@ -106,11 +106,7 @@ fn open_durable(srv: &Arc<Shared>) -> std::io::Result<()> {
         store.path().display(),
         stats.elapsed.as_secs_f64()
     );
-    let weak = Arc::downgrade(srv);
-    let p = Persistence::start(store, move || match weak.upgrade() {
-        Some(srv) => Persistence::fsync_mode(&srv.config),
-        None => Fsync::EverySec,
-    })?;
+    let p = Persistence::start(store, Persistence::fsync_mode(&srv.config))?;
     srv.ks.set_journal(p.journal.clone());
     let _ = srv.persist.set(p);
     Ok(())

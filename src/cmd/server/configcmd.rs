@@ -47,6 +47,15 @@ pub(super) fn config_set(cx: &mut Cx) -> Reply {
             {
                 cx.srv.pubsub.refresh_limits(&cx.srv.config);
             }
+            // So does the durable engine's committer its fsync policy.
+            if let Some(p) = cx.srv.persist.get() {
+                if pairs
+                    .iter()
+                    .any(|(k, _)| k.eq_ignore_ascii_case(b"appendfsync"))
+                {
+                    p.set_mode(crate::persist::Persistence::fsync_mode(&cx.srv.config));
+                }
+            }
             Reply::OK
         }
         Err(e) => Reply::error(format!("ERR {e}")),
