@@ -37,10 +37,10 @@ impl Journal {
     }
 
     /// Appends one command's changes; returns the sequence number of its last change.
-    pub fn append(&self, changes: &mut Vec<Change>) -> u64 {
+    pub fn append(&self, changes: impl ExactSizeIterator<Item = Change>) -> u64 {
         let mut p = self.pending.lock();
         p.seq += changes.len() as u64;
-        p.changes.append(changes);
+        p.changes.extend(changes);
         let seq = p.seq;
         drop(p);
         self.appended.notify_one();
@@ -151,11 +151,11 @@ mod tests {
     #[test]
     fn sequence_numbers_and_restore_order() {
         let j = Journal::new();
-        assert_eq!(j.append(&mut vec![del("a"), del("b")]), 2);
-        assert_eq!(j.append(&mut vec![del("c")]), 3);
+        assert_eq!(j.append([del("a"), del("b")].into_iter()), 2);
+        assert_eq!(j.append([del("c")].into_iter()), 3);
         let (taken, seq) = j.take(Duration::ZERO);
         assert_eq!((taken.len(), seq), (3, 3));
-        j.append(&mut vec![del("d")]);
+        j.append([del("d")].into_iter());
         j.restore(taken);
         let (again, seq) = j.take(Duration::ZERO);
         assert_eq!(seq, 4);

@@ -165,8 +165,8 @@ impl Keyspace {
             db,
             now,
             exclusive: false,
-            dirty: Vec::new(),
-            changes: Vec::new(),
+            dirty: SmallVec::new(),
+            changes: SmallVec::new(),
             quiet: false,
         }
     }
@@ -190,8 +190,8 @@ impl Keyspace {
             db,
             now,
             exclusive: true,
-            dirty: Vec::new(),
-            changes: Vec::new(),
+            dirty: SmallVec::new(),
+            changes: SmallVec::new(),
             quiet: false,
         }
     }
@@ -252,11 +252,7 @@ impl Keyspace {
                 }
                 if let Some(j) = self.journal.get() {
                     if !gone.is_empty() {
-                        let mut dels = gone
-                            .iter()
-                            .map(|k| Change::Del { db, key: k.clone() })
-                            .collect();
-                        j.append(&mut dels);
+                        j.append(gone.iter().map(|k| Change::Del { db, key: k.clone() }));
                     }
                 }
                 total += gone.len();
@@ -288,8 +284,9 @@ pub struct Access<'a> {
     exclusive: bool,
     /// Durable keyspace only: keys this command wrote, turned into changes (their final
     /// state) when it ends, and the changes recorded so far, in order.
-    dirty: Vec<(usize, Bytes)>,
-    changes: Vec<Change>,
+    /// Inline: most commands write one key.
+    dirty: SmallVec<[(usize, Bytes); 1]>,
+    changes: SmallVec<[Change; 1]>,
     /// Set by DEBUG RELOAD: what this access writes comes from the store itself.
     quiet: bool,
 }
@@ -304,7 +301,7 @@ impl Drop for Access<'_> {
         if let Some(j) = self.ks.journal.get() {
             self.materialize();
             if !self.changes.is_empty() {
-                j.append(&mut self.changes);
+                j.append(self.changes.drain(..));
             }
         }
     }
