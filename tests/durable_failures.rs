@@ -66,14 +66,18 @@ async fn get(raw: &mut Raw, key: &str) -> Option<String> {
 
 /// The `INFO persistence` field `name`.
 async fn info(raw: &mut Raw, name: &str) -> String {
-    raw.send(&frame(&[b"INFO", b"persistence"])).await;
+    info_in(raw, "persistence", name).await
+}
+
+async fn info_in(raw: &mut Raw, section: &str, name: &str) -> String {
+    raw.send(&frame(&[b"INFO", section.as_bytes()])).await;
     let head = line(raw).await;
     let n: usize = head[1..].parse().expect("INFO bulk length");
     let body = raw.read_n(n + 2).await;
     let text = String::from_utf8_lossy(&body).into_owned();
     text.lines()
         .find_map(|l| l.strip_prefix(&format!("{name}:")).map(str::to_string))
-        .unwrap_or_else(|| panic!("INFO persistence has no {name}:\n{text}"))
+        .unwrap_or_else(|| panic!("INFO {section} has no {name}:\n{text}"))
 }
 
 /// Writes `key{i}` until a write is refused; returns the keys acknowledged meanwhile.
@@ -241,4 +245,38 @@ async fn always_closes_the_connection_instead_of_replying_to_an_unsaved_write() 
     // Not acknowledged, but it was queued, and a failed commit's changes are retried.
     assert_eq!(get(&mut raw, "unsaved").await.as_deref(), Some("1"));
     assert_eq!(get(&mut raw, "refused").await, None);
+}
+
+/// A client served by another client's push (BLPOP woken by RPUSH) under `always` is answered
+/// only once the pop is durable: if that commit fails, it gets no reply either.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn always_holds_a_served_blocked_reply_until_the_pop_is_durable() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    {
+        let srv = server(dir.path(), "always");
+        let mut admin = Raw::connect(srv.addr()).await;
+        let mut waiter = Raw::connect(srv.addr()).await;
+        waiter.send(&frame(&[b"BLPOP", b"q", b"0"])).await;
+        let deadline = Instant::now() + HANG_GUARD;
+        while info_in(&mut admin, "clients", "blocked_clients").await != "1" {
+            assert!(Instant::now() < deadline, "BLPOP never blocked");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+
+        fail_next_commits(&srv, 10);
+        let mut pusher = Raw::connect(srv.addr()).await;
+        pusher.send(&frame(&[b"RPUSH", b"q", b"job"])).await;
+        let got = waiter.read_to_close().await;
+        assert!(
+            got.is_empty(),
+            "a pop whose commit failed was answered: {:?}",
+            String::from_utf8_lossy(&got)
+        );
+        assert!(pusher.read_to_close().await.is_empty());
+        write_until_accepted(&mut admin, "later").await;
+    }
+    // The retried commit holds both the push and the pop.
+    let srv = server(dir.path(), "always");
+    let mut raw = Raw::connect(srv.addr()).await;
+    assert_eq!(cmd(&mut raw, &[b"LLEN", b"q"]).await, ":0");
 }

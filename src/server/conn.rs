@@ -324,7 +324,13 @@ async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> s
                         match wait_blocked(srv, stream, &mut inbuf, &mut blocked, kill.as_mut())
                             .await?
                         {
-                            Some(reply) => write_reply(&mut out, &reply, sess.resp3),
+                            Some(reply) => {
+                                // Served by another client's write (the pop is journaled
+                                // before the hand-over): under `appendfsync always` the
+                                // reply waits for its commit like any write's.
+                                sess.wrote.store(true, Ordering::Relaxed);
+                                write_reply(&mut out, &reply, sess.resp3)
+                            }
                             None => return Ok(()),
                         }
                         sess.mark = Some(crate::clock::Instant::now());
