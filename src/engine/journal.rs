@@ -29,6 +29,8 @@ struct Pending {
     changes: Vec<Change>,
     /// Sequence number of the last change appended (1-based; 0 = none yet).
     seq: u64,
+    /// `poke` was called since the committer last took: do not wait.
+    poked: bool,
 }
 
 impl Journal {
@@ -65,9 +67,10 @@ impl Journal {
     pub fn take_into(&self, batch: &mut Vec<Change>, timeout: Duration) -> u64 {
         debug_assert!(batch.is_empty());
         let mut p = self.pending.lock();
-        if p.changes.is_empty() {
+        if p.changes.is_empty() && !p.poked {
             self.appended.wait_for(&mut p, timeout);
         }
+        p.poked = false;
         std::mem::swap(&mut p.changes, batch);
         p.seq
     }
@@ -127,11 +130,11 @@ impl Journal {
         true
     }
 
-    /// Wakes the committer (a forced durable commit was requested).
+    /// Wakes the committer (a forced durable commit, a job or shutdown was requested). If
+    /// it is not waiting yet, its next `take` returns at once.
     pub fn poke(&self) {
-        // Under the lock: a committer between its emptiness check and its wait would miss
-        // a bare notify (and sleep out its whole timeout).
-        let _g = self.pending.lock();
+        let mut p = self.pending.lock();
+        p.poked = true;
         self.appended.notify_one();
     }
 }
