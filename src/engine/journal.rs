@@ -98,6 +98,13 @@ impl Journal {
         self.commit_notify.notify_waiters();
     }
 
+    /// Wakes everyone waiting for a commit (`wait_for` conditions that changed elsewhere).
+    pub fn wake_waiters(&self) {
+        let _g = self.commit_lock.lock();
+        self.commit_done.notify_all();
+        self.commit_notify.notify_waiters();
+    }
+
     pub fn durable_seq(&self) -> u64 {
         self.durable.load(Ordering::Acquire)
     }

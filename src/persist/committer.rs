@@ -1,32 +1,43 @@
-//! The committer (DESIGN.md §6): one thread takes everything the journal holds and applies
-//! it to the store in one transaction — group commit across all connections.
+//! The committer and the checkpointer (DESIGN.md §6).
 //!
-//! - `appendfsync always`: every commit is durable; writers wait for it before replying.
-//! - `everysec` (the default): commits are not durable, plus a durable one at least every
-//!   second (redb frees pages only at durable commits, so this also bounds file growth).
-//! - `no`: non-durable commits, and a durable one every 30 s (the kernel's usual write-back
-//!   horizon) and at shutdown.
+//! The committer thread takes everything the journal holds (group commit across all
+//! connections), coalesces it and appends it as one record to the write-ahead log
+//! ([`super::wal`]); `appendfsync` decides when the log is fsynced:
+//! - `always`: every record, before the replies of the writes in it leave;
+//! - `everysec` (the default): records are written (they survive a process crash, like
+//!   Redis's AOF `write`) and fsynced at least once a second;
+//! - `no`: written, fsynced every 30 s and at shutdown.
 //!
-//! A failed commit keeps its changes (they are retried, in order, ahead of newer ones) and
-//! marks the store failed: write commands are refused with `-MISCONF` until a commit
-//! succeeds again; reads go on.
+//! The checkpointer thread owns the redb store. It applies the logged batches to it in
+//! durable transactions about once a second (or sooner when many changes wait), so a key
+//! written many times costs one row per checkpoint and a B-tree page is copied once per
+//! checkpoint rather than once per commit; the log is then trimmed.
+//!
+//! A failed log append keeps its changes (retried, in order, ahead of newer ones) and marks
+//! the store failed: write commands are refused with `-MISCONF` until an append succeeds
+//! again; reads go on. A failed checkpoint is retried; its batches stay queued (and logged).
 
+use super::coalesce::{coalesce, coalesced_in_key_order};
+use super::wal::Wal;
 use super::{PersistError, Store};
 use crate::config::ConfigStore;
+use crate::engine::change::Change;
 use crate::engine::journal::Journal;
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-/// How often a failed store is retried.
+/// How often a failed append or checkpoint is retried.
 const RETRY: Duration = Duration::from_millis(100);
-/// Outside `always`, commits are at most this frequent: each redb transaction has a fixed
-/// cost, and these modes promise nothing finer than a second anyway.
+/// Outside `always`, log appends are at most this frequent (one write syscall per batch).
 const BATCH_EVERY: Duration = Duration::from_millis(10);
-
 /// Capacity of the batch buffer kept between commits (changes).
 const KEEP_BATCH: usize = 1 << 16;
+/// A checkpoint happens at least this often while batches wait...
+const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
+/// ...or as soon as this many changes wait (bounds the memory they hold).
+const CHECKPOINT_CHANGES: usize = 200_000;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Fsync {
@@ -68,39 +79,65 @@ impl Fsync {
 /// Counters for INFO persistence.
 #[derive(Default)]
 pub struct Stats {
+    /// Log appends (group commits) and log fsyncs.
     pub commits: AtomicU64,
     pub durable_commits: AtomicU64,
+    /// Changes appended to the log.
     pub changes: AtomicU64,
     pub failed_commits: AtomicU64,
-    /// Rows the committed transactions wrote (see `Store::rows_written`).
+    /// Checkpoints (durable redb transactions) and failed ones.
+    pub checkpoints: AtomicU64,
+    pub failed_checkpoints: AtomicU64,
+    /// Changes logged but not yet checkpointed into the store.
+    pub unapplied: AtomicU64,
+    /// Rows the checkpoints wrote (see `Store::rows_written`).
     pub rows_written: AtomicU64,
-    /// Unix seconds of the last durable commit.
+    /// Bytes in the write-ahead log.
+    pub wal_bytes: AtomicU64,
+    /// Unix seconds of the last log fsync.
     pub last_durable_unix: AtomicU64,
 }
 
-/// The durable engine of a running server: the store, its journal and the committer thread.
+/// What the committer hands the checkpointer.
+#[derive(Default)]
+struct Handoff {
+    /// Logged batches not yet applied, in log order, and the last record number among them.
+    batches: Vec<Vec<Change>>,
+    changes: usize,
+    last_rec: u64,
+    /// Checkpoint everything handed over so far, then report `force_done` = this.
+    force: u64,
+    stop: bool,
+}
+
+/// The durable engine of a running server: the journal, the committer (log) thread and the
+/// checkpointer (store) thread.
 pub struct Persistence {
     pub journal: Arc<Journal>,
     /// The `appendfsync` policy (an `Fsync`), refreshed by `CONFIG SET`; read before every
     /// commit and by every connection that wrote, so it is kept out of the config store.
     mode: AtomicU8,
-    /// Where the store lives (the committer thread owns the store itself, so it is closed,
-    /// and its file lock released, when the thread ends).
+    /// Where the store lives (the checkpointer thread owns the store itself, so it is
+    /// closed, and its file lock released, when the thread ends).
     pub path: std::path::PathBuf,
-    /// The next this-many commits fail as if the disk did (tests of the error path).
+    /// The next this-many log appends fail as if the disk did (tests of the error path).
     inject_failures: AtomicU64,
     pub stats: Stats,
-    /// Set while the store fails: the error text for `-MISCONF`.
+    /// Set while the log or the store fails: the error text for `-MISCONF`.
     failed: Mutex<Option<String>>,
     failing: AtomicBool,
-    /// A durable commit was requested (SAVE, shutdown) up to this journal sequence number.
-    /// Durable commits requested (SAVE, BGSAVE) and served so far.
+    /// Durable commits (log fsync + checkpoint) requested (SAVE, BGSAVE) and served so far.
     force_req: AtomicU64,
     force_done: AtomicU64,
     stop: AtomicBool,
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
-    /// Work that needs the store itself (DEBUG RELOAD's load), run by the committer thread.
+    /// Work that needs the store itself (DEBUG RELOAD's load), run by the checkpointer.
     jobs: Mutex<Vec<Job>>,
+    handoff: Mutex<Handoff>,
+    handoff_cv: Condvar,
+    /// The last log record the store holds (set by the checkpointer).
+    applied: AtomicU64,
+    checkpoint_failing: AtomicBool,
 }
 
 type Job = Box<dyn FnOnce(&Store) + Send>;
@@ -113,9 +150,9 @@ fn unix_secs() -> u64 {
 }
 
 impl Persistence {
-    /// Starts the committer thread for `store` under the `appendfsync` policy `mode`
-    /// (`set_mode` changes it; the next commit follows).
-    pub fn start(store: Store, mode: Fsync) -> std::io::Result<Arc<Persistence>> {
+    /// Starts the committer and checkpointer for `store` (recovered: see `wal::recover`),
+    /// logging into `wal` under the `appendfsync` policy `mode` (`set_mode` changes it).
+    pub fn start(store: Store, wal: Wal, mode: Fsync) -> std::io::Result<Arc<Persistence>> {
         let p = Arc::new(Persistence {
             mode: AtomicU8::new(mode.to_u8()),
             path: store.path().to_path_buf(),
@@ -129,14 +166,29 @@ impl Persistence {
             stop: AtomicBool::new(false),
             thread: Mutex::new(None),
             jobs: Mutex::new(Vec::new()),
+            handoff: Mutex::new(Handoff::default()),
+            handoff_cv: Condvar::new(),
+            applied: AtomicU64::new(0),
+            checkpoint_failing: AtomicBool::new(false),
         });
+        p.applied
+            .store(wal.next_rec().saturating_sub(1), Ordering::Relaxed);
         p.stats
             .last_durable_unix
             .store(unix_secs(), Ordering::Relaxed);
         let me = p.clone();
+        let checkpointer = std::thread::Builder::new()
+            .name("respite-checkpt".into())
+            .spawn(move || me.checkpoint_loop(&store))?;
+        let me = p.clone();
         let handle = std::thread::Builder::new()
             .name("respite-committer".into())
-            .spawn(move || me.run(&store))?;
+            .spawn(move || {
+                me.commit_loop(wal);
+                me.handoff.lock().stop = true;
+                me.handoff_cv.notify_all();
+                let _ = checkpointer.join();
+            })?;
         *p.thread.lock() = Some(handle);
         Ok(p)
     }
@@ -156,7 +208,7 @@ impl Persistence {
         self.journal.poke();
     }
 
-    /// The error text while the store fails (`None` when healthy).
+    /// The error text while the log or the store fails (`None` when healthy).
     #[inline]
     pub fn failure(&self) -> Option<String> {
         if !self.failing.load(Ordering::Relaxed) {
@@ -165,17 +217,17 @@ impl Persistence {
         self.failed.lock().clone()
     }
 
-    /// Requests a durable commit of everything appended so far and waits for it (SAVE,
-    /// BGSAVE, shutdown); false if it did not happen within `timeout`.
+    /// Makes everything appended so far durable in the log and checkpointed into the store,
+    /// and waits for it (SAVE, BGSAVE, DEBUG RELOAD); false if that did not happen within
+    /// `timeout`.
     pub fn sync(&self, timeout: Duration) -> bool {
         let req = self.force_req.fetch_add(1, Ordering::AcqRel) + 1;
         self.journal.poke();
-        // A durable commit after the request holds everything appended before it.
         self.journal
             .wait_for(|| self.force_done.load(Ordering::Acquire) >= req, timeout)
     }
 
-    /// Final durable commit, then stops the committer thread.
+    /// Final log fsync and checkpoint, then stops both threads.
     pub fn shutdown(&self) {
         self.stop.store(true, Ordering::Release);
         self.journal.poke();
@@ -184,8 +236,8 @@ impl Persistence {
         }
     }
 
-    /// Runs `f` with the store on the committer thread (between commits) and returns its
-    /// result; `None` if the committer has stopped.
+    /// Runs `f` with the store on the checkpointer thread (after a checkpoint of everything
+    /// handed to it) and returns its result; `None` if the threads have stopped.
     pub fn with_store<R: Send + 'static>(
         &self,
         f: impl FnOnce(&Store) -> R + Send + 'static,
@@ -197,106 +249,113 @@ impl Persistence {
         self.jobs.lock().push(Box::new(move |s: &Store| {
             let _ = tx.send(f(s));
         }));
-        self.journal.poke();
+        self.handoff_cv.notify_all();
         rx.recv_timeout(Duration::from_secs(600)).ok()
     }
 
-    /// Makes the next `n` commits fail with an injected error.
+    /// Makes the next `n` log appends fail with an injected error.
     pub fn fail_next_commits(&self, n: u64) {
         self.inject_failures.store(n, Ordering::Release);
     }
 
-    fn run(&self, store: &Store) {
-        let mut last_durable = Instant::now();
+    fn commit_loop(&self, mut wal: Wal) {
+        let mut last_sync = Instant::now();
         let mut last_commit = Instant::now();
-        // Highest sequence number committed, and whether that commit was durable.
-        let mut committed = 0u64;
-        let mut durable_seq = 0u64;
         let mut batch = Vec::new();
+        let mut checkpointed = 0u64;
         loop {
             let stopping = self.stop.load(Ordering::Acquire);
-            for job in std::mem::take(&mut *self.jobs.lock()) {
-                job(store);
-            }
             let mode = self.mode();
-            let wait = if self.failing.load(Ordering::Relaxed) {
-                RETRY
-            } else {
-                match mode {
-                    Fsync::Always => Duration::from_millis(100),
-                    _ => mode
-                        .durable_every()
-                        .saturating_sub(last_durable.elapsed())
-                        .max(Duration::from_millis(1)),
-                }
-            };
             if mode != Fsync::Always && !stopping {
                 let since = last_commit.elapsed();
                 if since < BATCH_EVERY {
                     std::thread::sleep(BATCH_EVERY - since);
                 }
             }
-            // Capped: a stop or job request made just before the wait is seen soon.
-            let seq = if stopping {
-                self.journal.take_into(&mut batch, Duration::ZERO)
+            let wait = if self.failing.load(Ordering::Relaxed) {
+                RETRY
+            } else if mode == Fsync::Always {
+                Duration::from_millis(100)
             } else {
-                self.journal
-                    .take_into(&mut batch, wait.min(Duration::from_millis(100)))
+                mode.durable_every()
+                    .saturating_sub(last_sync.elapsed())
+                    .clamp(Duration::from_millis(1), Duration::from_millis(100))
             };
+            let seq = self
+                .journal
+                .take_into(&mut batch, if stopping { Duration::ZERO } else { wait });
+            // Trim the log behind the checkpointer.
+            let applied = self.applied.load(Ordering::Acquire);
+            if applied > checkpointed {
+                match wal.checkpointed(applied) {
+                    Ok(()) => checkpointed = applied,
+                    Err(e) => tracing::warn!("trimming the write-ahead log: {e}"),
+                }
+                self.stats.wal_bytes.store(wal.bytes(), Ordering::Relaxed);
+            }
             let req = self.force_req.load(Ordering::Acquire);
             let forced = req > self.force_done.load(Ordering::Acquire);
-            let due = last_durable.elapsed() >= mode.durable_every();
-            let durable =
-                mode == Fsync::Always || forced || stopping || (due && committed > durable_seq);
-            if batch.is_empty() && !(durable && (committed > durable_seq || forced)) {
-                if stopping {
-                    return;
-                }
-                if due {
-                    last_durable = Instant::now();
-                }
-                continue;
-            }
+            let due = last_sync.elapsed() >= mode.durable_every();
             let n = batch.len() as u64;
-            super::coalesce::coalesce(&mut batch);
-            let injected = self
-                .inject_failures
-                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
-                .is_ok();
-            let result = if injected {
+            let injected = n > 0
+                && self
+                    .inject_failures
+                    .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
+                    .is_ok();
+            let appended = if injected {
                 Err(PersistError::Injected)
-            } else if batch.is_empty() {
-                store.sync()
+            } else if n > 0 {
+                coalesce(&mut batch);
+                wal.append(&batch).map(Some)
             } else {
-                store.apply(&batch, durable)
+                Ok(None)
             };
-            match result {
-                Ok(()) => {
-                    last_commit = Instant::now();
-                    committed = seq;
-                    self.stats.commits.fetch_add(1, Ordering::Relaxed);
-                    self.stats.changes.fetch_add(n, Ordering::Relaxed);
+            let durable = mode == Fsync::Always || forced || stopping || due;
+            let result = appended.and_then(|rec| {
+                if durable && wal.unsynced() {
+                    wal.sync()?;
+                    self.stats.durable_commits.fetch_add(1, Ordering::Relaxed);
                     self.stats
-                        .rows_written
-                        .store(store.rows_written(), Ordering::Relaxed);
+                        .last_durable_unix
+                        .store(unix_secs(), Ordering::Relaxed);
+                }
+                Ok(rec)
+            });
+            match result {
+                Ok(rec) => {
                     if durable {
-                        self.force_done.fetch_max(req, Ordering::AcqRel);
-                        durable_seq = seq;
-                        last_durable = Instant::now();
-                        self.stats.durable_commits.fetch_add(1, Ordering::Relaxed);
+                        last_sync = Instant::now();
+                    }
+                    if let Some(rec) = rec {
+                        last_commit = Instant::now();
+                        self.stats.commits.fetch_add(1, Ordering::Relaxed);
+                        self.stats.changes.fetch_add(n, Ordering::Relaxed);
                         self.stats
-                            .last_durable_unix
-                            .store(unix_secs(), Ordering::Relaxed);
+                            .unapplied
+                            .fetch_add(batch.len() as u64, Ordering::Relaxed);
+                        // Handed over at its (coalesced) size: the big buffer stays here and
+                        // cycles with the journal's, so neither regrows every commit.
+                        let mut full = Vec::with_capacity(batch.len());
+                        full.append(&mut batch);
+                        if batch.capacity() > KEEP_BATCH {
+                            batch = Vec::new();
+                        }
+                        let mut h = self.handoff.lock();
+                        h.changes += full.len();
+                        h.batches.push(full);
+                        h.last_rec = rec;
+                        if h.changes >= CHECKPOINT_CHANGES {
+                            self.handoff_cv.notify_all();
+                        }
+                    }
+                    if forced || stopping {
+                        let mut h = self.handoff.lock();
+                        h.force = h.force.max(req);
+                        self.handoff_cv.notify_all();
                     }
                     self.journal.committed(seq, durable);
-                    // Dropped here, on this thread; a rare huge batch does not pin its memory.
-                    batch.clear();
-                    if batch.capacity() > KEEP_BATCH {
-                        batch = Vec::new();
-                    }
-                    if self.failing.swap(false, Ordering::AcqRel) {
-                        *self.failed.lock() = None;
-                        tracing::warn!("storage writes succeed again; accepting writes");
+                    if self.failing.load(Ordering::Relaxed) && !self.store_failing() {
+                        self.recovered();
                     }
                     if stopping && self.journal.pending_len() == 0 {
                         return;
@@ -307,7 +366,7 @@ impl Persistence {
                     self.fail(&e);
                     self.journal.restore(std::mem::take(&mut batch));
                     if stopping {
-                        tracing::error!("final commit failed: {e}; unsaved changes are lost");
+                        tracing::error!("final log append failed: {e}; unsaved changes are lost");
                         return;
                     }
                     std::thread::sleep(RETRY);
@@ -316,10 +375,95 @@ impl Persistence {
         }
     }
 
+    fn store_failing(&self) -> bool {
+        self.checkpoint_failing.load(Ordering::Relaxed)
+    }
+
+    fn checkpoint_loop(&self, store: &Store) {
+        let mut last = Instant::now();
+        loop {
+            let (batches, last_rec, force, stop) = {
+                let mut h = self.handoff.lock();
+                loop {
+                    let due = !h.batches.is_empty()
+                        && (last.elapsed() >= CHECKPOINT_EVERY || h.changes >= CHECKPOINT_CHANGES);
+                    let forced = h.force > self.force_done.load(Ordering::Acquire);
+                    if due || forced || h.stop || !self.jobs.lock().is_empty() {
+                        break;
+                    }
+                    let left = CHECKPOINT_EVERY.saturating_sub(last.elapsed());
+                    self.handoff_cv
+                        .wait_for(&mut h, left.max(Duration::from_millis(5)));
+                }
+                h.changes = 0;
+                (std::mem::take(&mut h.batches), h.last_rec, h.force, h.stop)
+            };
+            let count: usize = batches.iter().map(Vec::len).sum();
+            if count > 0 || last_rec > self.applied.load(Ordering::Acquire) {
+                let applied = store.apply_logged(coalesced_in_key_order(&batches), last_rec);
+                match applied {
+                    Ok(()) => {
+                        last = Instant::now();
+                        self.applied.store(last_rec, Ordering::Release);
+                        self.stats.checkpoints.fetch_add(1, Ordering::Relaxed);
+                        self.stats
+                            .unapplied
+                            .fetch_sub(count as u64, Ordering::Relaxed);
+                        self.stats
+                            .rows_written
+                            .store(store.rows_written(), Ordering::Relaxed);
+                        if self.checkpoint_failing.swap(false, Ordering::AcqRel) {
+                            self.recovered();
+                        }
+                    }
+                    Err(e) => {
+                        self.stats
+                            .failed_checkpoints
+                            .fetch_add(1, Ordering::Relaxed);
+                        self.checkpoint_failing.store(true, Ordering::Release);
+                        self.fail(&e);
+                        // Keep them, ahead of anything handed over since.
+                        let mut h = self.handoff.lock();
+                        h.changes += count;
+                        let newer = std::mem::replace(&mut h.batches, batches);
+                        h.batches.extend(newer);
+                        drop(h);
+                        if stop {
+                            tracing::error!(
+                                "final checkpoint failed: {e}; the write-ahead log keeps the \
+                                 changes for the next start"
+                            );
+                            return;
+                        }
+                        std::thread::sleep(RETRY);
+                        continue;
+                    }
+                }
+            }
+            for job in std::mem::take(&mut *self.jobs.lock()) {
+                job(store);
+            }
+            if force > self.force_done.load(Ordering::Acquire) {
+                self.force_done.fetch_max(force, Ordering::AcqRel);
+                self.journal.wake_waiters();
+            }
+            if stop {
+                return;
+            }
+        }
+    }
+
+    fn recovered(&self) {
+        if self.failing.swap(false, Ordering::AcqRel) {
+            *self.failed.lock() = None;
+            tracing::warn!("storage writes succeed again; accepting writes");
+        }
+    }
+
     fn fail(&self, e: &PersistError) {
         let text = e.to_string();
         if !self.failing.load(Ordering::Relaxed) {
-            tracing::error!("storage commit failed: {text}; refusing writes until it recovers");
+            tracing::error!("storage write failed: {text}; refusing writes until it recovers");
         }
         *self.failed.lock() = Some(text);
         self.failing.store(true, Ordering::Release);

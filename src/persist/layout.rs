@@ -2,8 +2,12 @@
 //! any constant, table name or byte layout needs a new [`FORMAT_VERSION`].
 //!
 //! Tables (all keys compare element-wise; `&[u8]` compares bytewise):
-//! - `meta: &str -> u64` — `"format_version"` (= [`FORMAT_VERSION`]) and `"next_ns"` (the next
-//!   fresh namespace, starting at [`FIRST_FRESH_NS`]).
+//! - `meta: &str -> u64` — `"format_version"` (= [`FORMAT_VERSION`]), `"next_ns"` (the next
+//!   fresh namespace, starting at [`FIRST_FRESH_NS`]) and `"wal_applied"` (the last record of
+//!   the write-ahead log, `<dir>/wal/`, that the tables hold: see `persist::wal`; version 2).
+//!
+//! Version history: 1 — tables only, every commit straight to redb; 2 — adds the write-ahead
+//! log and `wal_applied` (a version-1 file is upgraded in place on open).
 //! - `dbs: u32 -> u32` — logical db → namespace. A db with no row uses namespace = db index.
 //!   SWAPDB swaps two rows (O(1)); FLUSHDB points the db at a fresh namespace and deletes the
 //!   old namespace's rows in the same transaction (O(rows of that db)).
@@ -31,7 +35,7 @@ use redb::TableDefinition;
 
 /// Version of this layout. Bump it for any incompatible change; files with a greater
 /// version are refused.
-pub const FORMAT_VERSION: u64 = 1;
+pub const FORMAT_VERSION: u64 = 2;
 
 /// Namespaces below this are the implicit "namespace = db index" ones.
 pub const FIRST_FRESH_NS: u32 = 1 << 20;
@@ -45,6 +49,8 @@ pub(super) const ELEMS: TableDefinition<ElemKey, &[u8]> = TableDefinition::new("
 
 pub(super) const META_VERSION: &str = "format_version";
 pub(super) const META_NEXT_NS: &str = "next_ns";
+/// The last write-ahead log record the tables hold (version 2; absent = 0).
+pub(super) const META_WAL_APPLIED: &str = "wal_applied";
 
 /// Stable type tags. APPEND-ONLY: never renumber or reuse a value.
 pub mod tag {
@@ -196,7 +202,7 @@ mod tests {
             [xsub::CONSUMER, xsub::ENTRY, xsub::GROUP, xsub::PEL],
             [b'c', b'e', b'g', b'p']
         );
-        assert_eq!(FORMAT_VERSION, 1);
+        assert_eq!(FORMAT_VERSION, 2);
     }
 
     #[test]

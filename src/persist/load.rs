@@ -110,7 +110,7 @@ impl Store {
                     out
                 };
                 stats.elements += sub_rows.len() as u64;
-                let value = build(t, hdr, sub_rows, opts)?;
+                let value = build_value(t, hdr, sub_rows, opts)?;
                 match value {
                     Some(v) => {
                         stats.keys += 1;
@@ -164,7 +164,12 @@ impl Store {
 }
 
 /// One key's value from its header and element rows; `None` for an empty collection.
-fn build(t: u8, hdr: &[u8], rows: Elems, o: &LoadOptions) -> Result<Option<Value>> {
+pub(super) fn build_value(
+    t: u8,
+    hdr: &[u8],
+    rows: Elems,
+    o: &LoadOptions,
+) -> Result<Option<Value>> {
     let v = match t {
         tag::STRING => {
             let (&enc, data) = hdr.split_first().ok_or_else(|| corrupt("string row"))?;

@@ -6,13 +6,17 @@
 //!   commit happens above: a batch holds many commands' changes), durable or not.
 //! - [`Store::load`] rebuilds every key as an in-memory [`Value`](crate::engine::value::Value).
 //!
+//! - [`wal`]: the write-ahead log group commit appends to, and its recovery.
+//!
 //! The layout is documented in [`layout`]. No redb type leaves this module.
 
 mod coalesce;
+pub(crate) mod codec;
 pub mod committer;
 pub mod layout;
 mod load;
 mod store;
+pub mod wal;
 
 #[cfg(test)]
 mod tests;

@@ -60,6 +60,13 @@ impl Store {
             }
         };
         match version {
+            // Version 1 had no write-ahead log: the same tables, nothing to convert.
+            Some(1) => {
+                let w = db.begin_write()?;
+                w.open_table(META)?
+                    .insert(l::META_VERSION, l::FORMAT_VERSION)?;
+                w.commit()?;
+            }
             Some(v) if v != l::FORMAT_VERSION => {
                 return Err(PersistError::UnknownVersion {
                     found: v,
@@ -113,6 +120,33 @@ impl Store {
     /// fsync; otherwise the commit survives a process crash but not a power loss until the
     /// next durable commit (and redb frees pages only at durable commits).
     pub fn apply(&self, changes: &[Change], durable: bool) -> Result<()> {
+        self.apply_at(changes, durable, None)
+    }
+
+    /// A checkpoint: applies logged `changes` durably and records that the store now holds
+    /// every write-ahead log record up to `rec`, in the same transaction.
+    pub fn apply_logged<'c>(
+        &self,
+        changes: impl IntoIterator<Item = &'c Change>,
+        rec: u64,
+    ) -> Result<()> {
+        self.apply_at(changes, true, Some(rec))
+    }
+
+    /// The last write-ahead log record the store holds (0 = none).
+    pub fn wal_applied(&self) -> Result<u64> {
+        let r = self.db.begin_read()?;
+        let m = r.open_table(META)?;
+        let v = m.get(l::META_WAL_APPLIED)?.map(|g| g.value());
+        Ok(v.unwrap_or(0))
+    }
+
+    fn apply_at<'c>(
+        &self,
+        changes: impl IntoIterator<Item = &'c Change>,
+        durable: bool,
+        rec: Option<u64>,
+    ) -> Result<()> {
         let injected = self
             .fail_commits
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
@@ -133,6 +167,9 @@ impl Store {
             }
             (tx.ns, tx.rows)
         };
+        if let Some(rec) = rec {
+            w.open_table(META)?.insert(l::META_WAL_APPLIED, rec)?;
+        }
         w.commit()?;
         *guard = ns;
         self.rows_written.fetch_add(rows, Ordering::Relaxed);
@@ -642,71 +679,88 @@ impl<'t> Tx<'t> {
     }
 
     fn put_value(&mut self, ns: u32, key: &[u8], v: &Value, at: Option<u64>) -> Result<()> {
-        match v {
-            Value::Str(s) => self.put_row(ns, key, tag::STRING, at, &str_header(s)),
-            Value::List(list) => {
-                for (i, e) in list.iter().enumerate() {
-                    self.put_elem(ns, key, &l::list_sub(i as i64), e)?;
+        let mut failed = None;
+        let (t, hdr) = value_rows(v, |sub, row| {
+            if failed.is_none() {
+                if let Err(e) = self.put_elem(ns, key, sub, row) {
+                    failed = Some(e);
                 }
-                let hdr = list_header(0, list.len() as i64);
-                self.put_row(ns, key, tag::LIST, at, &hdr)
             }
-            Value::Hash(h) => {
-                let mut seq = 0u64;
-                for (f, val) in h.iter() {
-                    let mut row = Vec::with_capacity(8 + val.len());
-                    row.extend_from_slice(&seq.to_be_bytes());
-                    row.extend_from_slice(val);
-                    self.put_elem(ns, key, f, &row)?;
-                    seq += 1;
-                }
-                self.put_row(ns, key, tag::HASH, at, &seq.to_be_bytes())
+        });
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        self.put_row(ns, key, t, at, &hdr)
+    }
+}
+
+/// A whole value as the store keeps it: hands every element row `(sub, value)` to `elem` and
+/// returns the key row's type tag and header. (The write-ahead log encodes `Put` this way
+/// too, and both are read back by the loader's builder.)
+pub(super) fn value_rows(v: &Value, mut elem: impl FnMut(&[u8], &[u8])) -> (u8, Vec<u8>) {
+    match v {
+        Value::Str(s) => (tag::STRING, str_header(s)),
+        Value::List(list) => {
+            for (i, e) in list.iter().enumerate() {
+                elem(&l::list_sub(i as i64), e);
             }
-            Value::Set(s) => {
-                let mut seq = 0u64;
-                for m in s.iter() {
-                    let mb: Bytes = m.to_bytes();
-                    self.put_elem(ns, key, &mb, &seq.to_be_bytes())?;
-                    seq += 1;
-                }
-                self.put_row(ns, key, tag::SET, at, &seq.to_be_bytes())
+            (tag::LIST, list_header(0, list.len() as i64))
+        }
+        Value::Hash(h) => {
+            let mut seq = 0u64;
+            for (f, val) in h.iter() {
+                let mut row = Vec::with_capacity(8 + val.len());
+                row.extend_from_slice(&seq.to_be_bytes());
+                row.extend_from_slice(val);
+                elem(f, &row);
+                seq += 1;
             }
-            Value::ZSet(z) => {
-                for it in z.iter() {
-                    self.put_elem(ns, key, &it.member, &it.score.to_bits().to_be_bytes())?;
-                }
-                self.put_row(ns, key, tag::ZSET, at, &[])
+            (tag::HASH, seq.to_be_bytes().to_vec())
+        }
+        Value::Set(s) => {
+            let mut seq = 0u64;
+            for m in s.iter() {
+                let mb: Bytes = m.to_bytes();
+                elem(&mb, &seq.to_be_bytes());
+                seq += 1;
             }
-            Value::Stream(s) => {
-                use crate::types::stream::StreamId;
-                let pair = |i: StreamId| (i.ms, i.seq);
-                for (id, fields) in s.range(StreamId::MIN, StreamId::MAX, false) {
-                    self.put_elem(ns, key, &entry_sub(pair(*id)), &l::encode_fields(fields))?;
-                }
-                for (name, g) in &s.groups {
-                    let mut v = l::id_bytes(pair(g.last_id)).to_vec();
-                    v.extend_from_slice(&g.entries_read.to_be_bytes());
-                    self.put_elem(ns, key, &group_sub(name), &v)?;
-                    for (id, n) in &g.pel {
-                        let mut v = n.delivery_time.to_be_bytes().to_vec();
-                        v.extend_from_slice(&n.delivery_count.to_be_bytes());
-                        v.extend_from_slice(&n.consumer);
-                        self.put_elem(ns, key, &pel_sub(name, pair(*id)), &v)?;
-                    }
-                    for (cname, c) in &g.consumers {
-                        let mut v = c.seen_time.to_be_bytes().to_vec();
-                        v.extend_from_slice(&c.active_time.to_be_bytes());
-                        self.put_elem(ns, key, &consumer_sub(name, cname), &v)?;
-                    }
-                }
-                let hdr = stream_header(
-                    pair(s.last_id),
-                    pair(s.first_id),
-                    pair(s.max_deleted),
-                    s.entries_added,
-                );
-                self.put_row(ns, key, tag::STREAM, at, &hdr)
+            (tag::SET, seq.to_be_bytes().to_vec())
+        }
+        Value::ZSet(z) => {
+            for it in z.iter() {
+                elem(&it.member, &it.score.to_bits().to_be_bytes());
             }
+            (tag::ZSET, Vec::new())
+        }
+        Value::Stream(s) => {
+            use crate::types::stream::StreamId;
+            let pair = |i: StreamId| (i.ms, i.seq);
+            for (id, fields) in s.range(StreamId::MIN, StreamId::MAX, false) {
+                elem(&entry_sub(pair(*id)), &l::encode_fields(fields));
+            }
+            for (name, g) in &s.groups {
+                let mut v = l::id_bytes(pair(g.last_id)).to_vec();
+                v.extend_from_slice(&g.entries_read.to_be_bytes());
+                elem(&group_sub(name), &v);
+                for (id, n) in &g.pel {
+                    let mut v = n.delivery_time.to_be_bytes().to_vec();
+                    v.extend_from_slice(&n.delivery_count.to_be_bytes());
+                    v.extend_from_slice(&n.consumer);
+                    elem(&pel_sub(name, pair(*id)), &v);
+                }
+                for (cname, c) in &g.consumers {
+                    let mut v = c.seen_time.to_be_bytes().to_vec();
+                    v.extend_from_slice(&c.active_time.to_be_bytes());
+                    elem(&consumer_sub(name, cname), &v);
+                }
+            }
+            let hdr = stream_header(
+                pair(s.last_id),
+                pair(s.first_id),
+                pair(s.max_deleted),
+                s.entries_added,
+            );
+            (tag::STREAM, hdr)
         }
     }
 }

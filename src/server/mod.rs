@@ -79,16 +79,29 @@ pub fn start(
 /// `--engine redb`: opens `<dir>/respite.redb`, loads it into the keyspace, then makes the
 /// keyspace durable (every write from now on goes through the journal to the committer).
 fn open_durable(srv: &Arc<Shared>) -> std::io::Result<()> {
-    use crate::persist::{LoadOptions, Persistence, Store};
+    use crate::persist::{wal, LoadOptions, Persistence, Store};
     let dir = srv.config.get("dir").unwrap_or_default();
     let dir = if dir.is_empty() { ".".to_string() } else { dir };
     let dir = std::path::Path::new(&dir);
     std::fs::create_dir_all(dir)?;
-    let store = Store::open(dir).map_err(|e| std::io::Error::other(e.to_string()))?;
+    let err = |e: crate::persist::PersistError| std::io::Error::other(e.to_string());
+    let store = Store::open(dir).map_err(err)?;
     let now = srv.clock.now_ms();
     let mut opts = LoadOptions::new(now);
     opts.zset_max_entries = srv.config.get_i64("zset-max-listpack-entries").max(0) as usize;
     opts.zset_max_value = srv.config.get_i64("zset-max-listpack-value").max(0) as usize;
+    // Batches logged but not yet checkpointed (a crash, or a failed final checkpoint).
+    let started = std::time::Instant::now();
+    let rec = wal::recover(&store, &opts).map_err(err)?;
+    if rec.records > 0 {
+        tracing::info!(
+            "replayed {} write-ahead log records ({} changes) in {:.3}s",
+            rec.records,
+            rec.changes,
+            started.elapsed().as_secs_f64()
+        );
+    }
+    let log = wal::Wal::create(dir, rec.next_rec).map_err(err)?;
     let stats = {
         let mut access = srv.ks.exclusive(0, now);
         store
@@ -106,7 +119,7 @@ fn open_durable(srv: &Arc<Shared>) -> std::io::Result<()> {
         store.path().display(),
         stats.elapsed.as_secs_f64()
     );
-    let p = Persistence::start(store, Persistence::fsync_mode(&srv.config))?;
+    let p = Persistence::start(store, log, Persistence::fsync_mode(&srv.config))?;
     srv.ks.set_journal(p.journal.clone());
     let _ = srv.persist.set(p);
     Ok(())

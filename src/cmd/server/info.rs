@@ -297,6 +297,14 @@ fn persistence(srv: &Shared, l: &mut Lines) {
         push(l, "respite_rows_written", get(&p.stats.rows_written));
         push(l, "respite_failed_commits", get(&p.stats.failed_commits));
         push(l, "respite_pending_changes", p.journal.pending_len());
+        push(l, "respite_checkpoints", get(&p.stats.checkpoints));
+        push(
+            l,
+            "respite_failed_checkpoints",
+            get(&p.stats.failed_checkpoints),
+        );
+        push(l, "respite_unapplied_changes", get(&p.stats.unapplied));
+        push(l, "respite_wal_bytes", get(&p.stats.wal_bytes));
         push(
             l,
             "respite_last_durable_commit_time",
