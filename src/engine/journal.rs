@@ -75,6 +75,17 @@ impl Journal {
         p.seq
     }
 
+    /// Waits up to `timeout` until at least `n` changes are pending.
+    pub fn gather(&self, n: usize, timeout: Duration) {
+        let deadline = std::time::Instant::now() + timeout;
+        let mut p = self.pending.lock();
+        while p.changes.len() < n && !p.poked {
+            if self.appended.wait_until(&mut p, deadline).timed_out() {
+                return;
+            }
+        }
+    }
+
     /// Puts back changes whose commit failed, ahead of anything appended since.
     pub fn restore(&self, mut changes: Vec<Change>) {
         let mut p = self.pending.lock();

@@ -32,6 +32,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 const RETRY: Duration = Duration::from_millis(100);
 /// Outside `always`, log appends are at most this frequent (one write syscall per batch).
 const BATCH_EVERY: Duration = Duration::from_millis(10);
+/// Bounds on how long an `always` commit waits for the previous commit's writers to return.
+const GATHER_MIN: Duration = Duration::from_micros(50);
+const GATHER_MAX: Duration = Duration::from_micros(500);
 /// Capacity of the batch buffer kept between commits (changes).
 const KEEP_BATCH: usize = 1 << 16;
 /// A checkpoint happens at least this often while batches wait...
@@ -206,6 +209,7 @@ impl Persistence {
     pub fn set_mode(&self, mode: Fsync) {
         self.mode.store(mode.to_u8(), Ordering::Relaxed);
         self.journal.poke();
+        self.journal.wake_waiters();
     }
 
     /// The error text while the log or the store fails (`None` when healthy).
@@ -263,6 +267,8 @@ impl Persistence {
         let mut last_commit = Instant::now();
         let mut batch = Vec::new();
         let mut checkpointed = 0u64;
+        let mut last_n = 0usize;
+        let mut last_fsync = Duration::ZERO;
         loop {
             let stopping = self.stop.load(Ordering::Acquire);
             let mode = self.mode();
@@ -281,9 +287,18 @@ impl Persistence {
                     .saturating_sub(last_sync.elapsed())
                     .clamp(Duration::from_millis(1), Duration::from_millis(100))
             };
+            if mode == Fsync::Always && !stopping {
+                // Group commit under `always`: the writers answered by the last fsync are
+                // about to send their next writes; starting the next fsync before they
+                // arrive would split them over two. Wait (at most half an fsync) until as
+                // many writes wait as the last commit carried.
+                let gather = (last_fsync / 2).clamp(GATHER_MIN, GATHER_MAX);
+                self.journal.gather(last_n, gather);
+            }
             let seq = self
                 .journal
                 .take_into(&mut batch, if stopping { Duration::ZERO } else { wait });
+            last_n = batch.len();
             // Trim the log behind the checkpointer.
             let applied = self.applied.load(Ordering::Acquire);
             if applied > checkpointed {
@@ -313,7 +328,9 @@ impl Persistence {
             let durable = mode == Fsync::Always || forced || stopping || due;
             let result = appended.and_then(|rec| {
                 if durable && wal.unsynced() {
+                    let t = Instant::now();
                     wal.sync()?;
+                    last_fsync = t.elapsed();
                     self.stats.durable_commits.fetch_add(1, Ordering::Relaxed);
                     self.stats
                         .last_durable_unix
@@ -467,5 +484,7 @@ impl Persistence {
         }
         *self.failed.lock() = Some(text);
         self.failing.store(true, Ordering::Release);
+        // Writers waiting for durability must see it.
+        self.journal.wake_waiters();
     }
 }

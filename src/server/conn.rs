@@ -98,20 +98,19 @@ async fn wait_durable(srv: &Shared) -> std::io::Result<()> {
     }
     let j = &p.journal;
     let target = j.appended_seq();
+    // No timer: the committer wakes waiters after every commit, on a failure and when the
+    // policy changes.
     loop {
         let notified = j.commit_notify.notified();
         tokio::pin!(notified);
         notified.as_mut().enable();
-        if j.durable_seq() >= target {
+        if j.durable_seq() >= target || p.mode() != Fsync::Always {
             return Ok(());
         }
         if let Some(e) = p.failure() {
             return Err(std::io::Error::other(format!("write not persisted: {e}")));
         }
-        tokio::select! {
-            _ = notified => {}
-            _ = tokio::time::sleep(Duration::from_millis(100)) => {}
-        }
+        notified.await;
     }
 }
 
