@@ -21,6 +21,7 @@ pub mod config;
 pub mod engine;
 pub mod persist;
 pub mod protocol;
+pub mod proxy;
 pub mod script;
 pub mod server;
 pub mod types;

@@ -1,0 +1,308 @@
+//! Proxy configuration (DESIGN.md §7): the fleet's nodes, each a stable id and a URL.
+//!
+//! `--node ID=redis://[user[:password]@]host:port[/db]`. Ids are `[A-Za-z0-9_-]+` and decide
+//! placement (§8); URLs may change without moving keys. Passwords never appear in logs, INFO
+//! or errors: everything shown uses [`NodeSpec::redacted_url`].
+
+use crate::types::placement;
+use std::fmt;
+use std::time::Duration;
+
+#[derive(Clone, PartialEq, Eq)]
+pub struct NodeSpec {
+    pub id: String,
+    pub host: String,
+    pub port: u16,
+    pub user: Option<String>,
+    pub password: Option<String>,
+    pub db: u32,
+}
+
+/// Debug output is redacted too (configs end up in panics and logs).
+impl fmt::Debug for NodeSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}={}", self.id, self.redacted_url())
+    }
+}
+
+impl NodeSpec {
+    /// Parses `ID=redis://[user[:password]@]host:port[/db]`.
+    pub fn parse(s: &str) -> Result<NodeSpec, String> {
+        let (id, url) = s
+            .split_once('=')
+            .ok_or_else(|| "a node is ID=redis://host:port".to_string())?;
+        if id.is_empty()
+            || !id
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        {
+            return Err(format!("node id '{id}' must be [A-Za-z0-9_-]+"));
+        }
+        let mut spec = Self::parse_url(url)?;
+        spec.id = id.to_string();
+        Ok(spec)
+    }
+
+    /// Parses `redis://[user[:password]@]host:port[/db]` (id left empty).
+    pub fn parse_url(url: &str) -> Result<NodeSpec, String> {
+        // Errors never echo the URL: it may hold a password.
+        let rest = url
+            .strip_prefix("redis://")
+            .ok_or_else(|| "node URLs start with redis://".to_string())?;
+        let (auth, hostpart) = match rest.rsplit_once('@') {
+            Some((a, h)) => (Some(a), h),
+            None => (None, rest),
+        };
+        let (user, password) = match auth {
+            None => (None, None),
+            Some(a) => match a.split_once(':') {
+                Some((u, p)) => ((!u.is_empty()).then(|| u.to_string()), Some(p.to_string())),
+                None => (Some(a.to_string()), None),
+            },
+        };
+        let (hostport, db) = match hostpart.split_once('/') {
+            Some((hp, db)) if !db.is_empty() => (
+                hp,
+                db.parse::<u32>()
+                    .map_err(|_| "the db in a node URL must be a number".to_string())?,
+            ),
+            Some((hp, _)) => (hp, 0),
+            None => (hostpart, 0),
+        };
+        let (host, port) = hostport
+            .rsplit_once(':')
+            .ok_or_else(|| "a node URL needs host:port".to_string())?;
+        let port = port
+            .parse::<u16>()
+            .map_err(|_| "the port in a node URL must be a number".to_string())?;
+        if host.is_empty() {
+            return Err("a node URL needs a host".into());
+        }
+        Ok(NodeSpec {
+            id: String::new(),
+            host: host
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .to_string(),
+            port,
+            user,
+            password,
+            db,
+        })
+    }
+
+    /// The URL with the password replaced by `***`.
+    pub fn redacted_url(&self) -> String {
+        let auth = match (&self.user, &self.password) {
+            (None, None) => String::new(),
+            (Some(u), None) => format!("{u}@"),
+            (u, Some(_)) => format!("{}:***@", u.as_deref().unwrap_or("")),
+        };
+        let db = if self.db == 0 {
+            String::new()
+        } else {
+            format!("/{}", self.db)
+        };
+        format!("redis://{auth}{}:{}{db}", self.host, self.port)
+    }
+
+    /// `host:port` for connecting.
+    pub fn addr(&self) -> String {
+        if self.host.contains(':') {
+            format!("[{}]:{}", self.host, self.port)
+        } else {
+            format!("{}:{}", self.host, self.port)
+        }
+    }
+
+    /// The node's rendezvous seed (§8): depends on the id only.
+    pub fn seed(&self) -> u64 {
+        placement::fnv1a64(self.id.as_bytes())
+    }
+}
+
+/// Rendezvous placement over a fixed list of nodes.
+#[derive(Clone, Debug)]
+pub struct Placement {
+    seeds: Vec<u64>,
+}
+
+impl Placement {
+    pub fn new(nodes: &[NodeSpec]) -> Placement {
+        Placement {
+            seeds: nodes.iter().map(NodeSpec::seed).collect(),
+        }
+    }
+
+    /// Index (into the node list) of the node that owns `key`.
+    pub fn owner(&self, key: &[u8]) -> usize {
+        placement::owner(key, &self.seeds).expect("a fleet has at least one node")
+    }
+}
+
+/// Everything `respite proxy` needs.
+#[derive(Clone, Debug)]
+pub struct ProxyConfig {
+    /// Addresses to listen on (default 127.0.0.1) and the port (0 = pick one).
+    pub bind: Vec<String>,
+    pub port: u16,
+    pub nodes: Vec<NodeSpec>,
+    /// Clients must AUTH with this (checked by the proxy itself).
+    pub requirepass: Option<String>,
+    pub connect_timeout: Duration,
+    pub command_timeout: Duration,
+    /// Shared multiplexed connections per node.
+    pub conns_per_node: usize,
+    /// Dedicated connections (blocking commands, transactions, subscriptions) per node.
+    pub max_dedicated_per_node: usize,
+}
+
+impl Default for ProxyConfig {
+    fn default() -> Self {
+        ProxyConfig {
+            bind: vec!["127.0.0.1".into()],
+            port: 7000,
+            nodes: Vec::new(),
+            requirepass: None,
+            connect_timeout: Duration::from_secs(2),
+            command_timeout: Duration::from_secs(5),
+            conns_per_node: 2,
+            max_dedicated_per_node: 64,
+        }
+    }
+}
+
+impl ProxyConfig {
+    /// Checks the fleet: at least one node, unique ids.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.nodes.is_empty() {
+            return Err("the proxy needs at least one --node ID=redis://host:port".into());
+        }
+        let mut ids: Vec<&str> = self.nodes.iter().map(|n| n.id.as_str()).collect();
+        ids.sort_unstable();
+        if let Some(w) = ids.windows(2).find(|w| w[0] == w[1]) {
+            return Err(format!("node id '{}' appears twice", w[0]));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn node_urls() {
+        let n = NodeSpec::parse("node-a=redis://alice:s3cret@10.0.0.1:6380/2").unwrap();
+        assert_eq!(n.id, "node-a");
+        assert_eq!((n.host.as_str(), n.port, n.db), ("10.0.0.1", 6380, 2));
+        assert_eq!(n.user.as_deref(), Some("alice"));
+        assert_eq!(n.password.as_deref(), Some("s3cret"));
+        assert_eq!(n.redacted_url(), "redis://alice:***@10.0.0.1:6380/2");
+        assert!(!format!("{n:?}").contains("s3cret"));
+        let n = NodeSpec::parse("b=redis://:pw@localhost:6379").unwrap();
+        assert_eq!((n.user.clone(), n.password.as_deref()), (None, Some("pw")));
+        assert_eq!(n.redacted_url(), "redis://:***@localhost:6379");
+        let n = NodeSpec::parse("c_1=redis://127.0.0.1:7000/").unwrap();
+        assert_eq!(
+            (n.db, n.redacted_url().as_str()),
+            (0, "redis://127.0.0.1:7000")
+        );
+        for bad in [
+            "redis://h:1",
+            "=redis://h:1",
+            "a b=redis://h:1",
+            "a=http://h:1",
+            "a=redis://h",
+            "a=redis://h:x",
+            "a=redis://:pw@h:1/x",
+        ] {
+            let e = NodeSpec::parse(bad).unwrap_err();
+            assert!(!e.contains("pw"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn placement_follows_ids_not_urls_or_order() {
+        let a = [
+            "node-a=redis://h:1",
+            "node-b=redis://h:2",
+            "node-c=redis://h:3",
+        ];
+        let nodes: Vec<NodeSpec> = a.iter().map(|s| NodeSpec::parse(s).unwrap()).collect();
+        let p = Placement::new(&nodes);
+        assert_eq!(nodes[p.owner(b"foo")].id, "node-b");
+        assert_eq!(nodes[p.owner(b"{vehicle:42}:prepared")].id, "node-c");
+        let moved: Vec<NodeSpec> = [
+            "node-c=redis://other:9",
+            "node-a=redis://x:1",
+            "node-b=redis://y:2",
+        ]
+        .iter()
+        .map(|s| NodeSpec::parse(s).unwrap())
+        .collect();
+        let q = Placement::new(&moved);
+        for i in 0..2000 {
+            let k = format!("key:{i}");
+            assert_eq!(
+                nodes[p.owner(k.as_bytes())].id,
+                moved[q.owner(k.as_bytes())].id
+            );
+        }
+    }
+
+    fn fleet(n: usize) -> Vec<NodeSpec> {
+        (0..n)
+            .map(|i| NodeSpec::parse(&format!("n{i}=redis://h:{}", 7000 + i)).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn growing_the_fleet_moves_about_one_in_n() {
+        let (old, new) = (fleet(20), fleet(21));
+        let (p, q) = (Placement::new(&old), Placement::new(&new));
+        let moved = (0..10_000)
+            .filter(|i| {
+                let k = format!("user:{i}");
+                old[p.owner(k.as_bytes())].id != new[q.owner(k.as_bytes())].id
+            })
+            .count();
+        assert!(moved < 1_000, "{moved} of 10 000 keys moved");
+        // Every moved key went to the new node.
+        for i in 0..10_000 {
+            let k = format!("user:{i}");
+            let (a, b) = (
+                &old[p.owner(k.as_bytes())].id,
+                &new[q.owner(k.as_bytes())].id,
+            );
+            assert!(a == b || b == "n20", "{k} moved {a} -> {b}");
+        }
+    }
+
+    #[test]
+    fn keys_spread_evenly() {
+        let nodes = fleet(20);
+        let p = Placement::new(&nodes);
+        let mut counts = vec![0usize; 20];
+        for i in 0..20_000 {
+            counts[p.owner(format!("k:{i}").as_bytes())] += 1;
+        }
+        assert!(
+            counts.iter().all(|&c| (500..=2_000).contains(&c)),
+            "{counts:?}"
+        );
+    }
+
+    #[test]
+    fn duplicate_ids_are_refused() {
+        let cfg = ProxyConfig {
+            nodes: vec![
+                NodeSpec::parse("a=redis://h:1").unwrap(),
+                NodeSpec::parse("a=redis://h:2").unwrap(),
+            ],
+            ..ProxyConfig::default()
+        };
+        assert!(cfg.validate().unwrap_err().contains("twice"));
+        assert!(ProxyConfig::default().validate().is_err());
+    }
+}
