@@ -782,21 +782,31 @@ fn substring(len: usize, start: i64, end: i64) -> Option<(usize, usize)> {
 
 /// Adds `delta` to the integer at `key` (INCR/DECR/INCRBY/DECRBY), keeping its TTL.
 pub fn incr_by(cx: &mut Cx, key: &[u8], delta: i64) -> Reply {
-    let cur = match lookup_write(cx, key) {
-        None => None,
-        Some(e) => match as_str(&e.value) {
-            Some(StrVal::Int(i)) => Some(*i),
-            Some(StrVal::Bytes { data, .. }) => match crate::protocol::parse::parse_i64(data) {
-                Some(i) => Some(i),
-                None => return errors::not_int(),
-            },
-            None => return errors::wrongtype(),
-        },
+    // One lookup: an existing value is replaced in place (keeping its TTL), and WATCHers are
+    // signalled only once the increment succeeded.
+    let (cur, new) = match lookup_write(cx, key) {
+        None => {
+            cx.ks.set(key, Value::Str(StrVal::Int(delta)), None);
+            (None, delta)
+        }
+        Some(e) => {
+            let cur = match as_str(&e.value) {
+                Some(StrVal::Int(i)) => *i,
+                Some(StrVal::Bytes { data, .. }) => match crate::protocol::parse::parse_i64(data) {
+                    Some(i) => i,
+                    None => return errors::not_int(),
+                },
+                None => return errors::wrongtype(),
+            };
+            let Some(new) = cur.checked_add(delta) else {
+                return errors::err(errors::OVERFLOW);
+            };
+            e.value = Value::Str(StrVal::Int(new));
+            let db = cx.ks.db;
+            cx.ks.modified_in(db, key);
+            (Some(cur), new)
+        }
     };
-    let Some(new) = cur.unwrap_or(0).checked_add(delta) else {
-        return errors::err(errors::OVERFLOW);
-    };
-    store_keep_ttl(cx, key, cur.is_some(), Value::Str(StrVal::Int(new)));
     if let Some(ev) = notify::cx_events(cx) {
         ev.created(cur.is_none(), key);
         ev.emit(notify::STRING, "incrby", key);
