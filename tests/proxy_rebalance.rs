@@ -7,6 +7,7 @@ use respite::proxy::rebalance::{parse_node_list, rebalance, RebalanceOptions, Su
 use std::collections::HashMap;
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 const PASSWORD: &str = "s3cret-pw";
@@ -187,8 +188,8 @@ fn dbsize(m: &Member) -> usize {
 }
 
 /// Every key is on the node `fleet`'s placement names and nowhere among `all`, with the
-/// value and TTL it had; keys of one tag are together; no other keys exist.
-fn check_layout(all: &[&Member], fleet: &[&Member], snap: &Snapshot) {
+/// value and TTL it had; keys of one tag are together; the fleet holds `extra` other keys.
+fn check_layout_plus(all: &[&Member], fleet: &[&Member], snap: &Snapshot, extra: usize) {
     let place = Placement::new(&specs(fleet));
     let keys: Vec<String> = snap.keys().cloned().collect();
     let mut tag_home: HashMap<String, String> = HashMap::new();
@@ -221,7 +222,11 @@ fn check_layout(all: &[&Member], fleet: &[&Member], snap: &Snapshot) {
         }
         total += dbsize(m);
     }
-    assert_eq!(total, snap.len(), "extra keys in the fleet");
+    assert_eq!(total, snap.len() + extra, "unexpected keys in the fleet");
+}
+
+fn check_layout(all: &[&Member], fleet: &[&Member], snap: &Snapshot) {
+    check_layout_plus(all, fleet, snap, 0)
 }
 
 fn opts(from: &[&Member], to: &[&Member], batch: usize) -> RebalanceOptions {
@@ -374,11 +379,11 @@ fn passwords_dbs_shrinking_and_node_errors() {
     );
 
     // Shrink: x leaves; all of its keys go to y and z.
-    let mut seen = Vec::new();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
     let sum = rebalance(RebalanceOptions {
         progress: Some(Box::new(move |p| {
-            seen.push(p.to_string());
-            assert_secret_free(&p.to_string());
+            log.lock().unwrap().push(p.clone());
             true
         })),
         ..opts(&all, &[&y, &z], 64)
@@ -388,6 +393,20 @@ fn passwords_dbs_shrinking_and_node_errors() {
     // Keys moved to y and z are not scanned again (kept nodes are scanned first).
     assert_eq!((sum.scanned, sum.stray), (N as u64, 0), "{sum}");
     println!("{sum}");
+    // Progress after every SCAN batch, x (leaving) last, totals growing to the summary's.
+    let seen = seen.lock().unwrap();
+    assert!(seen.len() >= 3, "{seen:?}");
+    let last = seen.last().unwrap();
+    assert_eq!(
+        (last.node.as_str(), last.node_index, last.nodes),
+        ("x", 3, 3)
+    );
+    assert_eq!((last.scanned, last.moved), (sum.scanned, sum.moved));
+    assert!(seen.windows(2).all(|w| w[0].scanned <= w[1].scanned));
+    for p in seen.iter() {
+        assert_secret_free(&p.to_string());
+    }
+    drop(seen);
     assert_eq!(dbsize(&x), 0);
     check_layout(&all, &[&y, &z], &snap);
 
@@ -416,4 +435,72 @@ fn passwords_dbs_shrinking_and_node_errors() {
     assert!(err.contains("node gone"), "{err}");
     assert_secret_free(&err);
     check_layout(&all, &[&y, &z], &snap);
+}
+
+#[test]
+fn replacing_a_node_moves_big_values_intact() {
+    let servers = [Node::start(None), Node::start(None), Node::start(None)];
+    let (a, b, c) = (
+        member(&servers[0], "a", 0),
+        member(&servers[1], "b", 0),
+        member(&servers[2], "c", 0),
+    );
+    const N: usize = 400;
+    populate(&[&a, &b], N);
+    // Values past the small encodings (whose DUMP bytes depend on hash-table order), and a
+    // large string: checked by content instead of by DUMP.
+    let place = Placement::new(&specs(&[&a, &b]));
+    let big: Vec<String> = (0..8).map(|i| format!("big:{i}")).collect();
+    let blob = vec![b'x'; 3 << 20];
+    for (i, k) in big.iter().enumerate() {
+        let m = [&a, &b][place.owner(k.as_bytes())];
+        let mut p = redis::pipe();
+        match i % 4 {
+            0 => p.set(k, &blob[..]).ignore(),
+            1 => p.rpush(k, (0..5_000).collect::<Vec<i32>>()).ignore(),
+            2 => p
+                .sadd(k, (0..5_000).map(|j| format!("m{j}")).collect::<Vec<_>>())
+                .ignore(),
+            _ => p
+                .hset_multiple(k, &(0..1_000).map(|j| (j, j * 2)).collect::<Vec<_>>())
+                .ignore(),
+        };
+        let () = p.query(&mut conn(m)).unwrap();
+    }
+    let snap = snapshot(&[&a, &b], N);
+
+    // a leaves, c joins: a's keys go to b or c, b's keys only to c.
+    let sum = rebalance(opts(&[&a, &b], &[&b, &c], 32)).unwrap();
+    assert!(sum.complete && sum.failed == 0 && sum.stray == 0, "{sum}");
+    assert_eq!(sum.scanned, (N + big.len()) as u64, "{sum}");
+    assert_eq!(dbsize(&a), 0);
+    let new = Placement::new(&specs(&[&b, &c]));
+    for (i, k) in big.iter().enumerate() {
+        let mut cx = conn([&b, &c][new.owner(k.as_bytes())]);
+        match i % 4 {
+            0 => assert_eq!(
+                redis::cmd("GET").arg(k).query::<Vec<u8>>(&mut cx).unwrap(),
+                blob
+            ),
+            1 => {
+                let l: Vec<i32> = redis::cmd("LRANGE")
+                    .arg(k)
+                    .arg(0)
+                    .arg(-1)
+                    .query(&mut cx)
+                    .unwrap();
+                assert_eq!(l, (0..5_000).collect::<Vec<_>>());
+            }
+            2 => assert_eq!(
+                redis::cmd("SCARD").arg(k).query::<usize>(&mut cx).unwrap(),
+                5_000
+            ),
+            _ => {
+                let h: HashMap<i32, i32> = redis::cmd("HGETALL").arg(k).query(&mut cx).unwrap();
+                assert!(h.len() == 1_000 && h.iter().all(|(f, v)| *v == f * 2));
+            }
+        }
+    }
+    // The small keys: on their owner only, same DUMP and TTL.
+    check_layout_plus(&[&a, &b, &c], &[&b, &c], &snap, big.len());
 }
