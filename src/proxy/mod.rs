@@ -5,3 +5,5 @@
 //! - [`config`]: nodes (stable id + URL, passwords redacted), placement, proxy settings.
 
 pub mod config;
+pub mod rebalance;
+pub mod sync_client;
