@@ -24,6 +24,66 @@ struct Cli {
 enum Cmd {
     /// Run the server (the default).
     Serve(ServeArgs),
+    /// Move the keys whose owner changed when a proxy fleet changes (resumable, idempotent).
+    Rebalance(RebalanceArgs),
+}
+
+#[derive(clap::Args)]
+struct RebalanceArgs {
+    /// The old fleet: ID=redis://[user:pass@]host:port[/db],...
+    #[arg(long, value_name = "NODES")]
+    from: String,
+    /// The new fleet (a node kept across fleets has the same id; its URL is taken from here).
+    #[arg(long, value_name = "NODES")]
+    to: String,
+    /// Keys per SCAN batch and pipeline round.
+    #[arg(long, default_value_t = 500)]
+    batch: usize,
+    /// Count what would move; change nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Print progress to stderr every this many scanned keys (0 = never).
+    #[arg(long, default_value_t = 10_000)]
+    progress_every: u64,
+}
+
+/// `respite rebalance`: exit 0 when complete with no failures, 1 on a node error or a failed
+/// key, 2 for bad arguments.
+fn rebalance_cmd(a: RebalanceArgs) -> i32 {
+    use respite::proxy::rebalance::{parse_node_list, rebalance, Progress, RebalanceOptions};
+    let parse = |flag: &str, s: &str| parse_node_list(s).map_err(|e| format!("--{flag}: {e}"));
+    let (from, to) = match (parse("from", &a.from), parse("to", &a.to)) {
+        (Ok(f), Ok(t)) => (f, t),
+        (Err(e), _) | (_, Err(e)) => {
+            eprintln!("respite: {e}");
+            return 2;
+        }
+    };
+    let (every, mut next) = (a.progress_every, a.progress_every);
+    let progress = move |p: &Progress| {
+        if every > 0 && p.scanned >= next {
+            eprintln!("respite: {p}");
+            next = p.scanned - p.scanned % every + every;
+        }
+        true
+    };
+    let opts = RebalanceOptions {
+        from,
+        to,
+        batch: a.batch,
+        dry_run: a.dry_run,
+        progress: Some(Box::new(progress)),
+    };
+    match rebalance(opts) {
+        Ok(s) => {
+            print!("{s}");
+            i32::from(!s.complete || s.failed > 0)
+        }
+        Err(e) => {
+            eprintln!("respite: {e}");
+            1
+        }
+    }
 }
 
 /// Flags are named after redis.conf parameters.
@@ -163,6 +223,7 @@ fn main() {
     let cli = Cli::parse();
     let args = match cli.cmd {
         Some(Cmd::Serve(a)) => a,
+        Some(Cmd::Rebalance(a)) => std::process::exit(rebalance_cmd(a)),
         None => cli.serve,
     };
     let cfg = match build_config(args) {
