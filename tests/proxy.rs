@@ -534,3 +534,97 @@ fn resp3_clients_and_auth() {
     let got: Vec<Option<String>> = q(&mut c, &["MGET", "h", "missing"]).unwrap();
     assert_eq!(got, vec![None, None]);
 }
+
+/// A raw RESP connection, to see exact subscription frames.
+struct Raw {
+    s: std::net::TcpStream,
+    buf: Vec<u8>,
+}
+
+impl Raw {
+    fn connect(addr: std::net::SocketAddr) -> Raw {
+        let s = std::net::TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        Raw { s, buf: Vec::new() }
+    }
+
+    fn send(&mut self, args: &[&str]) {
+        use std::io::Write;
+        self.s
+            .write_all(&respite::proxy::resp::command(args))
+            .unwrap();
+    }
+
+    fn frame(&mut self) -> String {
+        use std::io::Read;
+        loop {
+            if let Some(n) = respite::proxy::resp::frame_len(&self.buf).unwrap() {
+                let f: Vec<u8> = self.buf.drain(..n).collect();
+                return String::from_utf8_lossy(&f).replace("\r\n", " ");
+            }
+            let mut chunk = [0u8; 4096];
+            let n = self.s.read(&mut chunk).unwrap();
+            assert!(n > 0, "proxy closed the connection");
+            self.buf.extend_from_slice(&chunk[..n]);
+        }
+    }
+}
+
+#[test]
+fn subscriptions_follow_channel_owners() {
+    let f = Fleet::start();
+    let mut c = f.client();
+    let ch_a = f.key_on(0, "chan");
+    let ch_b = f.key_on(1, "chan");
+    let mut sub = Raw::connect(f.proxy.addr());
+    sub.send(&["SUBSCRIBE", &ch_a, &ch_b]);
+    let l = ch_a.len();
+    assert_eq!(sub.frame(), format!("*3 $9 subscribe ${l} {ch_a} :1 "));
+    assert_eq!(sub.frame(), format!("*3 $9 subscribe ${l} {ch_b} :2 "));
+    sub.send(&["PSUBSCRIBE", "news.*"]);
+    assert_eq!(sub.frame(), "*3 $10 psubscribe $6 news.* :3 ");
+    sub.send(&["GET", "x"]);
+    let e = sub.frame();
+    assert!(e.starts_with("-ERR Can't execute 'get'"), "{e}");
+    sub.send(&["PING"]);
+    assert_eq!(sub.frame(), "*2 $4 pong $0  ");
+    // Published through the proxy: each lands on the channel's owner.
+    assert_eq!(q::<i64>(&mut c, &["PUBLISH", &ch_b, "hello"]).unwrap(), 1);
+    assert_eq!(sub.frame(), format!("*3 $7 message ${l} {ch_b} $5 hello "));
+    assert_eq!(q::<i64>(&mut c, &["PUBLISH", "news.1", "x"]).unwrap(), 1);
+    assert_eq!(sub.frame(), "*4 $8 pmessage $6 news.* $6 news.1 $1 x ");
+    sub.send(&["UNSUBSCRIBE"]);
+    let (first, second) = (sub.frame(), sub.frame());
+    assert!(
+        first.ends_with(":2 ") && second.ends_with(":1 "),
+        "{first} / {second}"
+    );
+    let mut names = [first, second];
+    names.sort();
+    assert_eq!(
+        names
+            .iter()
+            .map(|f| f.split(' ').nth(4).unwrap())
+            .collect::<Vec<_>>(),
+        {
+            let mut v = vec![ch_a.as_str(), ch_b.as_str()];
+            v.sort();
+            v
+        }
+    );
+    sub.send(&["PUNSUBSCRIBE"]);
+    assert_eq!(sub.frame(), "*3 $12 punsubscribe $6 news.* :0 ");
+    sub.send(&["SET", "x", "1"]);
+    assert_eq!(sub.frame(), "+OK ");
+    assert_eq!(q::<i64>(&mut c, &["PUBLISH", &ch_a, "nobody"]).unwrap(), 0);
+    // RESP3: pushes, and ordinary commands meanwhile.
+    let mut sub3 = Raw::connect(f.proxy.addr());
+    sub3.send(&["HELLO", "3"]);
+    assert!(sub3.frame().starts_with("%7 "));
+    sub3.send(&["SSUBSCRIBE", &ch_a]);
+    assert_eq!(sub3.frame(), format!(">3 $10 ssubscribe ${l} {ch_a} :1 "));
+    sub3.send(&["GET", "x"]);
+    assert_eq!(sub3.frame(), "$1 1 ");
+    assert_eq!(q::<i64>(&mut c, &["SPUBLISH", &ch_a, "m"]).unwrap(), 1);
+    assert_eq!(sub3.frame(), format!(">3 $8 smessage ${l} {ch_a} $1 m "));
+}

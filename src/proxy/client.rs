@@ -7,6 +7,7 @@
 
 use super::local;
 use super::node::{Dedicated, Wait};
+use super::pubsub::{self, Kind, PubSub};
 use super::resp::{self, Frame};
 use super::route::{self, Route, Split, CROSSSLOT};
 use super::Proxy;
@@ -65,6 +66,7 @@ pub struct Client {
     /// WATCH pins the client to a dedicated connection of one node until EXEC/UNWATCH.
     watch: Option<(usize, Dedicated)>,
     quit: bool,
+    pubsub: PubSub,
     rd: OwnedReadHalf,
     inbuf: BytesMut,
 }
@@ -92,6 +94,7 @@ pub async fn serve(p: Arc<Proxy>, stream: TcpStream) {
         multi: None,
         watch: None,
         quit: false,
+        pubsub: PubSub::default(),
         rd,
         inbuf: BytesMut::with_capacity(16 * 1024),
     };
@@ -131,7 +134,7 @@ impl Client {
                         wr.write_all(&out).await?;
                         out.clear();
                     }
-                    if self.rd.read_buf(&mut self.inbuf).await? == 0 {
+                    if !self.read_more(wr).await? {
                         return Ok(());
                     }
                 }
@@ -141,6 +144,27 @@ impl Client {
                     wr.write_all(&out).await?;
                     return Ok(());
                 }
+            }
+        }
+    }
+
+    /// Reads more of the request stream, meanwhile forwarding subscription messages.
+    /// False when the client is gone (or its subscriptions broke).
+    async fn read_more(&mut self, wr: &mut OwnedWriteHalf) -> std::io::Result<bool> {
+        loop {
+            let Some(rx) = &mut self.pubsub.rx else {
+                return Ok(self.rd.read_buf(&mut self.inbuf).await? > 0);
+            };
+            tokio::select! {
+                n = self.rd.read_buf(&mut self.inbuf) => return Ok(n? > 0),
+                msg = rx.recv() => match msg {
+                    Some(Ok(frame)) => wr.write_all(&frame).await?,
+                    Some(Err(e)) => {
+                        tracing::info!("closing a subscribed client: {e}");
+                        return Ok(false);
+                    }
+                    None => return Ok(false),
+                },
             }
         }
     }
@@ -189,6 +213,13 @@ impl Client {
             pend.push(err("NOAUTH Authentication required."));
             return Ok(());
         }
+        if !self.resp3 && self.pubsub.active() && !pubsub::allowed_when_subscribed(name) {
+            pend.push(err(&format!(
+                "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
+                String::from_utf8_lossy(&args[0]).to_ascii_lowercase()
+            )));
+            return Ok(());
+        }
         if self.multi.is_some()
             && !matches!(
                 name,
@@ -202,10 +233,12 @@ impl Client {
         // Commands that must see the replies before them, or change how later ones go.
         let ordered = match &r {
             Route::Node { blocking, .. } => *blocking || self.known_evalsha(&args).is_some(),
-            Route::Local(n) => matches!(
-                *n,
-                "hello" | "exec" | "watch" | "unwatch" | "discard" | "reset" | "quit"
-            ),
+            Route::Local(n) => {
+                matches!(
+                    *n,
+                    "hello" | "exec" | "watch" | "unwatch" | "discard" | "reset" | "quit"
+                ) || Kind::of(n).is_some()
+            }
             _ => false,
         };
         if ordered {
@@ -396,7 +429,12 @@ impl Client {
                 self.quit = true;
                 ok()
             }
+            "ping" if !self.resp3 && self.pubsub.active() => {
+                let arg = args.get(1).map_or(&b""[..], |a| &a[..]);
+                Pending::Ready(pubsub::push(false, &[Some(b"pong"), Some(arg)], None))
+            }
             "reset" => {
+                self.pubsub = PubSub::default();
                 self.multi = None;
                 self.unwatch().await;
                 self.resp3 = false;
@@ -404,7 +442,21 @@ impl Client {
                 self.authed = self.p.cfg.requirepass.is_none();
                 Pending::Ready(Bytes::from_static(b"+RESET\r\n"))
             }
-            _ => local::command(self, name, args),
+            _ => match Kind::of(name) {
+                Some((kind, subscribe)) => {
+                    let p = self.p.clone();
+                    let owner = |k: &[u8]| p.placement.owner(k);
+                    let r = self
+                        .pubsub
+                        .command(&p.nodes, owner, self.resp3, kind, subscribe, &args[1..])
+                        .await;
+                    match r {
+                        Ok(b) => Pending::Ready(b),
+                        Err(e) => err(&e),
+                    }
+                }
+                None => local::command(self, name, args),
+            },
         }
     }
 

@@ -8,11 +8,13 @@
 //! - [`route`]: which node(s) serve a command (pure).
 //! - [`scan`]: the fleet-wide SCAN cursor.
 //! - [`client`], [`local`]: a client connection; commands answered by the proxy.
+//! - [`pubsub`]: subscriptions on dedicated connections to the channels' nodes.
 
 pub mod client;
 pub mod config;
 pub mod local;
 pub mod node;
+pub mod pubsub;
 pub mod resp;
 pub mod route;
 pub mod scan;

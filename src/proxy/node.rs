@@ -231,6 +231,11 @@ pub struct Dedicated {
 }
 
 impl Dedicated {
+    /// The stream, bytes already read from it, and its slot in the node's dedicated pool.
+    pub fn into_parts(self) -> (TcpStream, BytesMut, OwnedSemaphorePermit) {
+        (self.stream, self.buf, self._permit)
+    }
+
     pub async fn write(&mut self, bytes: &[u8]) -> Result<(), String> {
         self.stream
             .write_all(bytes)

@@ -10,7 +10,8 @@
 //!   the node owning the empty key `""`: deterministic, and one node's script cache.
 //! - PUBLISH goes to the node owning the channel name (as if it were a key).
 //! - Blocking commands (BLPOP…, XREAD/XREADGROUP with BLOCK) use dedicated connections.
-//! - Commands that hold client state or span the fleet are answered by the proxy.
+//! - Commands that hold client state or span the fleet are answered by the proxy
+//!   (subscriptions: pubsub.rs).
 //! - Keyless commands the proxy does not know how to spread are refused with `-ERR`.
 
 use super::config::Placement;
@@ -85,6 +86,12 @@ const LOCAL: &[&str] = &[
     "script|exists",
     "script|flush",
     "reset",
+    "subscribe",
+    "unsubscribe",
+    "psubscribe",
+    "punsubscribe",
+    "ssubscribe",
+    "sunsubscribe",
 ];
 
 fn upper_name(spec: &CommandSpec) -> String {
@@ -183,6 +190,13 @@ fn split_by_node(args: &[Bytes], kind: Split, stride: usize, placement: &Placeme
         };
         part.args.extend(chunk.iter().cloned());
         part.slots.push(slot);
+    }
+    // All on one node: the node's reply is already the answer.
+    if let [only] = &parts[..] {
+        return Route::Node {
+            node: only.node,
+            blocking: false,
+        };
     }
     Route::Split { kind, parts }
 }
@@ -316,6 +330,7 @@ mod tests {
             };
             assert_eq!((kind, parts.len()), (Split::Sum, 2));
         }
+        assert_eq!(r(&format!("DEL {C} {{vehicle:42}}:y")), node(2));
         // MSET with an odd count is refused before splitting.
         assert!(matches!(r("MSET a 1 b"), Route::Reject(e) if e.contains("'mset'")));
     }
@@ -333,6 +348,8 @@ mod tests {
             ("FLUSHALL", "flushall"),
             ("MULTI", "multi"),
             ("WATCH a b", "watch"),
+            ("SSUBSCRIBE a", "ssubscribe"),
+            ("subscribe a b", "subscribe"),
         ] {
             assert_eq!(r(line), Route::Local(name), "{line}");
         }
