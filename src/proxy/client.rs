@@ -158,7 +158,10 @@ impl Client {
             tokio::select! {
                 n = self.rd.read_buf(&mut self.inbuf) => return Ok(n? > 0),
                 msg = rx.recv() => match msg {
-                    Some(Ok(frame)) => wr.write_all(&frame).await?,
+                    Some(Ok(frame)) => {
+                        wr.write_all(&frame).await?;
+                        self.pubsub.queued.fetch_sub(frame.len(), Ordering::Relaxed);
+                    }
                     Some(Err(e)) => {
                         tracing::info!("closing a subscribed client: {e}");
                         return Ok(false);

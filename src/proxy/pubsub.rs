@@ -16,12 +16,18 @@ use super::node::Node;
 use super::resp::{self, Frame};
 use bytes::{Bytes, BytesMut};
 use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use tokio::io::AsyncWriteExt;
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::sync::mpsc;
 
 /// A frame from a node's subscription connection, or why it broke.
 pub type Incoming = Result<Bytes, String>;
+
+/// Messages waiting for a slow subscriber beyond this disconnect it (Redis's
+/// client-output-buffer-limit for pubsub plays the same role).
+const MAX_QUEUED: usize = 32 << 20;
 
 #[derive(Default)]
 pub struct PubSub {
@@ -31,6 +37,8 @@ pub struct PubSub {
     channels: BTreeSet<Bytes>,
     patterns: BTreeSet<Bytes>,
     shard: BTreeSet<Bytes>,
+    /// Bytes handed to the client task and not yet written to the client.
+    pub queued: Arc<AtomicUsize>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -124,9 +132,10 @@ impl PubSub {
             }
             let tx = self.tx.clone().expect("set above");
             let id = nodes[node].id().to_string();
+            let queued = self.queued.clone();
             tokio::spawn(async move {
                 let _permit = permit;
-                forward(rd, buf, tx, id).await;
+                forward(rd, buf, tx, id, queued).await;
             });
             self.writers.insert(node, wr);
         }
@@ -221,6 +230,7 @@ async fn forward(
     mut buf: BytesMut,
     tx: mpsc::UnboundedSender<Incoming>,
     id: String,
+    queued: Arc<AtomicUsize>,
 ) {
     use tokio::io::AsyncReadExt;
     loop {
@@ -228,7 +238,14 @@ async fn forward(
             match resp::frame_len(&buf) {
                 Ok(Some(n)) => {
                     let f = buf.split_to(n).freeze();
-                    if !is_confirmation(&f) && tx.send(Ok(f)).is_err() {
+                    if is_confirmation(&f) {
+                        continue;
+                    }
+                    if queued.fetch_add(f.len(), Ordering::Relaxed) + f.len() > MAX_QUEUED {
+                        let _ = tx.send(Err("subscriber too slow: output limit reached".into()));
+                        return;
+                    }
+                    if tx.send(Ok(f)).is_err() {
                         return;
                     }
                 }
