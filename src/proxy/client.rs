@@ -485,7 +485,7 @@ impl Client {
             },
         };
         let r = match d.write(&resp::command(args)).await {
-            Ok(()) => d.read_reply().await,
+            Ok(()) => d.read_prompt_reply().await,
             Err(e) => Err(e),
         };
         match r {
@@ -499,8 +499,8 @@ impl Client {
 
     async fn unwatch(&mut self) {
         if let Some((node, mut d)) = self.watch.take() {
-            let ok =
-                d.write(b"*1\r\n$7\r\nUNWATCH\r\n").await.is_ok() && d.read_reply().await.is_ok();
+            let ok = d.write(b"*1\r\n$7\r\nUNWATCH\r\n").await.is_ok()
+                && d.read_prompt_reply().await.is_ok();
             if ok {
                 self.p.nodes[node].release(d);
             }
@@ -541,7 +541,7 @@ impl Client {
         // MULTI's OK, one QUEUED (or error) per command, then EXEC's reply.
         let mut last = Bytes::new();
         for _ in 0..m.cmds.len() + 2 {
-            match d.read_reply().await {
+            match d.read_prompt_reply().await {
                 Ok(b) => last = b,
                 Err(e) => return resp::error(&n.info.unavailable(&e)),
             }

@@ -208,6 +208,7 @@ impl Node {
             buf,
             resp3,
             generation,
+            timeout: self.info.command_timeout,
             _permit: permit,
         })
     }
@@ -227,6 +228,8 @@ pub struct Dedicated {
     buf: BytesMut,
     resp3: bool,
     generation: u64,
+    /// For replies that should come at once (not for blocking commands).
+    timeout: Duration,
     _permit: OwnedSemaphorePermit,
 }
 
@@ -241,6 +244,14 @@ impl Dedicated {
             .write_all(bytes)
             .await
             .map_err(|e| e.to_string())
+    }
+
+    /// Reads one reply that should come at once (the command timeout applies).
+    pub async fn read_prompt_reply(&mut self) -> Result<Bytes, String> {
+        let t = self.timeout;
+        tokio::time::timeout(t, self.read_reply())
+            .await
+            .unwrap_or_else(|_| Err("command timed out".into()))
     }
 
     /// Reads one reply (no timeout: blocking commands may wait for as long as they asked).
