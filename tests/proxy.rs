@@ -628,3 +628,61 @@ fn subscriptions_follow_channel_owners() {
     assert_eq!(q::<i64>(&mut c, &["SPUBLISH", &ch_a, "m"]).unwrap(), 1);
     assert_eq!(sub3.frame(), format!(">3 $8 smessage ${l} {ch_a} $1 m "));
 }
+
+#[test]
+fn a_hung_node_times_out_and_a_late_node_joins() {
+    let mut f = Fleet::start_with(|cfg| cfg.command_timeout = Duration::from_millis(300));
+    let mut c = f.client();
+    let keys: Vec<String> = (0..3).map(|n| f.key_on(n, "h")).collect();
+    for k in &keys {
+        q::<()>(&mut c, &["SET", k, "v"]).unwrap();
+    }
+    // A frozen node: its requests time out (naming it), the others keep answering.
+    let pid = f.nodes[2].child.as_ref().unwrap().id().to_string();
+    let signal = |sig: &str| {
+        let ok = Command::new("kill").args([sig, &pid]).status().unwrap();
+        assert!(ok.success());
+    };
+    signal("-STOP");
+    let start = Instant::now();
+    let e = err_text(q::<()>(&mut c, &["GET", &keys[2]]).unwrap_err());
+    assert!(e.contains("node node-c is unavailable"), "{e}");
+    assert!(
+        start.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        start.elapsed()
+    );
+    assert_eq!(q::<String>(&mut c, &["GET", &keys[0]]).unwrap(), "v");
+    signal("-CONT");
+    let until = Instant::now() + Duration::from_secs(5);
+    while q::<String>(&mut c, &["GET", &keys[2]]).is_err() {
+        assert!(Instant::now() < until, "node-c did not come back");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // A node that is down when a proxy starts: its keys fail until it comes up. (The second
+    // fleet's own nodes go unused: its proxy is pointed at the first fleet's.)
+    f.nodes[1].kill();
+    let late = Fleet::start_with(|cfg| {
+        cfg.nodes = f
+            .nodes
+            .iter()
+            .zip(IDS)
+            .map(|(n, id)| {
+                NodeSpec::parse(&format!(
+                    "{id}=redis://:{}@127.0.0.1:{}",
+                    n.password, n.port
+                ))
+                .unwrap()
+            })
+            .collect();
+    });
+    let mut lc = late.client();
+    let e = err_text(q::<()>(&mut lc, &["GET", &keys[1]]).unwrap_err());
+    assert!(e.contains("node-b"), "{e}");
+    f.nodes[1].spawn();
+    let until = Instant::now() + Duration::from_secs(5);
+    while q::<Option<String>>(&mut lc, &["GET", &keys[1]]).is_err() {
+        assert!(Instant::now() < until, "node-b did not come back");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
