@@ -686,3 +686,76 @@ fn a_hung_node_times_out_and_a_late_node_joins() {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// S2 and S3 through the proxy with redis-rs's multiplexed async connections (many
+/// requests in flight per connection), with the scripts from lua/.
+#[test]
+fn rate_limit_and_fencing_scripts_under_concurrency() {
+    let f = Fleet::start();
+    let url = f.proxy.url();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async move {
+        let client = redis::Client::open(url).unwrap();
+        let mut cons = Vec::new();
+        for _ in 0..8 {
+            cons.push(client.get_multiplexed_async_connection().await.unwrap());
+        }
+        // S2: 128 concurrent checks against a user limit of 32 admit exactly 32; two API
+        // keys of one user share its limit.
+        let limiter = redis::Script::new(include_str!("../lua/ratelimit_fixed_window.lua"));
+        let mut tasks = Vec::new();
+        for i in 0..128 {
+            let mut con = cons[i % 8].clone();
+            let limiter = limiter.clone();
+            tasks.push(tokio::spawn(async move {
+                let api = if i % 2 == 0 { "A" } else { "B" };
+                let r: Vec<Value> = limiter
+                    .key("{user:7}:w1:user")
+                    .key(format!("{{user:7}}:w1:key:{api}"))
+                    .arg(32)
+                    .arg(1000)
+                    .arg(60_000)
+                    .invoke_async(&mut con)
+                    .await
+                    .unwrap();
+                r[0] == Value::Int(1)
+            }));
+        }
+        let mut admitted = 0;
+        for t in tasks {
+            admitted += t.await.unwrap() as usize;
+        }
+        assert_eq!(admitted, 32);
+        // S3: every acquisition's fencing token is larger than all earlier ones.
+        let acquire = redis::Script::new(include_str!("../lua/lock_acquire.lua"));
+        let release = redis::Script::new(include_str!("../lua/lock_release.lua"));
+        let mut last = 0i64;
+        let mut con = cons[0].clone();
+        for round in 0..20 {
+            let owner = format!("owner-{round}");
+            let token: Option<i64> = acquire
+                .key("{lock:x}")
+                .key("{lock:x}:fence")
+                .arg(&owner)
+                .arg(10_000)
+                .invoke_async(&mut con)
+                .await
+                .unwrap();
+            let token = token.expect("the lock is free");
+            assert!(token > last);
+            last = token;
+            let released: i64 = release
+                .key("{lock:x}")
+                .arg(&owner)
+                .arg(token)
+                .invoke_async(&mut con)
+                .await
+                .unwrap();
+            assert_eq!(released, 1);
+        }
+    });
+}

@@ -65,9 +65,13 @@ pub fn command(c: &mut Client, name: &str, args: &[Bytes]) -> Pending {
             }
         }
         "info" => info(c, args),
-        // Every node runs the same Redis: one answers for the fleet.
-        n if n == "command" || n.starts_with("command|") => {
-            Pending::Wait(c.send(0, resp::command(args)))
+        // Every node runs the same Redis: any node that is up answers for the fleet.
+        n if n == "command" || n.starts_with("command|") || n == "time" => {
+            let nodes = &c.proxy().nodes;
+            let node = (0..nodes.len())
+                .find(|&i| super::node::state_name(&nodes[i]) == "up")
+                .unwrap_or(0);
+            Pending::Wait(c.send(node, resp::command(args)))
         }
         "dbsize" => c.fan(Fan::Sum, &[b"DBSIZE"]),
         "keys" => c.fan(Fan::Concat, &[&b"KEYS"[..], &args[1][..]]),

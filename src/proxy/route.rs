@@ -86,6 +86,7 @@ const LOCAL: &[&str] = &[
     "script|exists",
     "script|flush",
     "reset",
+    "time",
     "subscribe",
     "unsubscribe",
     "psubscribe",
