@@ -180,6 +180,15 @@ fn single_key_commands_and_placement() {
         .unwrap();
     let got: Vec<u8> = redis::cmd("GET").arg("bin").query(&mut c).unwrap();
     assert_eq!(got, bin);
+    // Large values cross in many reads both ways.
+    let big: Vec<u8> = (0..8 << 20).map(|i| (i % 251) as u8).collect();
+    redis::cmd("SET")
+        .arg("big")
+        .arg(&big)
+        .query::<()>(&mut c)
+        .unwrap();
+    let got: Vec<u8> = redis::cmd("GET").arg("big").query(&mut c).unwrap();
+    assert!(got == big);
     // Every key of one hash tag is on the node the placement names, and only there.
     let tagged = [
         "{vehicle:42}:checkpoint",

@@ -208,6 +208,7 @@ impl Node {
             buf,
             resp3,
             generation,
+            scan: resp::Scanner::default(),
             timeout: self.info.command_timeout,
             _permit: permit,
         })
@@ -228,6 +229,7 @@ pub struct Dedicated {
     buf: BytesMut,
     resp3: bool,
     generation: u64,
+    scan: resp::Scanner,
     /// For replies that should come at once (not for blocking commands).
     timeout: Duration,
     _permit: OwnedSemaphorePermit,
@@ -257,7 +259,7 @@ impl Dedicated {
     /// Reads one reply (no timeout: blocking commands may wait for as long as they asked).
     pub async fn read_reply(&mut self) -> Result<Bytes, String> {
         loop {
-            match resp::frame_len(&self.buf) {
+            match self.scan.scan(&self.buf) {
                 Ok(Some(n)) => return Ok(self.buf.split_to(n).freeze()),
                 Ok(None) => {}
                 Err(e) => return Err(format!("bad reply: {}", e.0)),
@@ -395,6 +397,7 @@ async fn serve(
     let (mut rd, mut wr) = stream.into_split();
     let mut out: Vec<u8> = Vec::with_capacity(16 * 1024);
     let mut last_reply = Instant::now();
+    let mut scan = resp::Scanner::default();
     let mut health = tokio::time::interval(HEALTH_EVERY);
     health.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -426,7 +429,7 @@ async fn serve(
                 }
                 last_reply = Instant::now();
                 loop {
-                    match resp::frame_len(&inbuf) {
+                    match scan.scan(&inbuf) {
                         Ok(Some(n)) => {
                             let frame = inbuf.split_to(n).freeze();
                             if matches!(frame.first(), Some(b'-') | Some(b'!')) {

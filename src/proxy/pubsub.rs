@@ -233,9 +233,10 @@ async fn forward(
     queued: Arc<AtomicUsize>,
 ) {
     use tokio::io::AsyncReadExt;
+    let mut scan = resp::Scanner::default();
     loop {
         loop {
-            match resp::frame_len(&buf) {
+            match scan.scan(&buf) {
                 Ok(Some(n)) => {
                     let f = buf.split_to(n).freeze();
                     if is_confirmation(&f) {

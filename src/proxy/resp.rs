@@ -26,71 +26,102 @@ fn parse_len(s: &[u8]) -> Result<i64, BadFrame> {
 }
 
 /// Length of the complete RESP2/RESP3 frame at the front of `buf`, or `None` while
-/// incomplete. Iterative (a count of values still owed), so deep nesting cannot overflow
-/// the stack.
+/// incomplete.
 pub fn frame_len(buf: &[u8]) -> Result<Option<usize>, BadFrame> {
-    let mut pos = 0usize;
-    // Values still to read before the frame is complete.
-    let mut owed: u64 = 1;
-    while owed > 0 {
-        if pos >= buf.len() {
-            return Ok(None);
+    Scanner::default().scan(buf)
+}
+
+/// A frame scan that resumes where the previous call stopped, so a large reply arriving
+/// over many reads is not re-scanned from its start each time (quadratic otherwise).
+/// Iterative (a count of values still owed), so deep nesting cannot overflow the stack.
+#[derive(Debug, Default)]
+pub struct Scanner {
+    /// Bytes of the frame already scanned (whole values only).
+    pos: usize,
+    /// Values still to read (0: no frame in progress, i.e. one to read).
+    owed: u64,
+}
+
+impl Scanner {
+    /// Length of the frame at the front of `buf` (which may only have grown at its end
+    /// since the last call), or None while incomplete. Resets after a complete frame.
+    pub fn scan(&mut self, buf: &[u8]) -> Result<Option<usize>, BadFrame> {
+        if self.owed == 0 {
+            self.pos = 0;
+            self.owed = 1;
         }
-        let Some(end) = line_end(buf, pos + 1) else {
-            return Ok(None);
-        };
-        let head = buf[pos];
-        let line = &buf[pos + 1..end];
-        pos = end + 2;
-        owed -= 1;
-        match head {
-            b'+' | b'-' | b':' | b'_' | b',' | b'#' | b'(' => {}
-            b'$' | b'!' | b'=' => {
-                let n = parse_len(line)?;
-                if n >= 0 {
-                    let need = pos
-                        .checked_add(n as usize)
-                        .and_then(|p| p.checked_add(2))
-                        .ok_or(BadFrame("bulk too long"))?;
-                    if buf.len() < need {
-                        return Ok(None);
-                    }
-                    if &buf[need - 2..need] != b"\r\n" {
-                        return Err(BadFrame("bulk not terminated"));
-                    }
-                    pos = need;
-                } else if n != -1 {
-                    return Err(BadFrame("bad bulk length"));
-                }
-            }
-            b'*' | b'~' | b'>' => {
-                let n = parse_len(line)?;
-                if n > 0 {
-                    owed += n as u64;
-                } else if n < -1 {
-                    return Err(BadFrame("bad aggregate length"));
-                }
-            }
-            b'%' => {
-                let n = parse_len(line)?;
-                if n > 0 {
-                    owed += 2 * n as u64;
-                } else if n < 0 {
-                    return Err(BadFrame("bad map length"));
-                }
-            }
-            // An attribute map comes before the value it describes.
-            b'|' => {
-                let n = parse_len(line)?;
-                if n < 0 {
-                    return Err(BadFrame("bad attribute length"));
-                }
-                owed += 2 * n as u64 + 1;
-            }
-            _ => return Err(BadFrame("unknown reply type")),
+        let r = self.scan_values(buf);
+        if !matches!(r, Ok(None)) {
+            *self = Scanner::default();
         }
+        r
     }
-    Ok(Some(pos))
+
+    fn scan_values(&mut self, buf: &[u8]) -> Result<Option<usize>, BadFrame> {
+        while self.owed > 0 {
+            let pos = self.pos;
+            if pos >= buf.len() {
+                return Ok(None);
+            }
+            let Some(end) = line_end(buf, pos + 1) else {
+                return Ok(None);
+            };
+            let head = buf[pos];
+            let line = &buf[pos + 1..end];
+            let mut next = end + 2;
+            let mut owed = self.owed - 1;
+            match head {
+                b'+' | b'-' | b':' | b'_' | b',' | b'#' | b'(' => {}
+                b'$' | b'!' | b'=' => {
+                    let n = parse_len(line)?;
+                    if n >= 0 {
+                        let need = next
+                            .checked_add(n as usize)
+                            .and_then(|p| p.checked_add(2))
+                            .ok_or(BadFrame("bulk too long"))?;
+                        if buf.len() < need {
+                            return Ok(None);
+                        }
+                        if &buf[need - 2..need] != b"\r\n" {
+                            return Err(BadFrame("bulk not terminated"));
+                        }
+                        next = need;
+                    } else if n != -1 {
+                        return Err(BadFrame("bad bulk length"));
+                    }
+                }
+                b'*' | b'~' | b'>' => {
+                    let n = parse_len(line)?;
+                    if n > 0 {
+                        owed += n as u64;
+                    } else if n < -1 {
+                        return Err(BadFrame("bad aggregate length"));
+                    }
+                }
+                b'%' => {
+                    let n = parse_len(line)?;
+                    if n > 0 {
+                        owed += 2 * n as u64;
+                    } else if n < 0 {
+                        return Err(BadFrame("bad map length"));
+                    }
+                }
+                // An attribute map comes before the value it describes.
+                b'|' => {
+                    let n = parse_len(line)?;
+                    if n < 0 {
+                        return Err(BadFrame("bad attribute length"));
+                    }
+                    owed += 2 * n as u64 + 1;
+                }
+                _ => return Err(BadFrame("unknown reply type")),
+            }
+            // Only whole values advance the saved position.
+            self.pos = next;
+            self.owed = owed;
+        }
+        Ok(Some(self.pos))
+    }
 }
 
 /// One reply decoded one level deep.
@@ -281,6 +312,19 @@ mod tests {
                     String::from_utf8_lossy(s)
                 );
             }
+        }
+    }
+
+    #[test]
+    fn resumed_scans_match_whole_scans() {
+        for s in SAMPLES {
+            let mut sc = Scanner::default();
+            for cut in 0..s.len() {
+                assert_eq!(sc.scan(&s[..cut]), Ok(None));
+            }
+            assert_eq!(sc.scan(s), Ok(Some(s.len())));
+            // Reset: the next frame scans from the start.
+            assert_eq!(sc.scan(b"+OK\r\n"), Ok(Some(5)));
         }
     }
 
