@@ -328,6 +328,34 @@ mod tests {
         }
     }
 
+    /// Arbitrary node bytes never panic the scanner or the decoder.
+    #[test]
+    fn garbage_never_panics() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(7);
+        let alphabet = b"+-:$*%~>|_,#!=(\r\n0123-1x";
+        for _ in 0..20_000 {
+            let mut v: Vec<u8> = if rng.gen_bool(0.5) {
+                SAMPLES[rng.gen_range(0..SAMPLES.len())].to_vec()
+            } else {
+                Vec::new()
+            };
+            for _ in 0..rng.gen_range(0..24) {
+                let b = alphabet[rng.gen_range(0..alphabet.len())];
+                if v.is_empty() || rng.gen_bool(0.5) {
+                    v.push(b);
+                } else {
+                    let i = rng.gen_range(0..v.len());
+                    v[i] = b;
+                }
+            }
+            if let Ok(Some(n)) = frame_len(&v) {
+                let _ = decode(&Bytes::copy_from_slice(&v[..n]));
+            }
+            let _ = decode(&Bytes::from(v));
+        }
+    }
+
     #[test]
     fn bad_frames() {
         assert!(frame_len(b"?x\r\n").is_err());
