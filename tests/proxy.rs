@@ -501,6 +501,15 @@ fn a_dead_node_fails_only_its_keys_and_comes_back() {
         "{info}"
     );
     assert!(!info.contains("s3cret"), "{info}");
+    let all: String = q(&mut c, &["INFO"]).unwrap();
+    for field in [
+        "redis_version:",
+        "connected_clients:1",
+        "total_connections_received:",
+    ] {
+        assert!(all.contains(field), "{all}");
+    }
+    assert!(!all.contains("s3cret"), "{all}");
     // Back on the same port: works again without restarting the proxy (data is gone:
     // the node was not persistent).
     f.nodes[1].spawn();

@@ -135,8 +135,11 @@ fn hello(c: &mut Client, args: &[Bytes]) -> Pending {
     while i < args.len() {
         let more = args.len() - i - 1;
         if args[i].eq_ignore_ascii_case(b"auth") && more >= 2 {
-            if let Err(e) = check_password(c, Some(&args[i + 1]), &args[i + 2]) {
-                return err(e);
+            // Without requirepass the default user has no password: any one is accepted.
+            if c.proxy().cfg.requirepass.is_some() {
+                if let Err(e) = check_password(c, Some(&args[i + 1]), &args[i + 2]) {
+                    return err(e);
+                }
             }
             authed = true;
             i += 3;
@@ -213,8 +216,16 @@ fn info(c: &Client, args: &[Bytes]) -> Pending {
             text.push_str("\r\n");
         }
         text.push_str(&format!(
-            "# Clients\r\nconnected_clients:{}\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\n",
+            "# Clients\r\nconnected_clients:{}\r\n",
             p.connected.load(Ordering::Relaxed),
+        ));
+    }
+    if want("stats") {
+        if !text.is_empty() {
+            text.push_str("\r\n");
+        }
+        text.push_str(&format!(
+            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\n",
             p.total_connections.load(Ordering::Relaxed),
             p.commands.load(Ordering::Relaxed),
         ));
