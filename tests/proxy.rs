@@ -363,6 +363,29 @@ fn scripts_load_everywhere_and_survive_noscript() {
     let script = redis::Script::new("return redis.call('get', KEYS[1])");
     let v: Option<String> = script.key(&k).invoke(&mut c).unwrap();
     assert_eq!(v.as_deref(), Some("2"));
+    // Functions are loaded on every node; FCALL goes by its keys.
+    let lib = "#!lua name=proxylib\nredis.register_function('myget', function(keys, args) return redis.call('GET', keys[1]) end)";
+    assert_eq!(
+        q::<String>(&mut c, &["FUNCTION", "LOAD", lib]).unwrap(),
+        "proxylib"
+    );
+    for n in 0..3 {
+        let key = f.key_on(n, "fk");
+        q::<()>(&mut c, &["SET", &key, &format!("v{n}")]).unwrap();
+        let v: String = q(&mut c, &["FCALL", "myget", "1", &key]).unwrap();
+        assert_eq!(v, format!("v{n}"));
+    }
+    let (a, b) = (f.key_on(0, "fk"), f.key_on(1, "fk"));
+    let e = err_text(q::<()>(&mut c, &["FCALL", "myget", "2", &a, &b]).unwrap_err());
+    assert!(e.contains("CROSSSLOT"), "{e}");
+    assert_eq!(
+        q::<String>(&mut c, &["FUNCTION", "DELETE", "proxylib"]).unwrap(),
+        "OK"
+    );
+    for n in &f.nodes {
+        let libs: Vec<Value> = q(&mut n.conn(), &["FUNCTION", "LIST"]).unwrap();
+        assert!(libs.is_empty());
+    }
     // Unknown sha without a body: the node's NOSCRIPT passes through.
     let e = err_text(q::<()>(&mut c, &["EVALSHA", &"f".repeat(40), "0"]).unwrap_err());
     assert!(e.contains("NOSCRIPT"), "{e}");

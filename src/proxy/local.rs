@@ -67,11 +67,7 @@ pub fn command(c: &mut Client, name: &str, args: &[Bytes]) -> Pending {
         "info" => info(c, args),
         // Every node runs the same Redis: any node that is up answers for the fleet.
         n if n == "command" || n.starts_with("command|") || n == "time" => {
-            let nodes = &c.proxy().nodes;
-            let node = (0..nodes.len())
-                .find(|&i| super::node::state_name(&nodes[i]) == "up")
-                .unwrap_or(0);
-            Pending::Wait(c.send(node, resp::command(args)))
+            Pending::Wait(c.send(first_up(c), resp::command(args)))
         }
         "dbsize" => c.fan(Fan::Sum, &[b"DBSIZE"]),
         "keys" => c.fan(Fan::Concat, &[&b"KEYS"[..], &args[1][..]]),
@@ -86,11 +82,33 @@ pub fn command(c: &mut Client, name: &str, args: &[Bytes]) -> Pending {
             c.fan(Fan::AllOk, args)
         }
         "scan" => scan(c, args),
+        "function" => function(c, args),
         _ => err(&format!(
             "ERR '{}' is not supported by the proxy",
             name.replace('|', " ").to_ascii_uppercase()
         )),
     }
+}
+
+/// FUNCTION LOAD/DELETE/FLUSH/RESTORE change every node (the first node's reply answers);
+/// the rest (LIST, DUMP, STATS, KILL, HELP) ask one node that is up.
+fn function(c: &mut Client, args: &[Bytes]) -> Pending {
+    let Some(sub) = args.get(1) else {
+        return err("ERR wrong number of arguments for 'function' command");
+    };
+    let sub = sub.to_ascii_lowercase();
+    match &sub[..] {
+        b"load" | b"delete" | b"flush" | b"restore" => c.fan(Fan::First, args),
+        _ => Pending::Wait(c.send(first_up(c), resp::command(args))),
+    }
+}
+
+/// A node that is up (else the first, whose error then names it).
+fn first_up(c: &Client) -> usize {
+    let nodes = &c.proxy().nodes;
+    (0..nodes.len())
+        .find(|&i| super::node::state_name(&nodes[i]) == "up")
+        .unwrap_or(0)
 }
 
 fn check_password(c: &Client, user: Option<&[u8]>, pass: &[u8]) -> Result<(), &'static str> {
@@ -105,10 +123,22 @@ fn check_password(c: &Client, user: Option<&[u8]>, pass: &[u8]) -> Result<(), &'
     }
 }
 
+/// AUTH user pass / HELLO AUTH: without requirepass the default user has no password (any
+/// is accepted) and other users do not exist.
+fn check_user(c: &Client, user: &[u8], pass: &[u8]) -> Result<(), &'static str> {
+    if c.proxy().cfg.requirepass.is_some() {
+        return check_password(c, Some(user), pass);
+    }
+    match user {
+        b"default" => Ok(()),
+        _ => Err("WRONGPASS invalid username-password pair or user is disabled."),
+    }
+}
+
 fn auth(c: &mut Client, args: &[Bytes]) -> Pending {
     let r = match args.len() {
         2 => check_password(c, None, &args[1]),
-        3 => check_password(c, Some(&args[1]), &args[2]),
+        3 => check_user(c, &args[1], &args[2]),
         _ => return err("ERR syntax error"),
     };
     match r {
@@ -135,11 +165,8 @@ fn hello(c: &mut Client, args: &[Bytes]) -> Pending {
     while i < args.len() {
         let more = args.len() - i - 1;
         if args[i].eq_ignore_ascii_case(b"auth") && more >= 2 {
-            // Without requirepass the default user has no password: any one is accepted.
-            if c.proxy().cfg.requirepass.is_some() {
-                if let Err(e) = check_password(c, Some(&args[i + 1]), &args[i + 2]) {
-                    return err(e);
-                }
+            if let Err(e) = check_user(c, &args[i + 1], &args[i + 2]) {
+                return err(e);
             }
             authed = true;
             i += 3;

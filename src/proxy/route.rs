@@ -2,11 +2,11 @@
 //!
 //! Rules:
 //! - Commands whose keys all live on one node are forwarded to it unchanged (multi-key
-//!   commands, EVAL/EVALSHA/EVAL_RO/EVALSHA_RO/FCALL by their KEYS included); keys on two
+//!   commands, EVAL/EVALSHA/EVAL_RO/EVALSHA_RO/FCALL/FCALL_RO by their KEYS included); keys on two
 //!   nodes give `-CROSSSLOT` and nothing is sent.
 //! - MGET, MSET, DEL, UNLINK, EXISTS, TOUCH are split per node and merged in request order.
 //! - A command whose table entry declares keys but names none in this call (EVAL with
-//!   numkeys 0, or malformed arguments the node will refuse with its own error) goes to
+//!   or FCALL with numkeys 0, or malformed arguments the node will refuse with its own error) goes to
 //!   the node owning the empty key `""`: deterministic, and one node's script cache.
 //! - PUBLISH goes to the node owning the channel name (as if it were a key).
 //! - Blocking commands (BLPOP…, XREAD/XREADGROUP with BLOCK) use dedicated connections.
@@ -101,6 +101,9 @@ fn upper_name(spec: &CommandSpec) -> String {
 
 /// Decides how to serve `args` (non-empty).
 pub fn route(args: &[Bytes], placement: &Placement) -> Route {
+    if let Some(r) = functions(args, placement) {
+        return r;
+    }
     let spec = match crate::cmd::registry().resolve(args) {
         Ok((_, spec)) => spec,
         Err(reply) => return Route::Reject(reply_text(reply)),
@@ -150,6 +153,31 @@ pub fn route(args: &[Bytes], placement: &Placement) -> Route {
         node,
         blocking: is_blocking(spec, args),
     }
+}
+
+/// Redis functions (the command table does not list them: respite has no functions, but
+/// the nodes do). FCALL/FCALL_RO go by their keys like EVAL; FUNCTION is the proxy's.
+fn functions(args: &[Bytes], placement: &Placement) -> Option<Route> {
+    let name = &args[0];
+    if name.eq_ignore_ascii_case(b"function") {
+        return Some(Route::Local("function"));
+    }
+    let ro = name.eq_ignore_ascii_case(b"fcall_ro");
+    if !ro && !name.eq_ignore_ascii_case(b"fcall") {
+        return None;
+    }
+    if args.len() < 3 {
+        let n = if ro { "fcall_ro" } else { "fcall" };
+        return Some(Route::Reject(reply_text(crate::cmd::errors::wrong_args(n))));
+    }
+    let keys = crate::cmd::table::numkeys_at(args, 2);
+    Some(match single_node(args, &keys, placement) {
+        Some(node) => Route::Node {
+            node,
+            blocking: false,
+        },
+        None => Route::Reject(CROSSSLOT.into()),
+    })
 }
 
 /// Blocking commands need a connection of their own; XREAD/XREADGROUP only with BLOCK.
@@ -278,9 +306,17 @@ mod tests {
     fn scripts_by_keys_and_keyless_rule() {
         assert_eq!(r(&format!("EVAL x 1 {C} a b")), node(2));
         assert_eq!(r(&format!("EVALSHA s 2 {C} {{vehicle:42}}:y")), node(2));
+        assert_eq!(r(&format!("FCALL f 1 {B} a")), node(1));
+        assert_eq!(
+            r(&format!("fcall_ro f 2 {A} {C}")),
+            Route::Reject(CROSSSLOT.into())
+        );
+        assert_eq!(r("FUNCTION LOAD x"), Route::Local("function"));
+        assert!(matches!(r("FCALL f"), Route::Reject(e) if e.contains("'fcall'")));
         // No keys: the owner of "" (node-? computed the same way).
         let empty = placement().owner(b"");
         assert_eq!(r("EVAL x 0"), node(empty));
+        assert_eq!(r("FCALL f 0"), node(empty));
         assert_eq!(r("EVALSHA_RO s 0 a"), node(empty));
     }
 
