@@ -800,3 +800,48 @@ fn rate_limit_and_fencing_scripts_under_concurrency() {
         }
     });
 }
+
+#[test]
+fn a_client_gone_while_blocked_leaves_no_ghost_and_bad_input_is_contained() {
+    let f = Fleet::start();
+    let mut c = f.client();
+    let mut blocked = Raw::connect(f.proxy.addr());
+    blocked.send(&["BLPOP", "ghost", "0"]);
+    std::thread::sleep(Duration::from_millis(100));
+    drop(blocked);
+    std::thread::sleep(Duration::from_millis(100));
+    // The abandoned BLPOP must not swallow this element.
+    q::<()>(&mut c, &["RPUSH", "ghost", "x"]).unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(q::<i64>(&mut c, &["LLEN", "ghost"]).unwrap(), 1);
+    // A protocol error gets Redis's error and closes only that connection.
+    let mut bad = Raw::connect(f.proxy.addr());
+    {
+        use std::io::Write;
+        bad.s.write_all(b"*1\r\n+PING\r\n").unwrap();
+    }
+    assert_eq!(bad.frame(), "-ERR Protocol error: expected '$', got '+' ");
+    // Inline commands work too.
+    let mut inline = Raw::connect(f.proxy.addr());
+    {
+        use std::io::Write;
+        inline.s.write_all(b"PING\r\nECHO hi\r\n").unwrap();
+    }
+    assert_eq!(inline.frame(), "+PONG ");
+    assert_eq!(inline.frame(), "$2 hi ");
+    assert_eq!(q::<String>(&mut c, &["PING"]).unwrap(), "PONG");
+    // SCAN passes TYPE through.
+    q::<()>(&mut c, &["SET", "s1", "v"]).unwrap();
+    let mut cursor = "0".to_string();
+    let mut lists = Vec::new();
+    loop {
+        let (next, keys): (String, Vec<String>) =
+            q(&mut c, &["SCAN", &cursor, "TYPE", "list"]).unwrap();
+        lists.extend(keys);
+        cursor = next;
+        if cursor == "0" {
+            break;
+        }
+    }
+    assert_eq!(lists, vec!["ghost".to_string()]);
+}
