@@ -23,7 +23,8 @@ use tokio::net::TcpStream;
 const MAX_PENDING: usize = 1024;
 /// Output is written once it grows past this.
 const FLUSH_AT: usize = 1 << 20;
-/// Input a client may send without completing a command (beyond the parser's own limits).
+/// A reply larger than this drops the client (output is otherwise bounded by MAX_PENDING
+/// replies per batch and written with backpressure).
 const MAX_OUTPUT: usize = 64 << 20;
 
 /// A reply on its way.
