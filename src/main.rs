@@ -1,4 +1,5 @@
-//! `respite` command line: `respite [serve] [flags]` runs the server.
+//! `respite` command line: `respite [serve] [flags]` runs the server, `respite proxy --node
+//! ID=URL ...` a sharding proxy.
 
 use clap::{Parser, Subcommand};
 
@@ -26,6 +27,8 @@ enum Cmd {
     Serve(ServeArgs),
     /// Move the keys whose owner changed when a proxy fleet changes (resumable, idempotent).
     Rebalance(RebalanceArgs),
+    /// Run a sharding proxy in front of independent Redis primaries (DESIGN.md §7).
+    Proxy(ProxyArgs),
 }
 
 #[derive(clap::Args)]
@@ -84,6 +87,66 @@ fn rebalance_cmd(a: RebalanceArgs) -> i32 {
             1
         }
     }
+}
+
+#[derive(clap::Args, Clone)]
+struct ProxyArgs {
+    /// TCP port; 0 picks a free port and prints it on stdout.
+    #[arg(long, default_value_t = 7000)]
+    port: u16,
+    /// Addresses to listen on (default 127.0.0.1).
+    #[arg(long, num_args = 1..)]
+    bind: Vec<String>,
+    /// Clients must AUTH with this password.
+    #[arg(long)]
+    requirepass: Option<String>,
+    /// A node: ID=redis://[user[:password]@]host:port[/db] (repeat for each node).
+    #[arg(long = "node", value_name = "ID=URL", required = true)]
+    nodes: Vec<String>,
+    /// Shared connections per node.
+    #[arg(long)]
+    conns_per_node: Option<usize>,
+    /// Dedicated connections per node (blocking commands, transactions).
+    #[arg(long)]
+    max_dedicated_per_node: Option<usize>,
+    /// Milliseconds to wait for a node connection.
+    #[arg(long)]
+    connect_timeout_ms: Option<u64>,
+    /// Milliseconds to wait for a node's reply on a shared connection.
+    #[arg(long)]
+    command_timeout_ms: Option<u64>,
+}
+
+fn proxy_config(a: ProxyArgs) -> Result<respite::proxy::config::ProxyConfig, String> {
+    use respite::proxy::config::{NodeSpec, ProxyConfig};
+    use std::time::Duration;
+    let mut cfg = ProxyConfig {
+        port: a.port,
+        requirepass: a.requirepass.filter(|p| !p.is_empty()),
+        nodes: a
+            .nodes
+            .iter()
+            .map(|n| NodeSpec::parse(n))
+            .collect::<Result<_, _>>()?,
+        ..ProxyConfig::default()
+    };
+    if !a.bind.is_empty() {
+        cfg.bind = a.bind;
+    }
+    if let Some(n) = a.conns_per_node {
+        cfg.conns_per_node = n.max(1);
+    }
+    if let Some(n) = a.max_dedicated_per_node {
+        cfg.max_dedicated_per_node = n.max(1);
+    }
+    if let Some(ms) = a.connect_timeout_ms {
+        cfg.connect_timeout = Duration::from_millis(ms);
+    }
+    if let Some(ms) = a.command_timeout_ms {
+        cfg.command_timeout = Duration::from_millis(ms);
+    }
+    cfg.validate()?;
+    Ok(cfg)
 }
 
 /// Flags are named after redis.conf parameters.
@@ -224,6 +287,15 @@ fn main() {
     let args = match cli.cmd {
         Some(Cmd::Serve(a)) => a,
         Some(Cmd::Rebalance(a)) => std::process::exit(rebalance_cmd(a)),
+        Some(Cmd::Proxy(a)) => {
+            let result =
+                proxy_config(a).and_then(|cfg| respite::proxy::run(cfg).map_err(|e| e.to_string()));
+            if let Err(e) = result {
+                eprintln!("respite proxy: {e}");
+                std::process::exit(1);
+            }
+            return;
+        }
         None => cli.serve,
     };
     let cfg = match build_config(args) {

@@ -3,7 +3,233 @@
 //! placement contract (§8, [`crate::types::placement`]) names for its hash tag.
 //!
 //! - [`config`]: nodes (stable id + URL, passwords redacted), placement, proxy settings.
+//! - [`resp`]: node reply frames (length without copying, shallow decoding for merges).
+//! - [`node`]: shared pipelined connections and dedicated ones, reconnects, health checks.
+//! - [`route`]: which node(s) serve a command (pure).
+//! - [`scan`]: the fleet-wide SCAN cursor.
+//! - [`client`], [`local`]: a client connection; commands answered by the proxy.
+//! - [`pubsub`]: subscriptions on dedicated connections to the channels' nodes.
 
+pub mod client;
 pub mod config;
+pub mod local;
+pub mod node;
+pub mod pubsub;
 pub mod rebalance;
+pub mod resp;
+pub mod route;
+pub mod scan;
 pub mod sync_client;
+
+use bytes::Bytes;
+use config::{Placement, ProxyConfig};
+use node::Node;
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU16, AtomicU64};
+use std::sync::Arc;
+use std::time::Instant;
+use tokio::net::TcpListener;
+
+/// Script bodies remembered for the EVALSHA → NOSCRIPT → EVAL retry (bounded).
+const MAX_SCRIPTS: usize = 10_000;
+
+/// State shared by every client of one proxy.
+pub struct Proxy {
+    pub cfg: ProxyConfig,
+    pub nodes: Vec<Node>,
+    pub placement: Placement,
+    /// sha1 (lowercase hex) → body, from EVAL and SCRIPT LOAD.
+    pub scripts: Mutex<HashMap<String, Bytes>>,
+    pub next_client_id: AtomicU64,
+    pub connected: AtomicU64,
+    pub total_connections: AtomicU64,
+    pub commands: AtomicU64,
+    pub port: AtomicU16,
+    pub started: Instant,
+}
+
+impl Proxy {
+    /// Starts the node connections (needs a tokio runtime).
+    pub fn new(cfg: ProxyConfig) -> io::Result<Proxy> {
+        cfg.validate().map_err(io::Error::other)?;
+        let nodes = cfg
+            .nodes
+            .iter()
+            .map(|n| Node::start(n.clone(), &cfg))
+            .collect();
+        Ok(Proxy {
+            placement: Placement::new(&cfg.nodes),
+            nodes,
+            cfg,
+            scripts: Mutex::new(HashMap::new()),
+            next_client_id: AtomicU64::new(0),
+            connected: AtomicU64::new(0),
+            total_connections: AtomicU64::new(0),
+            commands: AtomicU64::new(0),
+            port: AtomicU16::new(0),
+            started: Instant::now(),
+        })
+    }
+
+    pub fn remember_script(&self, body: &Bytes) {
+        let sha = crate::script::sha1::sha1_hex(body);
+        let mut scripts = self.scripts.lock();
+        if scripts.len() < MAX_SCRIPTS || scripts.contains_key(&sha) {
+            scripts.insert(sha, body.clone());
+        }
+    }
+}
+
+/// Binds every configured address (port 0: one ephemeral port, reused for the others).
+async fn bind(cfg: &ProxyConfig) -> io::Result<Vec<TcpListener>> {
+    let mut port = cfg.port;
+    let mut out = Vec::new();
+    for addr in &cfg.bind {
+        let host = if addr.contains(':') {
+            format!("[{addr}]")
+        } else {
+            addr.clone()
+        };
+        let l = TcpListener::bind(format!("{host}:{port}")).await?;
+        port = l.local_addr()?.port();
+        out.push(l);
+    }
+    if out.is_empty() {
+        return Err(io::Error::other(
+            "the proxy needs at least one bind address",
+        ));
+    }
+    Ok(out)
+}
+
+/// Starts the proxy on the current runtime; returns its first address.
+async fn start(cfg: ProxyConfig) -> io::Result<(SocketAddr, Arc<Proxy>)> {
+    let listeners = bind(&cfg).await?;
+    let addr = listeners[0].local_addr()?;
+    let proxy = Arc::new(Proxy::new(cfg)?);
+    proxy
+        .port
+        .store(addr.port(), std::sync::atomic::Ordering::Relaxed);
+    for l in listeners {
+        let p = proxy.clone();
+        tokio::spawn(async move {
+            loop {
+                match l.accept().await {
+                    Ok((stream, _)) => {
+                        tokio::spawn(client::serve(p.clone(), stream));
+                    }
+                    Err(e) => {
+                        // Out of descriptors and the like: back off instead of spinning.
+                        tracing::warn!("proxy accept failed: {e}");
+                        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    }
+                }
+            }
+        });
+    }
+    Ok((addr, proxy))
+}
+
+/// Runs `respite proxy` until SIGINT/SIGTERM; with port 0 prints the bound port on stdout.
+pub fn run(cfg: ProxyConfig) -> io::Result<()> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async move {
+        let print_port = cfg.port == 0;
+        let (addr, _proxy) = start(cfg).await?;
+        if print_port {
+            use std::io::Write;
+            let mut out = std::io::stdout();
+            let _ = writeln!(out, "{}", addr.port());
+            let _ = out.flush();
+        }
+        tracing::info!("respite proxy ready on port {}", addr.port());
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            let mut term = signal(SignalKind::terminate())?;
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {},
+                _ = term.recv() => {},
+            }
+        }
+        #[cfg(not(unix))]
+        let _ = tokio::signal::ctrl_c().await;
+        tracing::info!("proxy shutting down");
+        Ok(())
+    })
+}
+
+/// An in-process proxy for tests and embedding: its own thread and runtime; stops on drop.
+pub struct ProxyServer {
+    addr: SocketAddr,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl ProxyServer {
+    pub fn start(cfg: ProxyConfig) -> io::Result<ProxyServer> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name("respite-proxy".into())
+            .spawn(move || {
+                let rt = match tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(2)
+                    .enable_all()
+                    .build()
+                {
+                    Ok(rt) => rt,
+                    Err(e) => {
+                        let _ = tx.send(Err(e));
+                        return;
+                    }
+                };
+                rt.block_on(async move {
+                    match start(cfg).await {
+                        Ok((addr, _proxy)) => {
+                            let _ = tx.send(Ok(addr));
+                            let _ = stop_rx.await;
+                        }
+                        Err(e) => {
+                            let _ = tx.send(Err(e));
+                        }
+                    }
+                });
+                rt.shutdown_background();
+            })?;
+        let addr = rx.recv().map_err(io::Error::other)??;
+        Ok(ProxyServer {
+            addr,
+            stop: Some(stop_tx),
+            thread: Some(thread),
+        })
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    pub fn port(&self) -> u16 {
+        self.addr.port()
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://{}", self.addr)
+    }
+}
+
+impl Drop for ProxyServer {
+    fn drop(&mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}

@@ -1,0 +1,708 @@
+//! One client connection to the proxy.
+//!
+//! Commands of a read batch are all sent to their nodes before the first reply is awaited;
+//! replies are then written in request order. Commands that need the replies before them
+//! (blocking commands, transactions, WATCH, HELLO, EVALSHA that may be retried) first drain
+//! what is pending, then run on their own.
+
+use super::local;
+use super::node::{Dedicated, Wait};
+use super::pubsub::{self, Kind, PubSub};
+use super::resp::{self, Frame};
+use super::route::{self, Route, Split, CROSSSLOT};
+use super::Proxy;
+use crate::protocol::{Parsed, Parser};
+use bytes::{Bytes, BytesMut};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::TcpStream;
+
+/// Replies awaited before the batch is written.
+const MAX_PENDING: usize = 1024;
+/// Output is written once it grows past this.
+const FLUSH_AT: usize = 1 << 20;
+/// A reply larger than this drops the client (output is otherwise bounded by MAX_PENDING
+/// replies per batch and written with backpressure).
+const MAX_OUTPUT: usize = 64 << 20;
+
+/// A reply on its way.
+pub enum Pending {
+    Ready(Bytes),
+    Wait(Wait),
+    /// A split command: each node's wait with the key slots it serves.
+    Split(Split, usize, Vec<(Wait, Vec<usize>)>),
+    /// A fleet-wide command: one wait per node.
+    Fan(Fan, Vec<Wait>),
+    /// SCAN on node `.0` of `.1` nodes.
+    Scan(usize, usize, Wait),
+}
+
+#[derive(Clone, Copy, Debug)]
+pub enum Fan {
+    Sum,
+    Concat,
+    AllOk,
+    /// SCRIPT LOAD: every node must succeed; the first reply is the answer.
+    First,
+    /// SCRIPT EXISTS: 1 only where every node has the script.
+    And,
+}
+
+struct Multi {
+    cmds: Vec<Vec<Bytes>>,
+    node: Option<usize>,
+    /// A command was refused while queueing: EXEC aborts.
+    dirty: bool,
+}
+
+pub struct Client {
+    p: Arc<Proxy>,
+    pub id: u64,
+    pub resp3: bool,
+    pub authed: bool,
+    pub name: Option<Bytes>,
+    multi: Option<Multi>,
+    /// WATCH pins the client to a dedicated connection of one node until EXEC/UNWATCH.
+    watch: Option<(usize, Dedicated)>,
+    quit: bool,
+    pubsub: PubSub,
+    rd: OwnedReadHalf,
+    inbuf: BytesMut,
+}
+
+fn err(text: &str) -> Pending {
+    Pending::Ready(resp::error(text))
+}
+
+fn ok() -> Pending {
+    Pending::Ready(Bytes::from_static(b"+OK\r\n"))
+}
+
+pub async fn serve(p: Arc<Proxy>, stream: TcpStream) {
+    let _ = stream.set_nodelay(true);
+    let (rd, mut wr) = stream.into_split();
+    let id = p.next_client_id.fetch_add(1, Ordering::Relaxed) + 1;
+    p.connected.fetch_add(1, Ordering::Relaxed);
+    p.total_connections.fetch_add(1, Ordering::Relaxed);
+    let mut c = Client {
+        authed: p.cfg.requirepass.is_none(),
+        p: p.clone(),
+        id,
+        resp3: false,
+        name: None,
+        multi: None,
+        watch: None,
+        quit: false,
+        pubsub: PubSub::default(),
+        rd,
+        inbuf: BytesMut::with_capacity(16 * 1024),
+    };
+    let _ = c.run(&mut wr).await;
+    p.connected.fetch_sub(1, Ordering::Relaxed);
+}
+
+impl Client {
+    async fn run(&mut self, wr: &mut OwnedWriteHalf) -> std::io::Result<()> {
+        let mut parser = Parser::default();
+        let mut pend: Vec<Pending> = Vec::new();
+        let mut out = BytesMut::with_capacity(16 * 1024);
+        loop {
+            let limits = crate::protocol::Limits {
+                authenticated: self.authed,
+                ..Default::default()
+            };
+            match parser.parse(&mut self.inbuf, limits) {
+                Ok(Parsed::Command(args)) => {
+                    if args.is_empty() {
+                        continue;
+                    }
+                    self.p.commands.fetch_add(1, Ordering::Relaxed);
+                    self.handle(args, &mut pend, &mut out, wr).await?;
+                    if self.quit || pend.len() >= MAX_PENDING {
+                        self.drain(&mut pend, &mut out, wr).await?;
+                        wr.write_all(&out).await?;
+                        out.clear();
+                        if self.quit {
+                            return Ok(());
+                        }
+                    }
+                }
+                Ok(Parsed::Incomplete { .. }) => {
+                    self.drain(&mut pend, &mut out, wr).await?;
+                    if !out.is_empty() {
+                        wr.write_all(&out).await?;
+                        out.clear();
+                    }
+                    if !self.read_more(wr).await? {
+                        return Ok(());
+                    }
+                }
+                Err(e) => {
+                    self.drain(&mut pend, &mut out, wr).await?;
+                    out.extend_from_slice(&e.reply_line());
+                    wr.write_all(&out).await?;
+                    return Ok(());
+                }
+            }
+        }
+    }
+
+    /// Reads more of the request stream, meanwhile forwarding subscription messages.
+    /// False when the client is gone (or its subscriptions broke).
+    async fn read_more(&mut self, wr: &mut OwnedWriteHalf) -> std::io::Result<bool> {
+        loop {
+            let Some(rx) = &mut self.pubsub.rx else {
+                return Ok(self.rd.read_buf(&mut self.inbuf).await? > 0);
+            };
+            tokio::select! {
+                n = self.rd.read_buf(&mut self.inbuf) => return Ok(n? > 0),
+                msg = rx.recv() => match msg {
+                    Some(Ok(frame)) => {
+                        wr.write_all(&frame).await?;
+                        self.pubsub.queued.fetch_sub(frame.len(), Ordering::Relaxed);
+                    }
+                    Some(Err(e)) => {
+                        tracing::info!("closing a subscribed client: {e}");
+                        return Ok(false);
+                    }
+                    None => return Ok(false),
+                },
+            }
+        }
+    }
+
+    /// Awaits every pending reply in order into `out`, writing when it grows large.
+    async fn drain(
+        &mut self,
+        pend: &mut Vec<Pending>,
+        out: &mut BytesMut,
+        wr: &mut OwnedWriteHalf,
+    ) -> std::io::Result<()> {
+        for p in pend.drain(..) {
+            let bytes = resolve(p).await;
+            if bytes.len() > MAX_OUTPUT {
+                return Err(std::io::Error::other("reply over the client output limit"));
+            }
+            out.extend_from_slice(&bytes);
+            if out.len() >= FLUSH_AT {
+                wr.write_all(out).await?;
+                out.clear();
+            }
+        }
+        Ok(())
+    }
+
+    async fn handle(
+        &mut self,
+        args: Vec<Bytes>,
+        pend: &mut Vec<Pending>,
+        out: &mut BytesMut,
+        wr: &mut OwnedWriteHalf,
+    ) -> std::io::Result<()> {
+        let r = route::route(&args, &self.p.placement);
+        if let Route::Reject(e) = &r {
+            if let Some(m) = &mut self.multi {
+                m.dirty = true;
+            }
+            pend.push(err(e));
+            return Ok(());
+        }
+        let name = match &r {
+            Route::Local(n) => *n,
+            _ => "",
+        };
+        if !self.authed && !matches!(name, "auth" | "hello" | "quit" | "reset") {
+            pend.push(err("NOAUTH Authentication required."));
+            return Ok(());
+        }
+        if !self.resp3 && self.pubsub.active() && !pubsub::allowed_when_subscribed(name) {
+            pend.push(err(&format!(
+                "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
+                String::from_utf8_lossy(&args[0]).to_ascii_lowercase()
+            )));
+            return Ok(());
+        }
+        if self.multi.is_some()
+            && !matches!(
+                name,
+                "exec" | "discard" | "multi" | "watch" | "quit" | "reset"
+            )
+        {
+            let reply = self.queue(args, r);
+            pend.push(reply);
+            return Ok(());
+        }
+        // Commands that must see the replies before them, or change how later ones go.
+        let ordered = match &r {
+            Route::Node { blocking, .. } => *blocking || self.known_evalsha(&args).is_some(),
+            Route::Local(n) => {
+                matches!(
+                    *n,
+                    "hello" | "exec" | "watch" | "unwatch" | "discard" | "reset" | "quit"
+                ) || Kind::of(n).is_some()
+            }
+            _ => false,
+        };
+        if ordered {
+            self.drain(pend, out, wr).await?;
+        }
+        let reply = match r {
+            Route::Local(name) => self.local(name, &args).await,
+            Route::Node { node, blocking } => {
+                if blocking {
+                    Pending::Ready(self.blocking(node, &args).await)
+                } else if let Some(body) = self.known_evalsha(&args) {
+                    Pending::Ready(self.evalsha(node, &args, body).await)
+                } else {
+                    self.remember_script(&args);
+                    Pending::Wait(self.send(node, resp::command(&args)))
+                }
+            }
+            Route::Split { kind, parts } => self.split(kind, parts),
+            Route::Reject(e) => err(&e),
+        };
+        pend.push(reply);
+        Ok(())
+    }
+
+    fn split(&self, kind: Split, parts: Vec<route::Part>) -> Pending {
+        let nkeys = parts.iter().map(|p| p.slots.len()).sum();
+        let waits = parts
+            .into_iter()
+            .map(|p| (self.send(p.node, resp::command(&p.args)), p.slots))
+            .collect();
+        Pending::Split(kind, nkeys, waits)
+    }
+
+    pub fn proxy(&self) -> &Proxy {
+        &self.p
+    }
+
+    pub fn send(&self, node: usize, bytes: Bytes) -> Wait {
+        self.p.nodes[node].send(self.resp3, self.id, bytes)
+    }
+
+    /// Sends to every node.
+    pub fn fan<A: AsRef<[u8]>>(&self, kind: Fan, args: &[A]) -> Pending {
+        let bytes = resp::command(args);
+        let waits = (0..self.p.nodes.len())
+            .map(|n| self.send(n, bytes.clone()))
+            .collect();
+        Pending::Fan(kind, waits)
+    }
+
+    /// EVAL bodies are remembered so a later EVALSHA can be retried after NOSCRIPT.
+    fn remember_script(&self, args: &[Bytes]) {
+        if args.len() > 1
+            && (args[0].eq_ignore_ascii_case(b"eval") || args[0].eq_ignore_ascii_case(b"eval_ro"))
+        {
+            self.p.remember_script(&args[1]);
+        }
+    }
+
+    fn known_evalsha(&self, args: &[Bytes]) -> Option<Bytes> {
+        let is_sha =
+            args[0].eq_ignore_ascii_case(b"evalsha") || args[0].eq_ignore_ascii_case(b"evalsha_ro");
+        if !is_sha || args.len() < 2 {
+            return None;
+        }
+        let sha = String::from_utf8_lossy(&args[1]).to_ascii_lowercase();
+        self.p.scripts.lock().get(&sha).cloned()
+    }
+
+    /// EVALSHA, retried as EVAL when the node lost the script.
+    async fn evalsha(&mut self, node: usize, args: &[Bytes], body: Bytes) -> Bytes {
+        let first = wait_bytes(self.send(node, resp::command(args))).await;
+        if !first.starts_with(b"-NOSCRIPT") {
+            return first;
+        }
+        let mut eval = args.to_vec();
+        eval[0] = if args[0].eq_ignore_ascii_case(b"evalsha_ro") {
+            Bytes::from_static(b"EVAL_RO")
+        } else {
+            Bytes::from_static(b"EVAL")
+        };
+        eval[1] = body;
+        wait_bytes(self.send(node, resp::command(&eval))).await
+    }
+
+    /// A blocking command on a dedicated connection. The client's socket is watched
+    /// meanwhile: if it closes, the dedicated connection is dropped (it may still block).
+    async fn blocking(&mut self, node: usize, args: &[Bytes]) -> Bytes {
+        let p = self.p.clone();
+        let n = &p.nodes[node];
+        let mut d = match n.dedicated(self.resp3).await {
+            Ok(d) => d,
+            Err(e) => return resp::error(&e),
+        };
+        if let Err(e) = d.write(&resp::command(args)).await {
+            return resp::error(&n.info.unavailable(&e));
+        }
+        loop {
+            tokio::select! {
+                r = d.read_reply() => {
+                    return match r {
+                        Ok(b) => {
+                            n.release(d);
+                            b
+                        }
+                        Err(e) => resp::error(&n.info.unavailable(&e)),
+                    };
+                }
+                got = self.rd.read_buf(&mut self.inbuf) => {
+                    if !matches!(got, Ok(n) if n > 0) {
+                        self.quit = true;
+                        return Bytes::new();
+                    }
+                }
+            }
+        }
+    }
+
+    /// A command inside MULTI: checked and kept until EXEC (the node sees the whole
+    /// transaction at once, on one dedicated connection).
+    fn queue(&mut self, args: Vec<Bytes>, r: Route) -> Pending {
+        let node = match r {
+            Route::Node { node, .. } => Some(node),
+            Route::Split { parts, .. } => {
+                let first = parts.first().map(|p| p.node);
+                if parts.iter().any(|p| Some(p.node) != first) {
+                    return self.refuse_in_multi(CROSSSLOT);
+                }
+                first
+            }
+            Route::Local("ping" | "echo") => None,
+            Route::Local(name) => {
+                return self.refuse_in_multi(&format!(
+                    "ERR '{}' cannot be used inside MULTI through the proxy",
+                    name.replace('|', " ").to_ascii_uppercase()
+                ))
+            }
+            Route::Reject(e) => return self.refuse_in_multi(&e),
+        };
+        let watched = self.watch.as_ref().map(|w| w.0);
+        let Some(m) = &mut self.multi else {
+            return err("ERR EXEC without MULTI");
+        };
+        if let Some(node) = node {
+            match m.node.or(watched) {
+                Some(n) if n != node => return self.refuse_in_multi(CROSSSLOT),
+                _ => m.node = Some(node),
+            }
+        }
+        m.cmds.push(args);
+        Pending::Ready(Bytes::from_static(b"+QUEUED\r\n"))
+    }
+
+    fn refuse_in_multi(&mut self, e: &str) -> Pending {
+        if let Some(m) = &mut self.multi {
+            m.dirty = true;
+        }
+        err(e)
+    }
+
+    async fn local(&mut self, name: &'static str, args: &[Bytes]) -> Pending {
+        match name {
+            "multi" => {
+                if self.multi.is_some() {
+                    return err("ERR MULTI calls can not be nested");
+                }
+                self.multi = Some(Multi {
+                    cmds: Vec::new(),
+                    node: None,
+                    dirty: false,
+                });
+                ok()
+            }
+            "discard" => {
+                if self.multi.take().is_none() {
+                    return err("ERR DISCARD without MULTI");
+                }
+                self.unwatch().await;
+                ok()
+            }
+            "exec" => Pending::Ready(self.exec().await),
+            "watch" => Pending::Ready(self.watch_keys(args).await),
+            "unwatch" => {
+                self.unwatch().await;
+                ok()
+            }
+            "quit" => {
+                self.quit = true;
+                ok()
+            }
+            "ping" if !self.resp3 && self.pubsub.active() => {
+                let arg = args.get(1).map_or(&b""[..], |a| &a[..]);
+                Pending::Ready(pubsub::push(false, &[Some(b"pong"), Some(arg)], None))
+            }
+            "reset" => {
+                self.pubsub = PubSub::default();
+                self.multi = None;
+                self.unwatch().await;
+                self.resp3 = false;
+                self.name = None;
+                self.authed = self.p.cfg.requirepass.is_none();
+                Pending::Ready(Bytes::from_static(b"+RESET\r\n"))
+            }
+            _ => match Kind::of(name) {
+                Some((kind, subscribe)) => {
+                    let p = self.p.clone();
+                    let owner = |k: &[u8]| p.placement.owner(k);
+                    let r = self
+                        .pubsub
+                        .command(&p.nodes, owner, self.resp3, kind, subscribe, &args[1..])
+                        .await;
+                    match r {
+                        Ok(b) => Pending::Ready(b),
+                        Err(e) => err(&e),
+                    }
+                }
+                None => local::command(self, name, args),
+            },
+        }
+    }
+
+    async fn watch_keys(&mut self, args: &[Bytes]) -> Bytes {
+        if self.multi.is_some() {
+            return resp::error("ERR WATCH inside MULTI is not allowed");
+        }
+        let keys: Vec<usize> = (1..args.len()).collect();
+        let Some(node) = route::single_node(args, &keys, &self.p.placement) else {
+            return resp::error(CROSSSLOT);
+        };
+        let p = self.p.clone();
+        let n = &p.nodes[node];
+        let mut d = match self.watch.take() {
+            Some((w, d)) if w == node => d,
+            Some(w) => {
+                self.watch = Some(w);
+                return resp::error(CROSSSLOT);
+            }
+            None => match n.dedicated(self.resp3).await {
+                Ok(d) => d,
+                Err(e) => return resp::error(&e),
+            },
+        };
+        let r = match d.write(&resp::command(args)).await {
+            Ok(()) => d.read_prompt_reply().await,
+            Err(e) => Err(e),
+        };
+        match r {
+            Ok(b) => {
+                self.watch = Some((node, d));
+                b
+            }
+            Err(e) => resp::error(&n.info.unavailable(&e)),
+        }
+    }
+
+    async fn unwatch(&mut self) {
+        if let Some((node, mut d)) = self.watch.take() {
+            let ok = d.write(b"*1\r\n$7\r\nUNWATCH\r\n").await.is_ok()
+                && d.read_prompt_reply().await.is_ok();
+            if ok {
+                self.p.nodes[node].release(d);
+            }
+        }
+    }
+
+    async fn exec(&mut self) -> Bytes {
+        let Some(m) = self.multi.take() else {
+            return resp::error("ERR EXEC without MULTI");
+        };
+        if m.dirty {
+            self.unwatch().await;
+            return resp::error("EXECABORT Transaction discarded because of previous errors.");
+        }
+        let watched = self.watch.take();
+        let node = m
+            .node
+            .or(watched.as_ref().map(|w| w.0))
+            .unwrap_or_else(|| self.p.placement.owner(b""));
+        let p = self.p.clone();
+        let n = &p.nodes[node];
+        let mut d = match watched {
+            Some((_, d)) => d,
+            None => match n.dedicated(self.resp3).await {
+                Ok(d) => d,
+                Err(e) => return resp::error(&e),
+            },
+        };
+        let mut req = Vec::new();
+        resp::encode_command(&mut req, &["MULTI"]);
+        for c in &m.cmds {
+            resp::encode_command(&mut req, c);
+        }
+        resp::encode_command(&mut req, &["EXEC"]);
+        if let Err(e) = d.write(&req).await {
+            return resp::error(&n.info.unavailable(&e));
+        }
+        // MULTI's OK, one QUEUED (or error) per command, then EXEC's reply.
+        let mut last = Bytes::new();
+        for _ in 0..m.cmds.len() + 2 {
+            match d.read_prompt_reply().await {
+                Ok(b) => last = b,
+                Err(e) => return resp::error(&n.info.unavailable(&e)),
+            }
+        }
+        n.release(d);
+        last
+    }
+}
+
+async fn wait_result(w: Wait) -> Result<Bytes, Bytes> {
+    match w.await {
+        Ok(Ok(b)) if matches!(b.first(), Some(b'-') | Some(b'!')) => Err(b),
+        Ok(Ok(b)) => Ok(b),
+        Ok(Err(e)) => Err(resp::error(&e)),
+        Err(_) => Err(resp::error("ERR the proxy lost the node connection")),
+    }
+}
+
+async fn wait_bytes(w: Wait) -> Bytes {
+    wait_result(w).await.unwrap_or_else(|e| e)
+}
+
+fn bad_reply() -> Bytes {
+    resp::error("ERR unexpected reply from a node")
+}
+
+/// Turns a pending reply into the bytes to send the client.
+async fn resolve(pending: Pending) -> Bytes {
+    match pending {
+        Pending::Ready(b) => b,
+        Pending::Wait(w) => wait_bytes(w).await,
+        Pending::Split(kind, nkeys, waits) => {
+            merge_split(kind, nkeys, waits).await.unwrap_or_else(|e| e)
+        }
+        Pending::Fan(kind, waits) => merge_fan(kind, waits).await.unwrap_or_else(|e| e),
+        Pending::Scan(node, n, w) => scan_reply(node, n, w).await.unwrap_or_else(|e| e),
+    }
+}
+
+async fn merge_split(
+    kind: Split,
+    nkeys: usize,
+    waits: Vec<(Wait, Vec<usize>)>,
+) -> Result<Bytes, Bytes> {
+    let mut values: Vec<Bytes> = vec![Bytes::new(); nkeys];
+    let mut sum: i64 = 0;
+    let mut first_err = None;
+    // Every reply is awaited (even after an error) so none is left behind.
+    for (w, slots) in waits {
+        let r = wait_result(w).await;
+        let b = match r {
+            Ok(b) => b,
+            Err(e) => {
+                first_err.get_or_insert(e);
+                continue;
+            }
+        };
+        match (kind, resp::decode(&b)) {
+            (Split::Values, Ok(Frame::Array(kids))) if kids.len() == slots.len() => {
+                for (kid, slot) in kids.into_iter().zip(slots) {
+                    if let Some(v) = values.get_mut(slot) {
+                        *v = kid;
+                    }
+                }
+            }
+            (Split::Sum, Ok(Frame::Int(n))) => sum = sum.saturating_add(n),
+            (Split::AllOk, Ok(Frame::Status(_))) => {}
+            _ => {
+                first_err.get_or_insert_with(bad_reply);
+            }
+        }
+    }
+    if let Some(e) = first_err {
+        return Err(e);
+    }
+    Ok(match kind {
+        Split::Values => resp::array_of(&values),
+        Split::Sum => resp::int(sum),
+        Split::AllOk => Bytes::from_static(b"+OK\r\n"),
+    })
+}
+
+async fn merge_fan(kind: Fan, waits: Vec<Wait>) -> Result<Bytes, Bytes> {
+    let mut replies = Vec::with_capacity(waits.len());
+    let mut first_err = None;
+    for w in waits {
+        match wait_result(w).await {
+            Ok(b) => replies.push(b),
+            Err(e) => {
+                first_err.get_or_insert(e);
+            }
+        }
+    }
+    if let Some(e) = first_err {
+        return Err(e);
+    }
+    match kind {
+        Fan::Sum => {
+            let mut sum: i64 = 0;
+            for b in &replies {
+                match resp::decode(b) {
+                    Ok(Frame::Int(n)) => sum = sum.saturating_add(n),
+                    _ => return Err(bad_reply()),
+                }
+            }
+            Ok(resp::int(sum))
+        }
+        Fan::Concat => {
+            let mut all = Vec::new();
+            for b in &replies {
+                match resp::decode(b) {
+                    Ok(Frame::Array(kids)) => all.extend(kids),
+                    _ => return Err(bad_reply()),
+                }
+            }
+            Ok(resp::array_of(&all))
+        }
+        Fan::AllOk => Ok(Bytes::from_static(b"+OK\r\n")),
+        Fan::First => replies.into_iter().next().ok_or_else(bad_reply),
+        Fan::And => {
+            let mut acc: Option<Vec<bool>> = None;
+            for b in &replies {
+                let Ok(Frame::Array(kids)) = resp::decode(b) else {
+                    return Err(bad_reply());
+                };
+                let flags: Vec<bool> = kids.iter().map(|k| &k[..] == b":1\r\n").collect();
+                acc = Some(match acc {
+                    None => flags,
+                    Some(a) => a.iter().zip(flags).map(|(x, y)| *x && y).collect(),
+                });
+            }
+            let ints: Vec<Bytes> = acc
+                .unwrap_or_default()
+                .into_iter()
+                .map(|f| resp::int(f as i64))
+                .collect();
+            Ok(resp::array_of(&ints))
+        }
+    }
+}
+
+async fn scan_reply(node: usize, nodes: usize, w: Wait) -> Result<Bytes, Bytes> {
+    let b = wait_result(w).await?;
+    let Ok(Frame::Array(kids)) = resp::decode(&b) else {
+        return Err(bad_reply());
+    };
+    let [cursor, keys] = &kids[..] else {
+        return Err(bad_reply());
+    };
+    let Ok(Frame::Bulk(c)) = resp::decode(cursor) else {
+        return Err(bad_reply());
+    };
+    let node_cursor = std::str::from_utf8(&c)
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+        .ok_or_else(bad_reply)?;
+    let next = super::scan::next_cursor(node, nodes, node_cursor)
+        .ok_or_else(|| resp::error("ERR a node's SCAN cursor is too large for the proxy"))?;
+    Ok(resp::array_of(&[
+        resp::bulk(next.to_string().as_bytes()),
+        keys.clone(),
+    ]))
+}

@@ -1,0 +1,463 @@
+//! Connections to one node.
+//!
+//! - Shared connections (`conns_per_node` per protocol): one task each owns a TcpStream;
+//!   requests (encoded RESP) are written pipelined and replies matched FIFO to oneshot
+//!   senders. A client always uses the same shared connection of a node (sticky by client
+//!   id) so its own commands to that node stay in order.
+//! - Dedicated connections (at most `max_dedicated_per_node`, idle ones kept for reuse)
+//!   for blocking commands and transactions: the client task drives them directly.
+//!
+//! A node that is down fails pending and new requests at once with
+//! `ERR node <id> is unavailable: <reason>` (never its URL: it may hold a password); the
+//! connection tasks reconnect with backoff (100 ms doubling to 2 s) and check an idle
+//! connection with PING every second. Keys are never remapped to another node.
+
+use super::config::{NodeSpec, ProxyConfig};
+use super::resp;
+use bytes::{Bytes, BytesMut};
+use parking_lot::Mutex;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
+use tokio::time::{sleep_until, Instant};
+
+/// A node's reply (raw frame) or the full error text when it could not answer.
+pub type NodeResult = Result<Bytes, String>;
+pub type Wait = oneshot::Receiver<NodeResult>;
+
+const CONNECTING: u8 = 0;
+const UP: u8 = 1;
+const DOWN: u8 = 2;
+
+const BACKOFF_MIN: Duration = Duration::from_millis(100);
+const BACKOFF_MAX: Duration = Duration::from_secs(2);
+const HEALTH_EVERY: Duration = Duration::from_secs(1);
+/// Idle dedicated connections kept per protocol.
+const IDLE_DEDICATED: usize = 8;
+/// Bytes written to a node in one batch before writing.
+const WRITE_BATCH: usize = 1 << 20;
+
+/// What connection tasks and clients share about a node.
+pub struct NodeInfo {
+    pub spec: NodeSpec,
+    connect_timeout: Duration,
+    command_timeout: Duration,
+    pub requests: AtomicU64,
+    pub errors: AtomicU64,
+    last_error: Mutex<String>,
+    /// Bumped whenever a connection to the node fails: idle dedicated connections made
+    /// before are not reused.
+    generation: AtomicU64,
+}
+
+impl NodeInfo {
+    /// The error every request for this node gets while it is down.
+    pub fn unavailable(&self, reason: &str) -> String {
+        format!("ERR node {} is unavailable: {reason}", self.spec.id)
+    }
+
+    fn mark_failed(&self, reason: &str) {
+        *self.last_error.lock() = reason.to_string();
+        self.generation.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+struct Req {
+    bytes: Bytes,
+    reply: oneshot::Sender<NodeResult>,
+}
+
+struct ConnHandle {
+    tx: mpsc::UnboundedSender<Req>,
+    state: Arc<AtomicU8>,
+}
+
+pub struct Node {
+    pub info: Arc<NodeInfo>,
+    /// Shared connections; `[0]` RESP2, `[1]` RESP3 (HELLO 3 sent on connect).
+    shared: [Vec<ConnHandle>; 2],
+    idle: [Mutex<Vec<Dedicated>>; 2],
+    dedicated_slots: Arc<Semaphore>,
+}
+
+/// `up`, `connecting` or `down` for INFO.
+pub fn state_name(node: &Node) -> &'static str {
+    let states = node
+        .shared
+        .iter()
+        .flatten()
+        .map(|c| c.state.load(Ordering::Relaxed));
+    let mut connecting = false;
+    for s in states {
+        match s {
+            UP => return "up",
+            CONNECTING => connecting = true,
+            _ => {}
+        }
+    }
+    if connecting {
+        "connecting"
+    } else {
+        "down"
+    }
+}
+
+impl Node {
+    /// Starts the node's shared connection tasks (on the current tokio runtime).
+    pub fn start(spec: NodeSpec, cfg: &ProxyConfig) -> Node {
+        let info = Arc::new(NodeInfo {
+            spec,
+            connect_timeout: cfg.connect_timeout,
+            command_timeout: cfg.command_timeout,
+            requests: AtomicU64::new(0),
+            errors: AtomicU64::new(0),
+            last_error: Mutex::new(String::new()),
+            generation: AtomicU64::new(0),
+        });
+        let conns = cfg.conns_per_node.max(1);
+        let make = |resp3: bool| -> Vec<ConnHandle> {
+            (0..conns)
+                .map(|_| {
+                    let (tx, rx) = mpsc::unbounded_channel();
+                    let state = Arc::new(AtomicU8::new(CONNECTING));
+                    tokio::spawn(shared_conn(info.clone(), resp3, rx, state.clone()));
+                    ConnHandle { tx, state }
+                })
+                .collect()
+        };
+        Node {
+            shared: [make(false), make(true)],
+            idle: [Mutex::new(Vec::new()), Mutex::new(Vec::new())],
+            dedicated_slots: Arc::new(Semaphore::new(cfg.max_dedicated_per_node.max(1))),
+            info,
+        }
+    }
+
+    pub fn id(&self) -> &str {
+        &self.info.spec.id
+    }
+
+    /// Sends one encoded request on the client's sticky shared connection.
+    pub fn send(&self, resp3: bool, sticky: u64, bytes: Bytes) -> Wait {
+        self.info.requests.fetch_add(1, Ordering::Relaxed);
+        let conns = &self.shared[resp3 as usize];
+        let first = (sticky % conns.len() as u64) as usize;
+        // The sticky connection unless it is down and another is usable.
+        let pick = (0..conns.len())
+            .map(|i| &conns[(first + i) % conns.len()])
+            .find(|c| c.state.load(Ordering::Relaxed) != DOWN);
+        let (tx, rx) = oneshot::channel();
+        let req = Req { bytes, reply: tx };
+        match pick {
+            Some(c) => {
+                if let Err(mpsc::error::SendError(req)) = c.tx.send(req) {
+                    let _ = req.reply.send(Err(self.info.unavailable("shutting down")));
+                }
+            }
+            None => {
+                self.info.errors.fetch_add(1, Ordering::Relaxed);
+                let reason = self.info.last_error.lock().clone();
+                let _ = req.reply.send(Err(self.info.unavailable(&reason)));
+            }
+        }
+        rx
+    }
+
+    /// True when every shared connection is down (a dedicated connection would fail too).
+    fn is_down(&self) -> bool {
+        state_name(self) == "down"
+    }
+
+    /// A dedicated connection (reused when idle, else a new one).
+    pub async fn dedicated(&self, resp3: bool) -> Result<Dedicated, String> {
+        self.info.requests.fetch_add(1, Ordering::Relaxed);
+        if self.is_down() {
+            self.info.errors.fetch_add(1, Ordering::Relaxed);
+            let reason = self.info.last_error.lock().clone();
+            return Err(self.info.unavailable(&reason));
+        }
+        let generation = self.info.generation.load(Ordering::Relaxed);
+        loop {
+            let Some(d) = self.idle[resp3 as usize].lock().pop() else {
+                break;
+            };
+            if d.generation == generation {
+                return Ok(d);
+            }
+        }
+        let permit = self
+            .dedicated_slots
+            .clone()
+            .try_acquire_owned()
+            .map_err(|_| {
+                format!(
+                    "ERR too many blocking or transaction clients on node {}",
+                    self.id()
+                )
+            })?;
+        let (stream, buf) = connect(&self.info, resp3).await.map_err(|e| {
+            self.info.errors.fetch_add(1, Ordering::Relaxed);
+            self.info.unavailable(&e)
+        })?;
+        Ok(Dedicated {
+            stream,
+            buf,
+            resp3,
+            generation,
+            scan: resp::Scanner::default(),
+            timeout: self.info.command_timeout,
+            _permit: permit,
+        })
+    }
+
+    /// Returns a dedicated connection in a clean state (no MULTI/WATCH/pending reply).
+    pub fn release(&self, d: Dedicated) {
+        let mut idle = self.idle[d.resp3 as usize].lock();
+        if idle.len() < IDLE_DEDICATED {
+            idle.push(d);
+        }
+    }
+}
+
+/// A connection owned by one client for a while.
+pub struct Dedicated {
+    stream: TcpStream,
+    buf: BytesMut,
+    resp3: bool,
+    generation: u64,
+    scan: resp::Scanner,
+    /// For replies that should come at once (not for blocking commands).
+    timeout: Duration,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl Dedicated {
+    /// The stream, bytes already read from it, and its slot in the node's dedicated pool.
+    pub fn into_parts(self) -> (TcpStream, BytesMut, OwnedSemaphorePermit) {
+        (self.stream, self.buf, self._permit)
+    }
+
+    pub async fn write(&mut self, bytes: &[u8]) -> Result<(), String> {
+        self.stream
+            .write_all(bytes)
+            .await
+            .map_err(|e| e.to_string())
+    }
+
+    /// Reads one reply that should come at once (the command timeout applies).
+    pub async fn read_prompt_reply(&mut self) -> Result<Bytes, String> {
+        let t = self.timeout;
+        tokio::time::timeout(t, self.read_reply())
+            .await
+            .unwrap_or_else(|_| Err("command timed out".into()))
+    }
+
+    /// Reads one reply (no timeout: blocking commands may wait for as long as they asked).
+    pub async fn read_reply(&mut self) -> Result<Bytes, String> {
+        loop {
+            match self.scan.scan(&self.buf) {
+                Ok(Some(n)) => return Ok(self.buf.split_to(n).freeze()),
+                Ok(None) => {}
+                Err(e) => return Err(format!("bad reply: {}", e.0)),
+            }
+            match self.stream.read_buf(&mut self.buf).await {
+                Ok(0) => return Err("connection closed by the node".into()),
+                Ok(_) => {}
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+    }
+}
+
+/// Connects and prepares a connection: AUTH, HELLO 3 for RESP3, SELECT db. Returns the
+/// stream and any bytes read past the handshake replies. Errors never hold the URL.
+async fn connect(info: &NodeInfo, resp3: bool) -> Result<(TcpStream, BytesMut), String> {
+    let spec = &info.spec;
+    let stream = tokio::time::timeout(info.connect_timeout, TcpStream::connect(spec.addr()))
+        .await
+        .map_err(|_| "connect timed out".to_string())?
+        .map_err(|e| e.to_string())?;
+    let _ = stream.set_nodelay(true);
+    let mut hello: Vec<u8> = Vec::new();
+    let mut expect = 0;
+    if let Some(pw) = &spec.password {
+        match &spec.user {
+            Some(u) => resp::encode_command(&mut hello, &["AUTH", u, pw]),
+            None => resp::encode_command(&mut hello, &["AUTH", pw]),
+        }
+        expect += 1;
+    }
+    if resp3 {
+        resp::encode_command(&mut hello, &["HELLO", "3"]);
+        expect += 1;
+    }
+    if spec.db != 0 {
+        resp::encode_command(&mut hello, &["SELECT", &spec.db.to_string()]);
+        expect += 1;
+    }
+    let mut stream = stream;
+    let mut buf = BytesMut::with_capacity(16 * 1024);
+    if expect == 0 {
+        return Ok((stream, buf));
+    }
+    let handshake = async {
+        stream.write_all(&hello).await.map_err(|e| e.to_string())?;
+        let mut got = 0;
+        while got < expect {
+            match resp::frame_len(&buf) {
+                Ok(Some(n)) => {
+                    let f = buf.split_to(n);
+                    if f.first() == Some(&b'-') || f.first() == Some(&b'!') {
+                        let text = String::from_utf8_lossy(&f[1..]).trim_end().to_string();
+                        return Err(format!("handshake refused: {text}"));
+                    }
+                    got += 1;
+                    continue;
+                }
+                Ok(None) => {}
+                Err(e) => return Err(format!("bad reply: {}", e.0)),
+            }
+            match stream.read_buf(&mut buf).await {
+                Ok(0) => return Err("connection closed by the node".to_string()),
+                Ok(_) => {}
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+        Ok(())
+    };
+    tokio::time::timeout(info.command_timeout, handshake)
+        .await
+        .map_err(|_| "handshake timed out".to_string())??;
+    Ok((stream, buf))
+}
+
+/// A request written and awaiting its reply (`None`: the proxy's own health PING).
+type Pending = VecDeque<(Option<oneshot::Sender<NodeResult>>, Instant)>;
+
+/// One shared connection's life: connect, serve until it breaks, fail what was pending,
+/// back off (failing new requests at once), reconnect.
+async fn shared_conn(
+    info: Arc<NodeInfo>,
+    resp3: bool,
+    mut rx: mpsc::UnboundedReceiver<Req>,
+    state: Arc<AtomicU8>,
+) {
+    let mut backoff = BACKOFF_MIN;
+    let mut pending: Pending = VecDeque::new();
+    loop {
+        let reason = match connect(&info, resp3).await {
+            Ok((stream, buf)) => {
+                state.store(UP, Ordering::Relaxed);
+                backoff = BACKOFF_MIN;
+                match serve(&info, stream, buf, &mut rx, &mut pending).await {
+                    Some(reason) => reason,
+                    None => return,
+                }
+            }
+            Err(reason) => reason,
+        };
+        info.mark_failed(&reason);
+        state.store(DOWN, Ordering::Relaxed);
+        let err = info.unavailable(&reason);
+        for (tx, _) in pending.drain(..) {
+            if let Some(tx) = tx {
+                info.errors.fetch_add(1, Ordering::Relaxed);
+                let _ = tx.send(Err(err.clone()));
+            }
+        }
+        let until = Instant::now() + backoff;
+        loop {
+            tokio::select! {
+                _ = sleep_until(until) => break,
+                req = rx.recv() => match req {
+                    Some(req) => {
+                        info.errors.fetch_add(1, Ordering::Relaxed);
+                        let _ = req.reply.send(Err(err.clone()));
+                    }
+                    None => return,
+                },
+            }
+        }
+        backoff = (backoff * 2).min(BACKOFF_MAX);
+    }
+}
+
+/// Serves a connected stream; returns why it broke (None: the proxy is shutting down).
+async fn serve(
+    info: &NodeInfo,
+    stream: TcpStream,
+    mut inbuf: BytesMut,
+    rx: &mut mpsc::UnboundedReceiver<Req>,
+    pending: &mut Pending,
+) -> Option<String> {
+    let (mut rd, mut wr) = stream.into_split();
+    let mut out: Vec<u8> = Vec::with_capacity(16 * 1024);
+    let mut last_reply = Instant::now();
+    let mut scan = resp::Scanner::default();
+    let mut health = tokio::time::interval(HEALTH_EVERY);
+    health.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        let deadline = pending.front().map(|(_, t)| *t + info.command_timeout);
+        tokio::select! {
+            req = rx.recv() => {
+                let req = req?;
+                out.clear();
+                let now = Instant::now();
+                out.extend_from_slice(&req.bytes);
+                pending.push_back((Some(req.reply), now));
+                while out.len() < WRITE_BATCH {
+                    let Ok(req) = rx.try_recv() else { break };
+                    out.extend_from_slice(&req.bytes);
+                    pending.push_back((Some(req.reply), now));
+                }
+                if let Err(e) = wr.write_all(&out).await {
+                    return Some(e.to_string());
+                }
+                if out.capacity() > WRITE_BATCH * 2 {
+                    out = Vec::with_capacity(16 * 1024);
+                }
+            }
+            n = rd.read_buf(&mut inbuf) => {
+                match n {
+                    Ok(0) => return Some("connection closed by the node".into()),
+                    Err(e) => return Some(e.to_string()),
+                    Ok(_) => {}
+                }
+                last_reply = Instant::now();
+                loop {
+                    match scan.scan(&inbuf) {
+                        Ok(Some(n)) => {
+                            let frame = inbuf.split_to(n).freeze();
+                            if matches!(frame.first(), Some(b'-') | Some(b'!')) {
+                                info.errors.fetch_add(1, Ordering::Relaxed);
+                            }
+                            // A reply nobody waits for (the health PING, or a client that
+                            // went away) is dropped.
+                            if let Some((Some(tx), _)) = pending.pop_front() {
+                                let _ = tx.send(Ok(frame));
+                            }
+                        }
+                        Ok(None) => break,
+                        Err(e) => return Some(format!("bad reply: {}", e.0)),
+                    }
+                }
+            }
+            _ = sleep_until(deadline.unwrap_or_else(Instant::now)), if deadline.is_some() => {
+                // Replies are matched by order: a missing one poisons the connection.
+                return Some("command timed out".into());
+            }
+            _ = health.tick() => {
+                if pending.is_empty() && last_reply.elapsed() >= HEALTH_EVERY {
+                    if let Err(e) = wr.write_all(b"*1\r\n$4\r\nPING\r\n").await {
+                        return Some(e.to_string());
+                    }
+                    pending.push_back((None, Instant::now()));
+                }
+            }
+        }
+    }
+}

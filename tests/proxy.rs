@@ -1,0 +1,847 @@
+//! The sharding proxy in front of real redis-server nodes (DESIGN.md §7, SCENARIOS.md S9).
+//! Each test starts its own three password-protected nodes on free loopback ports (killed
+//! on drop) and an in-process `ProxyServer`, and drives it with redis-rs.
+
+use redis::{Connection, Value};
+use respite::proxy::config::{NodeSpec, Placement, ProxyConfig};
+use respite::proxy::ProxyServer;
+use std::collections::HashMap;
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const IDS: [&str; 3] = ["node-a", "node-b", "node-c"];
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+struct RedisNode {
+    port: u16,
+    password: String,
+    child: Option<Child>,
+}
+
+impl RedisNode {
+    fn start(port: u16, password: &str) -> RedisNode {
+        let mut n = RedisNode {
+            port,
+            password: password.to_string(),
+            child: None,
+        };
+        n.spawn();
+        n
+    }
+
+    fn spawn(&mut self) {
+        let child = Command::new("redis-server")
+            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
+            .args(["--requirepass", &self.password])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server is installed");
+        self.child = Some(child);
+        let until = Instant::now() + Duration::from_secs(5);
+        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+            assert!(Instant::now() < until, "redis-server did not start");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    fn conn(&self) -> Connection {
+        redis::Client::open(format!(
+            "redis://:{}@127.0.0.1:{}",
+            self.password, self.port
+        ))
+        .unwrap()
+        .get_connection()
+        .unwrap()
+    }
+}
+
+impl Drop for RedisNode {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+struct Fleet {
+    // Declared first: the proxy stops before the nodes.
+    proxy: ProxyServer,
+    nodes: Vec<RedisNode>,
+    placement: Placement,
+}
+
+impl Fleet {
+    fn start() -> Fleet {
+        Self::start_with(|_| {})
+    }
+
+    fn start_with(tweak: impl FnOnce(&mut ProxyConfig)) -> Fleet {
+        let nodes: Vec<RedisNode> = (0..3)
+            .map(|i| RedisNode::start(free_port(), &format!("s3cret-{i}")))
+            .collect();
+        let specs: Vec<NodeSpec> = nodes
+            .iter()
+            .zip(IDS)
+            .map(|(n, id)| {
+                NodeSpec::parse(&format!(
+                    "{id}=redis://:{}@127.0.0.1:{}",
+                    n.password, n.port
+                ))
+                .unwrap()
+            })
+            .collect();
+        let mut cfg = ProxyConfig {
+            port: 0,
+            nodes: specs.clone(),
+            connect_timeout: Duration::from_millis(500),
+            command_timeout: Duration::from_secs(3),
+            ..ProxyConfig::default()
+        };
+        tweak(&mut cfg);
+        Fleet {
+            proxy: ProxyServer::start(cfg).unwrap(),
+            placement: Placement::new(&specs),
+            nodes,
+        }
+    }
+
+    fn client(&self) -> Connection {
+        redis::Client::open(self.proxy.url())
+            .unwrap()
+            .get_connection()
+            .unwrap()
+    }
+
+    fn owner(&self, key: &str) -> usize {
+        self.placement.owner(key.as_bytes())
+    }
+
+    /// A key owned by node `n`, made from `prefix`.
+    fn key_on(&self, n: usize, prefix: &str) -> String {
+        (0..)
+            .map(|i| format!("{prefix}:{i}"))
+            .find(|k| self.owner(k) == n)
+            .unwrap()
+    }
+}
+
+fn q<T: redis::FromRedisValue>(c: &mut Connection, args: &[&str]) -> redis::RedisResult<T> {
+    let mut cmd = redis::cmd(args[0]);
+    for a in &args[1..] {
+        cmd.arg(*a);
+    }
+    cmd.query(c)
+}
+
+/// The error's code (redis-rs maps known codes to kinds) and its text.
+fn err_text(e: redis::RedisError) -> String {
+    format!("{} {e}", e.code().unwrap_or(""))
+}
+
+#[test]
+fn single_key_commands_and_placement() {
+    let f = Fleet::start();
+    let mut c = f.client();
+    assert_eq!(q::<String>(&mut c, &["PING"]).unwrap(), "PONG");
+    assert_eq!(q::<String>(&mut c, &["SET", "foo", "bar"]).unwrap(), "OK");
+    assert_eq!(q::<String>(&mut c, &["GET", "foo"]).unwrap(), "bar");
+    assert_eq!(q::<i64>(&mut c, &["INCR", "counter"]).unwrap(), 1);
+    assert_eq!(q::<i64>(&mut c, &["INCRBY", "counter", "-5"]).unwrap(), -4);
+    assert_eq!(q::<i64>(&mut c, &["EXPIRE", "counter", "100"]).unwrap(), 1);
+    let ttl: i64 = q(&mut c, &["TTL", "counter"]).unwrap();
+    assert!((1..=100).contains(&ttl));
+    assert_eq!(
+        q::<i64>(&mut c, &["HSET", "h", "f", "v", "g", "w"]).unwrap(),
+        2
+    );
+    let h: HashMap<String, String> = q(&mut c, &["HGETALL", "h"]).unwrap();
+    assert_eq!(h.len(), 2);
+    // Binary values come back verbatim.
+    let bin: Vec<u8> = vec![0, 0xff, 0x80, b'\r', b'\n'];
+    redis::cmd("SET")
+        .arg("bin")
+        .arg(&bin)
+        .query::<()>(&mut c)
+        .unwrap();
+    let got: Vec<u8> = redis::cmd("GET").arg("bin").query(&mut c).unwrap();
+    assert_eq!(got, bin);
+    // Large values cross in many reads both ways.
+    let big: Vec<u8> = (0..8 << 20).map(|i| (i % 251) as u8).collect();
+    redis::cmd("SET")
+        .arg("big")
+        .arg(&big)
+        .query::<()>(&mut c)
+        .unwrap();
+    let got: Vec<u8> = redis::cmd("GET").arg("big").query(&mut c).unwrap();
+    assert!(got == big);
+    // Every key of one hash tag is on the node the placement names, and only there.
+    let tagged = [
+        "{vehicle:42}:checkpoint",
+        "{vehicle:42}:prepared",
+        "{vehicle:42}:committed-revision",
+    ];
+    for k in tagged {
+        q::<()>(&mut c, &["SET", k, "x"]).unwrap();
+    }
+    let owner = f.owner("{vehicle:42}");
+    assert_eq!(IDS[owner], "node-c"); // DESIGN.md §8 test vector
+    for (i, n) in f.nodes.iter().enumerate() {
+        let mut d = n.conn();
+        for k in tagged {
+            let on: i64 = q(&mut d, &["EXISTS", k]).unwrap();
+            assert_eq!(on, (i == owner) as i64, "{k} on node {i}");
+        }
+    }
+    // Unknown commands and refused ones keep the connection.
+    let e = err_text(q::<()>(&mut c, &["NOSUCH", "x"]).unwrap_err());
+    assert!(e.contains("unknown command 'NOSUCH'"), "{e}");
+    assert!(q::<()>(&mut c, &["CONFIG", "GET", "x"]).is_err());
+    assert!(q::<()>(&mut c, &["SELECT", "1"]).is_err());
+    assert_eq!(q::<String>(&mut c, &["SELECT", "0"]).unwrap(), "OK");
+    assert_eq!(q::<String>(&mut c, &["GET", "foo"]).unwrap(), "bar");
+    // Pipelined replies come back in request order.
+    let mut p = redis::pipe();
+    for i in 0..200 {
+        p.cmd("SET").arg(format!("p:{i}")).arg(i).ignore();
+        p.cmd("GET").arg(format!("p:{i}"));
+    }
+    let vals: Vec<i64> = p.query(&mut c).unwrap();
+    assert_eq!(vals, (0..200).collect::<Vec<i64>>());
+}
+
+#[test]
+fn split_commands_merge_in_order() {
+    let f = Fleet::start();
+    let mut c = f.client();
+    let keys: Vec<String> = (0..3).map(|n| f.key_on(n, "k")).collect();
+    let (a, b, cc) = (&keys[0], &keys[1], &keys[2]);
+    assert_eq!(
+        q::<String>(&mut c, &["MSET", cc, "3", a, "1", b, "2"]).unwrap(),
+        "OK"
+    );
+    let got: Vec<Option<String>> = q(&mut c, &["MGET", b, "missing", a, cc, a]).unwrap();
+    let s = |v: &str| Some(v.to_string());
+    assert_eq!(got, vec![s("2"), None, s("1"), s("3"), s("1")]);
+    assert_eq!(
+        q::<i64>(&mut c, &["EXISTS", a, b, cc, "missing", a]).unwrap(),
+        4
+    );
+    assert_eq!(q::<i64>(&mut c, &["TOUCH", a, b]).unwrap(), 2);
+    assert_eq!(q::<i64>(&mut c, &["DEL", a, b, "missing"]).unwrap(), 2);
+    assert_eq!(q::<i64>(&mut c, &["UNLINK", cc, a]).unwrap(), 1);
+    assert_eq!(q::<i64>(&mut c, &["DBSIZE"]).unwrap(), 0);
+    let e = err_text(q::<()>(&mut c, &["MSET", a, "1", b]).unwrap_err());
+    assert!(e.contains("wrong number of arguments"), "{e}");
+}
+
+#[test]
+fn crossslot_refusals_write_nothing() {
+    let f = Fleet::start();
+    let mut c = f.client();
+    let a = f.key_on(0, "x");
+    let b = f.key_on(1, "x");
+    q::<()>(&mut c, &["SADD", &a, "m"]).unwrap();
+    for cmd in [
+        vec!["RENAME", &a, &b],
+        vec!["SUNIONSTORE", &b, &a],
+        vec![
+            "EVAL",
+            "redis.call('set', KEYS[2], 'v') return 1",
+            "2",
+            &a,
+            &b,
+        ],
+        vec!["LMOVE", &a, &b, "LEFT", "RIGHT"],
+    ] {
+        let e = err_text(q::<()>(&mut c, &cmd).unwrap_err());
+        assert!(e.contains("CROSSSLOT"), "{cmd:?}: {e}");
+    }
+    // Nothing reached the nodes: b does not exist anywhere, a is intact.
+    for n in &f.nodes {
+        assert_eq!(q::<i64>(&mut n.conn(), &["EXISTS", &b]).unwrap(), 0);
+    }
+    assert_eq!(q::<i64>(&mut c, &["SCARD", &a]).unwrap(), 1);
+    // Same-tag multi-key commands and scripts are forwarded.
+    let (t1, t2) = ("{t}:1", "{t}:2");
+    q::<()>(&mut c, &["SET", t1, "v"]).unwrap();
+    assert_eq!(q::<String>(&mut c, &["RENAME", t1, t2]).unwrap(), "OK");
+    let v: String = q(
+        &mut c,
+        &["EVAL", "return redis.call('get', KEYS[1])", "1", t2],
+    )
+    .unwrap();
+    assert_eq!(v, "v");
+    // Keyless EVAL runs on the node owning "".
+    assert_eq!(q::<i64>(&mut c, &["EVAL", "return 7", "0"]).unwrap(), 7);
+}
+
+#[test]
+fn scan_keys_dbsize_flushall_cover_the_fleet() {
+    let f = Fleet::start();
+    let mut c = f.client();
+    let mut p = redis::pipe();
+    for i in 0..10_000 {
+        p.cmd("SET").arg(format!("user:{i}")).arg(i).ignore();
+    }
+    p.query::<()>(&mut c).unwrap();
+    q::<()>(&mut c, &["SET", "other", "x"]).unwrap();
+    // Each node holds a share.
+    for n in &f.nodes {
+        let size: i64 = q(&mut n.conn(), &["DBSIZE"]).unwrap();
+        assert!(size > 2_000, "{size}");
+    }
+    assert_eq!(q::<i64>(&mut c, &["DBSIZE"]).unwrap(), 10_001);
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    let mut cursor = "0".to_string();
+    loop {
+        let (next, keys): (String, Vec<String>) = q(
+            &mut c,
+            &["SCAN", &cursor, "MATCH", "user:*", "COUNT", "500"],
+        )
+        .unwrap();
+        for k in keys {
+            *seen.entry(k).or_default() += 1;
+        }
+        cursor = next;
+        if cursor == "0" {
+            break;
+        }
+    }
+    assert_eq!(seen.len(), 10_000);
+    assert!(seen.values().all(|&n| n == 1), "a key came back twice");
+    let keys: Vec<String> = q(&mut c, &["KEYS", "user:1*"]).unwrap();
+    assert_eq!(keys.len(), 1_111);
+    assert!(q::<()>(&mut c, &["SCAN", "nope"]).is_err());
+    assert_eq!(q::<String>(&mut c, &["FLUSHALL"]).unwrap(), "OK");
+    assert_eq!(q::<i64>(&mut c, &["DBSIZE"]).unwrap(), 0);
+}
+
+#[test]
+fn scripts_load_everywhere_and_survive_noscript() {
+    let f = Fleet::start();
+    let mut c = f.client();
+    let body = "return redis.call('incr', KEYS[1])";
+    let sha: String = q(&mut c, &["SCRIPT", "LOAD", body]).unwrap();
+    for n in &f.nodes {
+        let e: Vec<i64> = q(&mut n.conn(), &["SCRIPT", "EXISTS", &sha]).unwrap();
+        assert_eq!(e, vec![1]);
+    }
+    let k = f.key_on(1, "s");
+    assert_eq!(q::<i64>(&mut c, &["EVALSHA", &sha, "1", &k]).unwrap(), 1);
+    // The node loses its scripts behind the proxy's back: EVALSHA still works.
+    q::<()>(&mut f.nodes[1].conn(), &["SCRIPT", "FLUSH"]).unwrap();
+    let e: Vec<i64> = q(&mut c, &["SCRIPT", "EXISTS", &sha, "0000"]).unwrap();
+    assert_eq!(e, vec![0, 0]);
+    assert_eq!(q::<i64>(&mut c, &["EVALSHA", &sha, "1", &k]).unwrap(), 2);
+    // Bodies seen through EVAL count too.
+    let body2 = "return 'two'";
+    let sha2: String = q(&mut f.nodes[0].conn(), &["SCRIPT", "LOAD", body2]).unwrap();
+    assert_eq!(q::<String>(&mut c, &["EVAL", body2, "0"]).unwrap(), "two");
+    for n in &f.nodes {
+        q::<()>(&mut n.conn(), &["SCRIPT", "FLUSH"]).unwrap();
+    }
+    assert_eq!(
+        q::<String>(&mut c, &["EVALSHA", &sha2, "0"]).unwrap(),
+        "two"
+    );
+    // redis-rs's Script (EVALSHA, then SCRIPT LOAD on NOSCRIPT).
+    let script = redis::Script::new("return redis.call('get', KEYS[1])");
+    let v: Option<String> = script.key(&k).invoke(&mut c).unwrap();
+    assert_eq!(v.as_deref(), Some("2"));
+    // Functions are loaded on every node; FCALL goes by its keys.
+    let lib = "#!lua name=proxylib\nredis.register_function('myget', function(keys, args) return redis.call('GET', keys[1]) end)";
+    assert_eq!(
+        q::<String>(&mut c, &["FUNCTION", "LOAD", lib]).unwrap(),
+        "proxylib"
+    );
+    for n in 0..3 {
+        let key = f.key_on(n, "fk");
+        q::<()>(&mut c, &["SET", &key, &format!("v{n}")]).unwrap();
+        let v: String = q(&mut c, &["FCALL", "myget", "1", &key]).unwrap();
+        assert_eq!(v, format!("v{n}"));
+    }
+    let (a, b) = (f.key_on(0, "fk"), f.key_on(1, "fk"));
+    let e = err_text(q::<()>(&mut c, &["FCALL", "myget", "2", &a, &b]).unwrap_err());
+    assert!(e.contains("CROSSSLOT"), "{e}");
+    assert_eq!(
+        q::<String>(&mut c, &["FUNCTION", "DELETE", "proxylib"]).unwrap(),
+        "OK"
+    );
+    for n in &f.nodes {
+        let libs: Vec<Value> = q(&mut n.conn(), &["FUNCTION", "LIST"]).unwrap();
+        assert!(libs.is_empty());
+    }
+    // Unknown sha without a body: the node's NOSCRIPT passes through.
+    let e = err_text(q::<()>(&mut c, &["EVALSHA", &"f".repeat(40), "0"]).unwrap_err());
+    assert!(e.contains("NOSCRIPT"), "{e}");
+}
+
+#[test]
+fn blocking_commands_do_not_stall_others() {
+    let f = Fleet::start();
+    let url = f.proxy.url();
+    let mut c = f.client();
+    q::<()>(
+        &mut c,
+        &["XGROUP", "CREATE", "jobs", "g", "0-0", "MKSTREAM"],
+    )
+    .unwrap();
+    let blockers: Vec<_> = [
+        vec!["BLPOP", "queue", "1.5"],
+        vec![
+            "XREADGROUP",
+            "GROUP",
+            "g",
+            "c1",
+            "BLOCK",
+            "1500",
+            "STREAMS",
+            "jobs",
+            ">",
+        ],
+        vec!["BLPOP", "never", "0.3"],
+    ]
+    .into_iter()
+    .map(|cmd| {
+        let url = url.clone();
+        let cmd: Vec<String> = cmd.into_iter().map(String::from).collect();
+        std::thread::spawn(move || {
+            let mut c = redis::Client::open(url).unwrap().get_connection().unwrap();
+            let start = Instant::now();
+            let args: Vec<&str> = cmd.iter().map(String::as_str).collect();
+            let v: Value = q(&mut c, &args).unwrap();
+            (v, start.elapsed())
+        })
+    })
+    .collect();
+    std::thread::sleep(Duration::from_millis(100));
+    // Other clients (and this one) are served at once meanwhile.
+    let start = Instant::now();
+    for i in 0..50 {
+        q::<()>(&mut c, &["SET", &format!("k{i}"), "v"]).unwrap();
+    }
+    assert!(
+        start.elapsed() < Duration::from_millis(500),
+        "{:?}",
+        start.elapsed()
+    );
+    q::<()>(&mut c, &["RPUSH", "queue", "job1"]).unwrap();
+    q::<()>(&mut c, &["XADD", "jobs", "*", "payload", "one"]).unwrap();
+    let results: Vec<(Value, Duration)> = blockers.into_iter().map(|t| t.join().unwrap()).collect();
+    assert!(matches!(&results[0].0, Value::Array(v) if v.len() == 2));
+    assert!(results[0].1 < Duration::from_millis(1000));
+    assert!(matches!(&results[1].0, Value::Array(v) if v.len() == 1));
+    assert!(results[1].1 < Duration::from_millis(1000));
+    // The short one timed out on its own schedule.
+    assert_eq!(results[2].0, Value::Nil);
+    assert!(results[2].1 >= Duration::from_millis(250));
+}
+
+#[test]
+fn transactions_on_one_tag() {
+    let f = Fleet::start();
+    let mut c = f.client();
+    let (k1, k2) = ("{vehicle:7}:checkpoint", "{vehicle:7}:committed-revision");
+    let (ok, rev): (i64, String) = redis::pipe()
+        .atomic()
+        .cmd("HSET")
+        .arg(k1)
+        .arg("f")
+        .arg("v")
+        .cmd("SET")
+        .arg(k2)
+        .arg("r1")
+        .ignore()
+        .cmd("GET")
+        .arg(k2)
+        .query(&mut c)
+        .unwrap();
+    assert_eq!((ok, rev.as_str()), (1, "r1"));
+    // WATCH + MULTI/EXEC: a change by another client aborts the transaction.
+    q::<()>(&mut c, &["WATCH", k2]).unwrap();
+    let mut other = f.client();
+    q::<()>(&mut other, &["SET", k2, "r2"]).unwrap();
+    q::<()>(&mut c, &["MULTI"]).unwrap();
+    q::<()>(&mut c, &["SET", k2, "mine"]).unwrap();
+    let r: Value = q(&mut c, &["EXEC"]).unwrap();
+    assert_eq!(r, Value::Nil);
+    assert_eq!(q::<String>(&mut c, &["GET", k2]).unwrap(), "r2");
+    // Keys on two nodes in one transaction: CROSSSLOT, then EXECABORT, nothing written.
+    let a = f.key_on(0, "tx");
+    let b = f.key_on(1, "tx");
+    q::<()>(&mut c, &["MULTI"]).unwrap();
+    q::<()>(&mut c, &["SET", &a, "1"]).unwrap();
+    let e = err_text(q::<()>(&mut c, &["SET", &b, "1"]).unwrap_err());
+    assert!(e.contains("CROSSSLOT"), "{e}");
+    let e = err_text(q::<()>(&mut c, &["EXEC"]).unwrap_err());
+    assert!(e.contains("EXECABORT"), "{e}");
+    assert_eq!(q::<i64>(&mut c, &["EXISTS", &a, &b]).unwrap(), 0);
+    let e = err_text(q::<()>(&mut c, &["EXEC"]).unwrap_err());
+    assert!(e.contains("EXEC without MULTI"), "{e}");
+    q::<()>(&mut c, &["MULTI"]).unwrap();
+    q::<()>(&mut c, &["SET", &a, "1"]).unwrap();
+    assert_eq!(q::<String>(&mut c, &["DISCARD"]).unwrap(), "OK");
+    assert_eq!(q::<i64>(&mut c, &["EXISTS", &a]).unwrap(), 0);
+}
+
+#[test]
+fn a_dead_node_fails_only_its_keys_and_comes_back() {
+    let mut f = Fleet::start();
+    let mut c = f.client();
+    let keys: Vec<String> = (0..3).map(|n| f.key_on(n, "d")).collect();
+    for k in &keys {
+        q::<()>(&mut c, &["SET", k, "v"]).unwrap();
+    }
+    f.nodes[1].kill();
+    std::thread::sleep(Duration::from_millis(100));
+    let e = err_text(q::<()>(&mut c, &["GET", &keys[1]]).unwrap_err());
+    assert!(e.contains("node node-b is unavailable"), "{e}");
+    assert!(!e.contains("s3cret"), "{e}");
+    for i in [0, 2] {
+        assert_eq!(q::<String>(&mut c, &["GET", &keys[i]]).unwrap(), "v");
+    }
+    // Fleet-wide commands name the node too; INFO shows it down without its password.
+    let e = err_text(q::<()>(&mut c, &["DBSIZE"]).unwrap_err());
+    assert!(e.contains("node-b"), "{e}");
+    let info: String = q(&mut c, &["INFO", "nodes"]).unwrap();
+    assert!(
+        info.contains("id=node-b,") && info.contains("state=down"),
+        "{info}"
+    );
+    assert!(!info.contains("s3cret"), "{info}");
+    let all: String = q(&mut c, &["INFO"]).unwrap();
+    for field in [
+        "redis_version:",
+        "connected_clients:1",
+        "total_connections_received:",
+    ] {
+        assert!(all.contains(field), "{all}");
+    }
+    assert!(!all.contains("s3cret"), "{all}");
+    // Back on the same port: works again without restarting the proxy (data is gone:
+    // the node was not persistent).
+    f.nodes[1].spawn();
+    let until = Instant::now() + Duration::from_secs(5);
+    loop {
+        match q::<Option<String>>(&mut c, &["GET", &keys[1]]) {
+            Ok(v) => {
+                assert_eq!(v, None);
+                break;
+            }
+            Err(e) => assert!(Instant::now() < until, "still failing: {e}"),
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    q::<()>(&mut c, &["SET", &keys[1], "again"]).unwrap();
+    assert_eq!(q::<String>(&mut c, &["GET", &keys[1]]).unwrap(), "again");
+}
+
+#[test]
+fn resp3_clients_and_auth() {
+    let f = Fleet::start_with(|cfg| cfg.requirepass = Some("proxy-pw".into()));
+    let mut anon = f.client();
+    let e = err_text(q::<()>(&mut anon, &["GET", "x"]).unwrap_err());
+    assert!(e.contains("NOAUTH"), "{e}");
+    assert!(q::<()>(&mut anon, &["AUTH", "wrong"]).is_err());
+    assert_eq!(q::<String>(&mut anon, &["AUTH", "proxy-pw"]).unwrap(), "OK");
+    assert_eq!(q::<Option<String>>(&mut anon, &["GET", "x"]).unwrap(), None);
+
+    let url = format!("redis://:proxy-pw@{}/?protocol=resp3", f.proxy.addr());
+    let mut c = redis::Client::open(url).unwrap().get_connection().unwrap();
+    q::<()>(&mut c, &["HSET", "h", "a", "1", "b", "2"]).unwrap();
+    let v: Value = q(&mut c, &["HGETALL", "h"]).unwrap();
+    assert!(matches!(&v, Value::Map(m) if m.len() == 2), "{v:?}");
+    let v: Value = q(&mut c, &["GET", "missing"]).unwrap();
+    assert_eq!(v, Value::Nil);
+    q::<()>(&mut c, &["ZADD", "z", "1.5", "m"]).unwrap();
+    let v: Value = q(&mut c, &["ZSCORE", "z", "m"]).unwrap();
+    assert_eq!(v, Value::Double(1.5));
+    // MGET answers nil for keys that do not hold strings.
+    let got: Vec<Option<String>> = q(&mut c, &["MGET", "h", "missing"]).unwrap();
+    assert_eq!(got, vec![None, None]);
+}
+
+/// A raw RESP connection, to see exact subscription frames.
+struct Raw {
+    s: std::net::TcpStream,
+    buf: Vec<u8>,
+}
+
+impl Raw {
+    fn connect(addr: std::net::SocketAddr) -> Raw {
+        let s = std::net::TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        Raw { s, buf: Vec::new() }
+    }
+
+    fn send(&mut self, args: &[&str]) {
+        use std::io::Write;
+        self.s
+            .write_all(&respite::proxy::resp::command(args))
+            .unwrap();
+    }
+
+    fn frame(&mut self) -> String {
+        use std::io::Read;
+        loop {
+            if let Some(n) = respite::proxy::resp::frame_len(&self.buf).unwrap() {
+                let f: Vec<u8> = self.buf.drain(..n).collect();
+                return String::from_utf8_lossy(&f).replace("\r\n", " ");
+            }
+            let mut chunk = [0u8; 4096];
+            let n = self.s.read(&mut chunk).unwrap();
+            assert!(n > 0, "proxy closed the connection");
+            self.buf.extend_from_slice(&chunk[..n]);
+        }
+    }
+}
+
+#[test]
+fn subscriptions_follow_channel_owners() {
+    let f = Fleet::start();
+    let mut c = f.client();
+    let ch_a = f.key_on(0, "chan");
+    let ch_b = f.key_on(1, "chan");
+    let mut sub = Raw::connect(f.proxy.addr());
+    sub.send(&["SUBSCRIBE", &ch_a, &ch_b]);
+    let l = ch_a.len();
+    assert_eq!(sub.frame(), format!("*3 $9 subscribe ${l} {ch_a} :1 "));
+    assert_eq!(sub.frame(), format!("*3 $9 subscribe ${l} {ch_b} :2 "));
+    sub.send(&["PSUBSCRIBE", "news.*"]);
+    assert_eq!(sub.frame(), "*3 $10 psubscribe $6 news.* :3 ");
+    sub.send(&["GET", "x"]);
+    let e = sub.frame();
+    assert!(e.starts_with("-ERR Can't execute 'get'"), "{e}");
+    sub.send(&["PING"]);
+    assert_eq!(sub.frame(), "*2 $4 pong $0  ");
+    // Published through the proxy: each lands on the channel's owner.
+    assert_eq!(q::<i64>(&mut c, &["PUBLISH", &ch_b, "hello"]).unwrap(), 1);
+    assert_eq!(sub.frame(), format!("*3 $7 message ${l} {ch_b} $5 hello "));
+    assert_eq!(q::<i64>(&mut c, &["PUBLISH", "news.1", "x"]).unwrap(), 1);
+    assert_eq!(sub.frame(), "*4 $8 pmessage $6 news.* $6 news.1 $1 x ");
+    sub.send(&["UNSUBSCRIBE"]);
+    let (first, second) = (sub.frame(), sub.frame());
+    assert!(
+        first.ends_with(":2 ") && second.ends_with(":1 "),
+        "{first} / {second}"
+    );
+    let mut names = [first, second];
+    names.sort();
+    assert_eq!(
+        names
+            .iter()
+            .map(|f| f.split(' ').nth(4).unwrap())
+            .collect::<Vec<_>>(),
+        {
+            let mut v = vec![ch_a.as_str(), ch_b.as_str()];
+            v.sort();
+            v
+        }
+    );
+    sub.send(&["PUNSUBSCRIBE"]);
+    assert_eq!(sub.frame(), "*3 $12 punsubscribe $6 news.* :0 ");
+    sub.send(&["SET", "x", "1"]);
+    assert_eq!(sub.frame(), "+OK ");
+    assert_eq!(q::<i64>(&mut c, &["PUBLISH", &ch_a, "nobody"]).unwrap(), 0);
+    // RESP3: pushes, and ordinary commands meanwhile.
+    let mut sub3 = Raw::connect(f.proxy.addr());
+    sub3.send(&["HELLO", "3"]);
+    assert!(sub3.frame().starts_with("%7 "));
+    sub3.send(&["SSUBSCRIBE", &ch_a]);
+    assert_eq!(sub3.frame(), format!(">3 $10 ssubscribe ${l} {ch_a} :1 "));
+    sub3.send(&["GET", "x"]);
+    assert_eq!(sub3.frame(), "$1 1 ");
+    assert_eq!(q::<i64>(&mut c, &["SPUBLISH", &ch_a, "m"]).unwrap(), 1);
+    assert_eq!(sub3.frame(), format!(">3 $8 smessage ${l} {ch_a} $1 m "));
+}
+
+#[test]
+fn a_hung_node_times_out_and_a_late_node_joins() {
+    let mut f = Fleet::start_with(|cfg| cfg.command_timeout = Duration::from_millis(300));
+    let mut c = f.client();
+    let keys: Vec<String> = (0..3).map(|n| f.key_on(n, "h")).collect();
+    for k in &keys {
+        q::<()>(&mut c, &["SET", k, "v"]).unwrap();
+    }
+    // A frozen node: its requests time out (naming it), the others keep answering.
+    let pid = f.nodes[2].child.as_ref().unwrap().id().to_string();
+    let signal = |sig: &str| {
+        let ok = Command::new("kill").args([sig, &pid]).status().unwrap();
+        assert!(ok.success());
+    };
+    signal("-STOP");
+    let start = Instant::now();
+    let e = err_text(q::<()>(&mut c, &["GET", &keys[2]]).unwrap_err());
+    assert!(e.contains("node node-c is unavailable"), "{e}");
+    assert!(
+        start.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        start.elapsed()
+    );
+    assert_eq!(q::<String>(&mut c, &["GET", &keys[0]]).unwrap(), "v");
+    signal("-CONT");
+    let until = Instant::now() + Duration::from_secs(5);
+    while q::<String>(&mut c, &["GET", &keys[2]]).is_err() {
+        assert!(Instant::now() < until, "node-c did not come back");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // A node that is down when a proxy starts: its keys fail until it comes up. (The second
+    // fleet's own nodes go unused: its proxy is pointed at the first fleet's.)
+    f.nodes[1].kill();
+    let late = Fleet::start_with(|cfg| {
+        cfg.nodes = f
+            .nodes
+            .iter()
+            .zip(IDS)
+            .map(|(n, id)| {
+                NodeSpec::parse(&format!(
+                    "{id}=redis://:{}@127.0.0.1:{}",
+                    n.password, n.port
+                ))
+                .unwrap()
+            })
+            .collect();
+    });
+    let mut lc = late.client();
+    let e = err_text(q::<()>(&mut lc, &["GET", &keys[1]]).unwrap_err());
+    assert!(e.contains("node-b"), "{e}");
+    f.nodes[1].spawn();
+    let until = Instant::now() + Duration::from_secs(5);
+    while q::<Option<String>>(&mut lc, &["GET", &keys[1]]).is_err() {
+        assert!(Instant::now() < until, "node-b did not come back");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// S2 and S3 through the proxy with redis-rs's multiplexed async connections (many
+/// requests in flight per connection), with the scripts from lua/.
+#[test]
+fn rate_limit_and_fencing_scripts_under_concurrency() {
+    let f = Fleet::start();
+    let url = f.proxy.url();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async move {
+        let client = redis::Client::open(url).unwrap();
+        let mut cons = Vec::new();
+        for _ in 0..8 {
+            cons.push(client.get_multiplexed_async_connection().await.unwrap());
+        }
+        // S2: 128 concurrent checks against a user limit of 32 admit exactly 32; two API
+        // keys of one user share its limit.
+        let limiter = redis::Script::new(include_str!("../lua/ratelimit_fixed_window.lua"));
+        let mut tasks = Vec::new();
+        for i in 0..128 {
+            let mut con = cons[i % 8].clone();
+            let limiter = limiter.clone();
+            tasks.push(tokio::spawn(async move {
+                let api = if i % 2 == 0 { "A" } else { "B" };
+                let r: Vec<Value> = limiter
+                    .key("{user:7}:w1:user")
+                    .key(format!("{{user:7}}:w1:key:{api}"))
+                    .arg(32)
+                    .arg(1000)
+                    .arg(60_000)
+                    .invoke_async(&mut con)
+                    .await
+                    .unwrap();
+                r[0] == Value::Int(1)
+            }));
+        }
+        let mut admitted = 0;
+        for t in tasks {
+            admitted += t.await.unwrap() as usize;
+        }
+        assert_eq!(admitted, 32);
+        // S3: every acquisition's fencing token is larger than all earlier ones.
+        let acquire = redis::Script::new(include_str!("../lua/lock_acquire.lua"));
+        let release = redis::Script::new(include_str!("../lua/lock_release.lua"));
+        let mut last = 0i64;
+        let mut con = cons[0].clone();
+        for round in 0..20 {
+            let owner = format!("owner-{round}");
+            let token: Option<i64> = acquire
+                .key("{lock:x}")
+                .key("{lock:x}:fence")
+                .arg(&owner)
+                .arg(10_000)
+                .invoke_async(&mut con)
+                .await
+                .unwrap();
+            let token = token.expect("the lock is free");
+            assert!(token > last);
+            last = token;
+            let released: i64 = release
+                .key("{lock:x}")
+                .arg(&owner)
+                .arg(token)
+                .invoke_async(&mut con)
+                .await
+                .unwrap();
+            assert_eq!(released, 1);
+        }
+    });
+}
+
+#[test]
+fn a_client_gone_while_blocked_leaves_no_ghost_and_bad_input_is_contained() {
+    let f = Fleet::start();
+    let mut c = f.client();
+    let mut blocked = Raw::connect(f.proxy.addr());
+    blocked.send(&["BLPOP", "ghost", "0"]);
+    std::thread::sleep(Duration::from_millis(100));
+    drop(blocked);
+    std::thread::sleep(Duration::from_millis(100));
+    // The abandoned BLPOP must not swallow this element.
+    q::<()>(&mut c, &["RPUSH", "ghost", "x"]).unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(q::<i64>(&mut c, &["LLEN", "ghost"]).unwrap(), 1);
+    // A protocol error gets Redis's error and closes only that connection.
+    let mut bad = Raw::connect(f.proxy.addr());
+    {
+        use std::io::Write;
+        bad.s.write_all(b"*1\r\n+PING\r\n").unwrap();
+    }
+    assert_eq!(bad.frame(), "-ERR Protocol error: expected '$', got '+' ");
+    // Inline commands work too.
+    let mut inline = Raw::connect(f.proxy.addr());
+    {
+        use std::io::Write;
+        inline.s.write_all(b"PING\r\nECHO hi\r\n").unwrap();
+    }
+    assert_eq!(inline.frame(), "+PONG ");
+    assert_eq!(inline.frame(), "$2 hi ");
+    assert_eq!(q::<String>(&mut c, &["PING"]).unwrap(), "PONG");
+    // SCAN passes TYPE through.
+    q::<()>(&mut c, &["SET", "s1", "v"]).unwrap();
+    let mut cursor = "0".to_string();
+    let mut lists = Vec::new();
+    loop {
+        let (next, keys): (String, Vec<String>) =
+            q(&mut c, &["SCAN", &cursor, "TYPE", "list"]).unwrap();
+        lists.extend(keys);
+        cursor = next;
+        if cursor == "0" {
+            break;
+        }
+    }
+    assert_eq!(lists, vec!["ghost".to_string()]);
+}
