@@ -1,161 +1,20 @@
-//! The sharding proxy in front of real redis-server nodes (DESIGN.md §7, SCENARIOS.md S9).
-//! Each test starts its own three password-protected nodes on free loopback ports (killed
-//! on drop) and an in-process `ProxyServer`, and drives it with redis-rs.
+//! The sharding proxy in front of real nodes (DESIGN.md §7, SCENARIOS.md S9). Each test
+//! starts its own three password-protected nodes on free loopback ports (killed on drop) and
+//! an in-process `ProxyServer`, and drives it with redis-rs. Every test runs against a fleet
+//! of redis-server nodes and (where respite supports what it needs) a fleet of respite
+//! nodes: see the `redis_nodes` / `respite_nodes` modules at the end.
 
+mod proxy_fleet;
+
+use proxy_fleet::*;
 use redis::{Connection, Value};
-use respite::proxy::config::{NodeSpec, Placement, ProxyConfig};
-use respite::proxy::ProxyServer;
+use respite::proxy::config::NodeSpec;
 use std::collections::HashMap;
-use std::net::TcpListener;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-const IDS: [&str; 3] = ["node-a", "node-b", "node-c"];
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-struct RedisNode {
-    port: u16,
-    password: String,
-    child: Option<Child>,
-}
-
-impl RedisNode {
-    fn start(port: u16, password: &str) -> RedisNode {
-        let mut n = RedisNode {
-            port,
-            password: password.to_string(),
-            child: None,
-        };
-        n.spawn();
-        n
-    }
-
-    fn spawn(&mut self) {
-        let child = Command::new("redis-server")
-            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
-            .args(["--requirepass", &self.password])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("redis-server is installed");
-        self.child = Some(child);
-        let until = Instant::now() + Duration::from_secs(5);
-        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
-            assert!(Instant::now() < until, "redis-server did not start");
-            std::thread::sleep(Duration::from_millis(10));
-        }
-    }
-
-    fn kill(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-
-    fn conn(&self) -> Connection {
-        redis::Client::open(format!(
-            "redis://:{}@127.0.0.1:{}",
-            self.password, self.port
-        ))
-        .unwrap()
-        .get_connection()
-        .unwrap()
-    }
-}
-
-impl Drop for RedisNode {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
-struct Fleet {
-    // Declared first: the proxy stops before the nodes.
-    proxy: ProxyServer,
-    nodes: Vec<RedisNode>,
-    placement: Placement,
-}
-
-impl Fleet {
-    fn start() -> Fleet {
-        Self::start_with(|_| {})
-    }
-
-    fn start_with(tweak: impl FnOnce(&mut ProxyConfig)) -> Fleet {
-        let nodes: Vec<RedisNode> = (0..3)
-            .map(|i| RedisNode::start(free_port(), &format!("s3cret-{i}")))
-            .collect();
-        let specs: Vec<NodeSpec> = nodes
-            .iter()
-            .zip(IDS)
-            .map(|(n, id)| {
-                NodeSpec::parse(&format!(
-                    "{id}=redis://:{}@127.0.0.1:{}",
-                    n.password, n.port
-                ))
-                .unwrap()
-            })
-            .collect();
-        let mut cfg = ProxyConfig {
-            port: 0,
-            nodes: specs.clone(),
-            connect_timeout: Duration::from_millis(500),
-            command_timeout: Duration::from_secs(3),
-            ..ProxyConfig::default()
-        };
-        tweak(&mut cfg);
-        Fleet {
-            proxy: ProxyServer::start(cfg).unwrap(),
-            placement: Placement::new(&specs),
-            nodes,
-        }
-    }
-
-    fn client(&self) -> Connection {
-        redis::Client::open(self.proxy.url())
-            .unwrap()
-            .get_connection()
-            .unwrap()
-    }
-
-    fn owner(&self, key: &str) -> usize {
-        self.placement.owner(key.as_bytes())
-    }
-
-    /// A key owned by node `n`, made from `prefix`.
-    fn key_on(&self, n: usize, prefix: &str) -> String {
-        (0..)
-            .map(|i| format!("{prefix}:{i}"))
-            .find(|k| self.owner(k) == n)
-            .unwrap()
-    }
-}
-
-fn q<T: redis::FromRedisValue>(c: &mut Connection, args: &[&str]) -> redis::RedisResult<T> {
-    let mut cmd = redis::cmd(args[0]);
-    for a in &args[1..] {
-        cmd.arg(*a);
-    }
-    cmd.query(c)
-}
-
-/// The error's code (redis-rs maps known codes to kinds) and its text.
-fn err_text(e: redis::RedisError) -> String {
-    format!("{} {e}", e.code().unwrap_or(""))
-}
-
-#[test]
-fn single_key_commands_and_placement() {
-    let f = Fleet::start();
+fn single_key_commands_and_placement(kind: NodeKind) {
+    let f = Fleet::start(kind);
     let mut c = f.client();
     assert_eq!(q::<String>(&mut c, &["PING"]).unwrap(), "PONG");
     assert_eq!(q::<String>(&mut c, &["SET", "foo", "bar"]).unwrap(), "OK");
@@ -224,9 +83,8 @@ fn single_key_commands_and_placement() {
     assert_eq!(vals, (0..200).collect::<Vec<i64>>());
 }
 
-#[test]
-fn split_commands_merge_in_order() {
-    let f = Fleet::start();
+fn split_commands_merge_in_order(kind: NodeKind) {
+    let f = Fleet::start(kind);
     let mut c = f.client();
     let keys: Vec<String> = (0..3).map(|n| f.key_on(n, "k")).collect();
     let (a, b, cc) = (&keys[0], &keys[1], &keys[2]);
@@ -249,9 +107,8 @@ fn split_commands_merge_in_order() {
     assert!(e.contains("wrong number of arguments"), "{e}");
 }
 
-#[test]
-fn crossslot_refusals_write_nothing() {
-    let f = Fleet::start();
+fn crossslot_refusals_write_nothing(kind: NodeKind) {
+    let f = Fleet::start(kind);
     let mut c = f.client();
     let a = f.key_on(0, "x");
     let b = f.key_on(1, "x");
@@ -290,9 +147,8 @@ fn crossslot_refusals_write_nothing() {
     assert_eq!(q::<i64>(&mut c, &["EVAL", "return 7", "0"]).unwrap(), 7);
 }
 
-#[test]
-fn scan_keys_dbsize_flushall_cover_the_fleet() {
-    let f = Fleet::start();
+fn scan_keys_dbsize_flushall_cover_the_fleet(kind: NodeKind) {
+    let f = Fleet::start(kind);
     let mut c = f.client();
     let mut p = redis::pipe();
     for i in 0..10_000 {
@@ -331,9 +187,8 @@ fn scan_keys_dbsize_flushall_cover_the_fleet() {
     assert_eq!(q::<i64>(&mut c, &["DBSIZE"]).unwrap(), 0);
 }
 
-#[test]
-fn scripts_load_everywhere_and_survive_noscript() {
-    let f = Fleet::start();
+fn scripts_load_everywhere_and_survive_noscript(kind: NodeKind) {
+    let f = Fleet::start(kind);
     let mut c = f.client();
     let body = "return redis.call('incr', KEYS[1])";
     let sha: String = q(&mut c, &["SCRIPT", "LOAD", body]).unwrap();
@@ -363,37 +218,44 @@ fn scripts_load_everywhere_and_survive_noscript() {
     let script = redis::Script::new("return redis.call('get', KEYS[1])");
     let v: Option<String> = script.key(&k).invoke(&mut c).unwrap();
     assert_eq!(v.as_deref(), Some("2"));
-    // Functions are loaded on every node; FCALL goes by its keys.
-    let lib = "#!lua name=proxylib\nredis.register_function('myget', function(keys, args) return redis.call('GET', keys[1]) end)";
-    assert_eq!(
-        q::<String>(&mut c, &["FUNCTION", "LOAD", lib]).unwrap(),
-        "proxylib"
-    );
-    for n in 0..3 {
-        let key = f.key_on(n, "fk");
-        q::<()>(&mut c, &["SET", &key, &format!("v{n}")]).unwrap();
-        let v: String = q(&mut c, &["FCALL", "myget", "1", &key]).unwrap();
-        assert_eq!(v, format!("v{n}"));
-    }
-    let (a, b) = (f.key_on(0, "fk"), f.key_on(1, "fk"));
-    let e = err_text(q::<()>(&mut c, &["FCALL", "myget", "2", &a, &b]).unwrap_err());
-    assert!(e.contains("CROSSSLOT"), "{e}");
-    assert_eq!(
-        q::<String>(&mut c, &["FUNCTION", "DELETE", "proxylib"]).unwrap(),
-        "OK"
-    );
-    for n in &f.nodes {
-        let libs: Vec<Value> = q(&mut n.conn(), &["FUNCTION", "LIST"]).unwrap();
-        assert!(libs.is_empty());
+    // respite has no FUNCTION/FCALL yet: functions are checked on redis-server nodes.
+    if f.kind() == NodeKind::Redis {
+        functions_on_every_node(&f, &mut c);
     }
     // Unknown sha without a body: the node's NOSCRIPT passes through.
     let e = err_text(q::<()>(&mut c, &["EVALSHA", &"f".repeat(40), "0"]).unwrap_err());
     assert!(e.contains("NOSCRIPT"), "{e}");
 }
 
-#[test]
-fn blocking_commands_do_not_stall_others() {
-    let f = Fleet::start();
+/// FUNCTION LOAD/DELETE reach every node; FCALL goes by its keys.
+fn functions_on_every_node(f: &Fleet, c: &mut Connection) {
+    // Functions are loaded on every node; FCALL goes by its keys.
+    let lib = "#!lua name=proxylib\nredis.register_function('myget', function(keys, args) return redis.call('GET', keys[1]) end)";
+    assert_eq!(
+        q::<String>(c, &["FUNCTION", "LOAD", lib]).unwrap(),
+        "proxylib"
+    );
+    for n in 0..3 {
+        let key = f.key_on(n, "fk");
+        q::<()>(c, &["SET", &key, &format!("v{n}")]).unwrap();
+        let v: String = q(c, &["FCALL", "myget", "1", &key]).unwrap();
+        assert_eq!(v, format!("v{n}"));
+    }
+    let (a, b) = (f.key_on(0, "fk"), f.key_on(1, "fk"));
+    let e = err_text(q::<()>(c, &["FCALL", "myget", "2", &a, &b]).unwrap_err());
+    assert!(e.contains("CROSSSLOT"), "{e}");
+    assert_eq!(
+        q::<String>(c, &["FUNCTION", "DELETE", "proxylib"]).unwrap(),
+        "OK"
+    );
+    for n in &f.nodes {
+        let libs: Vec<Value> = q(&mut n.conn(), &["FUNCTION", "LIST"]).unwrap();
+        assert!(libs.is_empty());
+    }
+}
+
+fn blocking_commands_do_not_stall_others(kind: NodeKind) {
+    let f = Fleet::start(kind);
     let url = f.proxy.url();
     let mut c = f.client();
     q::<()>(
@@ -452,9 +314,8 @@ fn blocking_commands_do_not_stall_others() {
     assert!(results[2].1 >= Duration::from_millis(250));
 }
 
-#[test]
-fn transactions_on_one_tag() {
-    let f = Fleet::start();
+fn transactions_on_one_tag(kind: NodeKind) {
+    let f = Fleet::start(kind);
     let mut c = f.client();
     let (k1, k2) = ("{vehicle:7}:checkpoint", "{vehicle:7}:committed-revision");
     let (ok, rev): (i64, String) = redis::pipe()
@@ -499,9 +360,8 @@ fn transactions_on_one_tag() {
     assert_eq!(q::<i64>(&mut c, &["EXISTS", &a]).unwrap(), 0);
 }
 
-#[test]
-fn a_dead_node_fails_only_its_keys_and_comes_back() {
-    let mut f = Fleet::start();
+fn a_dead_node_fails_only_its_keys_and_comes_back(kind: NodeKind) {
+    let mut f = Fleet::start(kind);
     let mut c = f.client();
     let keys: Vec<String> = (0..3).map(|n| f.key_on(n, "d")).collect();
     for k in &keys {
@@ -551,9 +411,8 @@ fn a_dead_node_fails_only_its_keys_and_comes_back() {
     assert_eq!(q::<String>(&mut c, &["GET", &keys[1]]).unwrap(), "again");
 }
 
-#[test]
-fn resp3_clients_and_auth() {
-    let f = Fleet::start_with(|cfg| cfg.requirepass = Some("proxy-pw".into()));
+fn resp3_clients_and_auth(kind: NodeKind) {
+    let f = Fleet::start_with(kind, |cfg| cfg.requirepass = Some("proxy-pw".into()));
     let mut anon = f.client();
     let e = err_text(q::<()>(&mut anon, &["GET", "x"]).unwrap_err());
     assert!(e.contains("NOAUTH"), "{e}");
@@ -611,9 +470,8 @@ impl Raw {
     }
 }
 
-#[test]
-fn subscriptions_follow_channel_owners() {
-    let f = Fleet::start();
+fn subscriptions_follow_channel_owners(kind: NodeKind) {
+    let f = Fleet::start(kind);
     let mut c = f.client();
     let ch_a = f.key_on(0, "chan");
     let ch_b = f.key_on(1, "chan");
@@ -670,9 +528,8 @@ fn subscriptions_follow_channel_owners() {
     assert_eq!(sub3.frame(), format!(">3 $8 smessage ${l} {ch_a} $1 m "));
 }
 
-#[test]
-fn a_hung_node_times_out_and_a_late_node_joins() {
-    let mut f = Fleet::start_with(|cfg| cfg.command_timeout = Duration::from_millis(300));
+fn a_hung_node_times_out_and_a_late_node_joins(kind: NodeKind) {
+    let mut f = Fleet::start_with(kind, |cfg| cfg.command_timeout = Duration::from_millis(300));
     let mut c = f.client();
     let keys: Vec<String> = (0..3).map(|n| f.key_on(n, "h")).collect();
     for k in &keys {
@@ -685,6 +542,21 @@ fn a_hung_node_times_out_and_a_late_node_joins() {
         assert!(ok.success());
     };
     signal("-STOP");
+    // SIGSTOP lands asynchronously: wait until every thread of the node is stopped.
+    let stopped = || {
+        std::fs::read_dir(format!("/proc/{pid}/task"))
+            .unwrap()
+            .all(|t| {
+                let stat = std::fs::read_to_string(t.unwrap().path().join("stat")).unwrap();
+                let state = stat.rsplit(')').next().unwrap().trim_start();
+                state.starts_with('T') || state.starts_with('t')
+            })
+    };
+    let until = Instant::now() + Duration::from_secs(2);
+    while !stopped() {
+        assert!(Instant::now() < until, "node-c did not stop");
+        std::thread::sleep(Duration::from_millis(5));
+    }
     let start = Instant::now();
     let e = err_text(q::<()>(&mut c, &["GET", &keys[2]]).unwrap_err());
     assert!(e.contains("node node-c is unavailable"), "{e}");
@@ -703,7 +575,7 @@ fn a_hung_node_times_out_and_a_late_node_joins() {
     // A node that is down when a proxy starts: its keys fail until it comes up. (The second
     // fleet's own nodes go unused: its proxy is pointed at the first fleet's.)
     f.nodes[1].kill();
-    let late = Fleet::start_with(|cfg| {
+    let late = Fleet::start_with(kind, |cfg| {
         cfg.nodes = f
             .nodes
             .iter()
@@ -730,9 +602,8 @@ fn a_hung_node_times_out_and_a_late_node_joins() {
 
 /// S2 and S3 through the proxy with redis-rs's multiplexed async connections (many
 /// requests in flight per connection), with the scripts from lua/.
-#[test]
-fn rate_limit_and_fencing_scripts_under_concurrency() {
-    let f = Fleet::start();
+fn rate_limit_and_fencing_scripts_under_concurrency(kind: NodeKind) {
+    let f = Fleet::start(kind);
     let url = f.proxy.url();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -801,9 +672,8 @@ fn rate_limit_and_fencing_scripts_under_concurrency() {
     });
 }
 
-#[test]
-fn a_client_gone_while_blocked_leaves_no_ghost_and_bad_input_is_contained() {
-    let f = Fleet::start();
+fn a_client_gone_while_blocked_leaves_no_ghost_and_bad_input_is_contained(kind: NodeKind) {
+    let f = Fleet::start(kind);
     let mut c = f.client();
     let mut blocked = Raw::connect(f.proxy.addr());
     blocked.send(&["BLPOP", "ghost", "0"]);
@@ -844,4 +714,129 @@ fn a_client_gone_while_blocked_leaves_no_ghost_and_bad_input_is_contained() {
         }
     }
     assert_eq!(lists, vec!["ghost".to_string()]);
+}
+
+/// `key=value` fields of the INFO line starting with `prefix`.
+fn info_fields(info: &str, prefix: &str) -> HashMap<String, String> {
+    let line = info
+        .lines()
+        .find(|l| l.starts_with(prefix))
+        .unwrap_or_else(|| panic!("no {prefix} in {info}"));
+    line[prefix.len()..]
+        .split(',')
+        .filter_map(|kv| kv.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+fn node_stats_in_info(kind: NodeKind) {
+    let f = Fleet::start(kind);
+    let mut c = f.client();
+    let keys: Vec<String> = (0..3).map(|n| f.key_on(n, "st")).collect();
+    for _ in 0..20 {
+        for k in &keys {
+            q::<()>(&mut c, &["SET", k, "v"]).unwrap();
+            q::<String>(&mut c, &["GET", k]).unwrap();
+        }
+    }
+    // A node error (not an integer) counts as an error of that node only.
+    assert!(q::<i64>(&mut c, &["INCR", &keys[1]]).is_err());
+    let info: String = q(&mut c, &["INFO", "nodes"]).unwrap();
+    assert!(!info.contains("# Stats"), "{info}");
+    for (i, id) in IDS.iter().enumerate() {
+        let n = info_fields(&info, &format!("node{i}:"));
+        let num = |k: &str| n[k].parse::<u64>().unwrap();
+        assert_eq!(n["id"], *id, "{info}");
+        assert_eq!(n["state"], "up", "{info}");
+        assert!(num("requests") >= 40, "{info}");
+        assert_eq!(num("errors"), (i == 1) as u64, "{info}");
+        assert!(num("p50_us") > 0, "{info}");
+        assert!(num("p50_us") <= num("p99_us") && num("p99_us") <= num("p999_us"));
+        assert!(num("p999_us") < 3_000_000, "{info}");
+        assert_eq!(num("shared_up"), num("shared"), "{info}");
+        assert_eq!(num("dedicated"), 0, "{info}");
+        assert_eq!(num("failures"), 0, "{info}");
+    }
+    let stats: String = q(&mut c, &["INFO", "stats"]).unwrap();
+    assert!(!stats.contains("# Nodes"), "{stats}");
+    let total = stats
+        .lines()
+        .find_map(|l| l.strip_prefix("total_node_requests:"))
+        .unwrap();
+    assert!(total.trim().parse::<u64>().unwrap() >= 120, "{stats}");
+    assert!(stats.contains("total_node_errors:1\r\n"), "{stats}");
+    for id in IDS {
+        let n = info_fields(&stats, &format!("node_latency_{id}:"));
+        assert!(n["samples"].parse::<u64>().unwrap() >= 40, "{stats}");
+        assert!(n["p99_us"].parse::<u64>().unwrap() > 0, "{stats}");
+    }
+    // A dedicated connection held by a blocked client shows in the node's state.
+    let mut blocked = f.client();
+    let k = keys[2].clone() + "-list";
+    let k2 = k.clone();
+    let t = std::thread::spawn(move || {
+        q::<Option<(String, String)>>(&mut blocked, &["BLPOP", &k2, "1"]).unwrap()
+    });
+    let owner = f.owner(&k);
+    let until = Instant::now() + Duration::from_secs(2);
+    loop {
+        let info: String = q(&mut c, &["INFO", "nodes"]).unwrap();
+        if info_fields(&info, &format!("node{owner}:"))["dedicated"] == "1" {
+            break;
+        }
+        assert!(Instant::now() < until, "{info}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    q::<()>(&mut c, &["RPUSH", &k, "x"]).unwrap();
+    assert_eq!(t.join().unwrap(), Some((k, "x".to_string())));
+}
+
+/// Each test against both node kinds.
+macro_rules! for_kinds {
+    ($kind:ident: $($name:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $name() {
+                super::$name(super::NodeKind::$kind)
+            }
+        )*
+    };
+}
+
+mod redis_nodes {
+    for_kinds!(Redis:
+        single_key_commands_and_placement,
+        split_commands_merge_in_order,
+        crossslot_refusals_write_nothing,
+        scan_keys_dbsize_flushall_cover_the_fleet,
+        scripts_load_everywhere_and_survive_noscript,
+        blocking_commands_do_not_stall_others,
+        transactions_on_one_tag,
+        a_dead_node_fails_only_its_keys_and_comes_back,
+        resp3_clients_and_auth,
+        subscriptions_follow_channel_owners,
+        a_hung_node_times_out_and_a_late_node_joins,
+        rate_limit_and_fencing_scripts_under_concurrency,
+        a_client_gone_while_blocked_leaves_no_ghost_and_bad_input_is_contained,
+        node_stats_in_info,
+    );
+}
+
+mod respite_nodes {
+    for_kinds!(Respite:
+        single_key_commands_and_placement,
+        split_commands_merge_in_order,
+        crossslot_refusals_write_nothing,
+        scan_keys_dbsize_flushall_cover_the_fleet,
+        scripts_load_everywhere_and_survive_noscript,
+        blocking_commands_do_not_stall_others,
+        transactions_on_one_tag,
+        a_dead_node_fails_only_its_keys_and_comes_back,
+        resp3_clients_and_auth,
+        subscriptions_follow_channel_owners,
+        a_hung_node_times_out_and_a_late_node_joins,
+        rate_limit_and_fencing_scripts_under_concurrency,
+        a_client_gone_while_blocked_leaves_no_ghost_and_bad_input_is_contained,
+        node_stats_in_info,
+    );
 }

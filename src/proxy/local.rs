@@ -251,11 +251,22 @@ fn info(c: &Client, args: &[Bytes]) -> Pending {
         if !text.is_empty() {
             text.push_str("\r\n");
         }
+        let sum = |f: fn(&super::node::Node) -> u64| p.nodes.iter().map(f).sum::<u64>();
         text.push_str(&format!(
-            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\n",
+            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\ntotal_node_requests:{}\r\ntotal_node_errors:{}\r\n",
             p.total_connections.load(Ordering::Relaxed),
             p.commands.load(Ordering::Relaxed),
+            sum(|n| n.info.requests.load(Ordering::Relaxed)),
+            sum(|n| n.info.errors.load(Ordering::Relaxed)),
         ));
+        for n in &p.nodes {
+            let [p50, p99, p999] = n.info.latency.quantiles([0.5, 0.99, 0.999]);
+            text.push_str(&format!(
+                "node_latency_{}:samples={},p50_us={p50},p99_us={p99},p999_us={p999}\r\n",
+                n.id(),
+                n.info.latency.count(),
+            ));
+        }
     }
     if want("nodes") {
         if !text.is_empty() {
@@ -263,13 +274,30 @@ fn info(c: &Client, args: &[Bytes]) -> Pending {
         }
         text.push_str(&format!("# Nodes\r\nnodes:{}\r\n", p.nodes.len()));
         for (i, n) in p.nodes.iter().enumerate() {
+            let [p50, p99, p999] = n.info.latency.quantiles([0.5, 0.99, 0.999]);
+            let (up, conns) = n.shared_up();
+            // The reason is free text: keep the line parseable.
+            let last_error: String = n
+                .info
+                .last_error()
+                .chars()
+                .map(|ch| {
+                    if matches!(ch, ',' | '\r' | '\n') {
+                        ' '
+                    } else {
+                        ch
+                    }
+                })
+                .collect();
             text.push_str(&format!(
-                "node{i}:id={},url={},state={},requests={},errors={}\r\n",
+                "node{i}:id={},url={},state={},requests={},errors={},p50_us={p50},p99_us={p99},p999_us={p999},shared_up={up},shared={conns},dedicated={},failures={},last_error={last_error}\r\n",
                 n.id(),
                 n.info.spec.redacted_url(),
                 super::node::state_name(n),
                 n.info.requests.load(Ordering::Relaxed),
                 n.info.errors.load(Ordering::Relaxed),
+                n.dedicated_in_use(),
+                n.info.failures.load(Ordering::Relaxed),
             ));
         }
     }

@@ -9,6 +9,7 @@
 //! - [`scan`]: the fleet-wide SCAN cursor.
 //! - [`client`], [`local`]: a client connection; commands answered by the proxy.
 //! - [`pubsub`]: subscriptions on dedicated connections to the channels' nodes.
+//! - [`stats`]: per-node latency histograms for INFO.
 
 pub mod client;
 pub mod config;
@@ -19,6 +20,7 @@ pub mod rebalance;
 pub mod resp;
 pub mod route;
 pub mod scan;
+pub mod stats;
 pub mod sync_client;
 
 use bytes::Bytes;

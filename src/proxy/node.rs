@@ -48,6 +48,10 @@ pub struct NodeInfo {
     command_timeout: Duration,
     pub requests: AtomicU64,
     pub errors: AtomicU64,
+    /// Round trips on shared connections (write of the batch → its reply).
+    pub latency: super::stats::Histogram,
+    /// Connection failures (each one is followed by a reconnect attempt).
+    pub failures: AtomicU64,
     last_error: Mutex<String>,
     /// Bumped whenever a connection to the node fails: idle dedicated connections made
     /// before are not reused.
@@ -60,7 +64,13 @@ impl NodeInfo {
         format!("ERR node {} is unavailable: {reason}", self.spec.id)
     }
 
+    /// Why the last connection failed ("" if none has); never holds the URL.
+    pub fn last_error(&self) -> String {
+        self.last_error.lock().clone()
+    }
+
     fn mark_failed(&self, reason: &str) {
+        self.failures.fetch_add(1, Ordering::Relaxed);
         *self.last_error.lock() = reason.to_string();
         self.generation.fetch_add(1, Ordering::Relaxed);
     }
@@ -82,6 +92,7 @@ pub struct Node {
     shared: [Vec<ConnHandle>; 2],
     idle: [Mutex<Vec<Dedicated>>; 2],
     dedicated_slots: Arc<Semaphore>,
+    max_dedicated: usize,
 }
 
 /// `up`, `connecting` or `down` for INFO.
@@ -115,6 +126,8 @@ impl Node {
             command_timeout: cfg.command_timeout,
             requests: AtomicU64::new(0),
             errors: AtomicU64::new(0),
+            latency: super::stats::Histogram::default(),
+            failures: AtomicU64::new(0),
             last_error: Mutex::new(String::new()),
             generation: AtomicU64::new(0),
         });
@@ -133,12 +146,29 @@ impl Node {
             shared: [make(false), make(true)],
             idle: [Mutex::new(Vec::new()), Mutex::new(Vec::new())],
             dedicated_slots: Arc::new(Semaphore::new(cfg.max_dedicated_per_node.max(1))),
+            max_dedicated: cfg.max_dedicated_per_node.max(1),
             info,
         }
     }
 
     pub fn id(&self) -> &str {
         &self.info.spec.id
+    }
+
+    /// (shared connections up, shared connections in all) over both protocols.
+    pub fn shared_up(&self) -> (usize, usize) {
+        let all = self.shared.iter().flatten();
+        let up = all
+            .clone()
+            .filter(|c| c.state.load(Ordering::Relaxed) == UP)
+            .count();
+        (up, all.count())
+    }
+
+    /// Dedicated connections held by clients (blocking commands, transactions, pub/sub).
+    pub fn dedicated_in_use(&self) -> usize {
+        self.max_dedicated
+            .saturating_sub(self.dedicated_slots.available_permits())
     }
 
     /// Sends one encoded request on the client's sticky shared connection.
@@ -437,8 +467,11 @@ async fn serve(
                             }
                             // A reply nobody waits for (the health PING, or a client that
                             // went away) is dropped.
-                            if let Some((Some(tx), _)) = pending.pop_front() {
-                                let _ = tx.send(Ok(frame));
+                            if let Some((tx, sent)) = pending.pop_front() {
+                                info.latency.record(sent.elapsed());
+                                if let Some(tx) = tx {
+                                    let _ = tx.send(Ok(frame));
+                                }
                             }
                         }
                         Ok(None) => break,
