@@ -8,7 +8,9 @@
 //! The proxy keeps the client's channels and patterns itself and answers the
 //! (un)subscribe confirmations locally, with the counts the client expects (channels +
 //! patterns, shard channels apart, as Redis counts them); the nodes' own confirmations
-//! (per-node counts, one per node for patterns) are dropped. If a subscription
+//! (per-node counts, one per node for patterns) are not forwarded, but the proxy waits
+//! for them before confirming: once the client holds its confirmation, a message
+//! published afterwards (from any connection) reaches it, as with Redis. If a subscription
 //! connection breaks, the client is disconnected so that its reconnect logic subscribes
 //! again: silently losing messages would be worse.
 
@@ -16,11 +18,38 @@ use super::node::Node;
 use super::resp::{self, Frame};
 use bytes::{Bytes, BytesMut};
 use std::collections::{BTreeSet, HashMap};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 use tokio::net::tcp::OwnedWriteHalf;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, Notify};
+
+/// How long a node may take to confirm a (un)subscribe.
+const CONFIRM_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Confirmations read from one node's subscription connection.
+#[derive(Default)]
+struct Confirmed {
+    count: AtomicU64,
+    notify: Notify,
+}
+
+impl Confirmed {
+    /// A broken connection confirms everything: the client task gets the error instead.
+    fn close(&self) {
+        self.count.store(u64::MAX, Ordering::Release);
+        self.notify.notify_waiters();
+    }
+}
+
+/// The writing half of a node subscription connection and what it confirmed.
+struct Writer {
+    wr: OwnedWriteHalf,
+    confirmed: Arc<Confirmed>,
+    /// Confirmations asked for so far.
+    expected: u64,
+}
 
 /// A frame from a node's subscription connection, or why it broke.
 pub type Incoming = Result<Bytes, String>;
@@ -31,7 +60,7 @@ const MAX_QUEUED: usize = 32 << 20;
 
 #[derive(Default)]
 pub struct PubSub {
-    writers: HashMap<usize, OwnedWriteHalf>,
+    writers: HashMap<usize, Writer>,
     tx: Option<mpsc::UnboundedSender<Incoming>>,
     pub rx: Option<mpsc::UnboundedReceiver<Incoming>>,
     channels: BTreeSet<Bytes>,
@@ -120,7 +149,7 @@ impl PubSub {
         nodes: &[Node],
         node: usize,
         resp3: bool,
-    ) -> Result<&mut OwnedWriteHalf, String> {
+    ) -> Result<&mut Writer, String> {
         if !self.writers.contains_key(&node) {
             let d = nodes[node].dedicated(resp3).await?;
             let (stream, buf, permit) = d.into_parts();
@@ -133,11 +162,21 @@ impl PubSub {
             let tx = self.tx.clone().expect("set above");
             let id = nodes[node].id().to_string();
             let queued = self.queued.clone();
+            let confirmed = Arc::new(Confirmed::default());
+            let c = confirmed.clone();
             tokio::spawn(async move {
                 let _permit = permit;
-                forward(rd, buf, tx, id, queued).await;
+                forward(rd, buf, tx, id, queued, &c).await;
+                c.close();
             });
-            self.writers.insert(node, wr);
+            self.writers.insert(
+                node,
+                Writer {
+                    wr,
+                    confirmed,
+                    expected: 0,
+                },
+            );
         }
         Ok(self.writers.get_mut(&node).expect("inserted above"))
     }
@@ -174,14 +213,33 @@ impl PubSub {
             }
         }
         let cmd = if subscribe { sub_name } else { unsub_name };
+        let mut waits = Vec::with_capacity(per_node.len());
         for (node, list) in per_node {
+            let n = list.len() as u64;
             let mut args = vec![Bytes::from_static(cmd.as_bytes())];
             args.extend(list);
             let bytes = resp::command(&args);
             let w = self.writer(nodes, node, resp3).await?;
-            w.write_all(&bytes)
+            w.wr.write_all(&bytes)
                 .await
                 .map_err(|e| nodes[node].info.unavailable(&e.to_string()))?;
+            w.expected += n;
+            waits.push((node, w.confirmed.clone(), w.expected));
+        }
+        // The node confirms one frame per name, in order.
+        for (node, confirmed, expected) in waits {
+            let wait = async {
+                loop {
+                    let notified = confirmed.notify.notified();
+                    if confirmed.count.load(Ordering::Acquire) >= expected {
+                        return;
+                    }
+                    notified.await;
+                }
+            };
+            tokio::time::timeout(CONFIRM_TIMEOUT, wait)
+                .await
+                .map_err(|_| nodes[node].info.unavailable("subscription not confirmed"))?;
         }
         let mut out = BytesMut::new();
         if names.is_empty() {
@@ -205,7 +263,7 @@ impl PubSub {
     }
 }
 
-/// Node confirmations are answered by the proxy itself: drop them.
+/// Node confirmations are answered by the proxy itself: counted, not forwarded.
 fn is_confirmation(frame: &Bytes) -> bool {
     let Ok(Frame::Array(kids)) = resp::decode(frame) else {
         return false;
@@ -231,6 +289,7 @@ async fn forward(
     tx: mpsc::UnboundedSender<Incoming>,
     id: String,
     queued: Arc<AtomicUsize>,
+    confirmed: &Confirmed,
 ) {
     use tokio::io::AsyncReadExt;
     let mut scan = resp::Scanner::default();
@@ -240,6 +299,8 @@ async fn forward(
                 Ok(Some(n)) => {
                     let f = buf.split_to(n).freeze();
                     if is_confirmation(&f) {
+                        confirmed.count.fetch_add(1, Ordering::AcqRel);
+                        confirmed.notify.notify_waiters();
                         continue;
                     }
                     if queued.fetch_add(f.len(), Ordering::Relaxed) + f.len() > MAX_QUEUED {
