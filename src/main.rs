@@ -91,9 +91,13 @@ fn rebalance_cmd(a: RebalanceArgs) -> i32 {
 
 #[derive(clap::Args, Clone)]
 struct ProxyArgs {
-    /// TCP port; 0 picks a free port and prints it on stdout.
-    #[arg(long, default_value_t = 7000)]
-    port: u16,
+    /// A config file (`port`, `bind`, `requirepass`, `node ID URL` lines; `#` comments);
+    /// flags override it, and `--node` flags replace its nodes.
+    #[arg(long, value_name = "FILE")]
+    config: Option<std::path::PathBuf>,
+    /// TCP port (default 7000); 0 picks a free port and prints it on stdout.
+    #[arg(long)]
+    port: Option<u16>,
     /// Addresses to listen on (default 127.0.0.1).
     #[arg(long, num_args = 1..)]
     bind: Vec<String>,
@@ -101,7 +105,11 @@ struct ProxyArgs {
     #[arg(long)]
     requirepass: Option<String>,
     /// A node: ID=redis://[user[:password]@]host:port[/db] (repeat for each node).
-    #[arg(long = "node", value_name = "ID=URL", required = true)]
+    #[arg(
+        long = "node",
+        value_name = "ID=URL",
+        required_unless_present = "config"
+    )]
     nodes: Vec<String>,
     /// Shared connections per node.
     #[arg(long)]
@@ -120,16 +128,25 @@ struct ProxyArgs {
 fn proxy_config(a: ProxyArgs) -> Result<respite::proxy::config::ProxyConfig, String> {
     use respite::proxy::config::{NodeSpec, ProxyConfig};
     use std::time::Duration;
-    let mut cfg = ProxyConfig {
-        port: a.port,
-        requirepass: a.requirepass.filter(|p| !p.is_empty()),
-        nodes: a
+    let mut cfg = ProxyConfig::default();
+    if let Some(path) = &a.config {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        respite::proxy::config_file::parse(&text, &mut cfg)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    if let Some(p) = a.port {
+        cfg.port = p;
+    }
+    if a.requirepass.is_some() {
+        cfg.requirepass = a.requirepass.filter(|p| !p.is_empty());
+    }
+    if !a.nodes.is_empty() {
+        cfg.nodes = a
             .nodes
             .iter()
             .map(|n| NodeSpec::parse(n))
-            .collect::<Result<_, _>>()?,
-        ..ProxyConfig::default()
-    };
+            .collect::<Result<_, _>>()?;
+    }
     if !a.bind.is_empty() {
         cfg.bind = a.bind;
     }

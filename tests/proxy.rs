@@ -791,6 +791,69 @@ fn node_stats_in_info(kind: NodeKind) {
     assert_eq!(t.join().unwrap(), Some((k, "x".to_string())));
 }
 
+/// `respite proxy --config FILE` (the real binary): nodes and password from the file, the
+/// port from a flag that overrides the file's; a bad file fails without echoing secrets.
+#[test]
+fn the_proxy_binary_reads_a_config_file() {
+    use std::io::{BufRead, BufReader};
+    let f = Fleet::start(NodeKind::Redis);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("proxy.conf");
+    let mut text =
+        String::from("# test fleet\nport 7999\nbind 127.0.0.1\nrequirepass \"proxy pw\"\n");
+    for (n, id) in f.nodes.iter().zip(IDS) {
+        text.push_str(&format!(
+            "node {id} redis://:{}@127.0.0.1:{}  # {id}\n",
+            n.password, n.port
+        ));
+    }
+    std::fs::write(&path, text).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_respite"))
+        .args(["proxy", "--config"])
+        .arg(&path)
+        .args(["--port", "0"])
+        .env("RESPITE_LOG", "warn")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let port: u16 = line.trim().parse().unwrap();
+    let run = || -> redis::RedisResult<()> {
+        let mut c = redis::Client::open(format!("redis://:proxy%20pw@127.0.0.1:{port}"))?
+            .get_connection()?;
+        for n in 0..3 {
+            let k = f.key_on(n, "cfg");
+            q::<()>(&mut c, &["SET", &k, "v"])?;
+            let direct: Option<String> = q(&mut f.nodes[n].conn(), &["GET", &k])?;
+            assert_eq!(direct.as_deref(), Some("v"));
+        }
+        Ok(())
+    };
+    let result = run();
+    let _ = child.kill();
+    let _ = child.wait();
+    result.unwrap();
+    // A bad file: exit status 1, the line named, no password.
+    std::fs::write(
+        &path,
+        "port 1\nnode node-a redis://:s3cret-0@127.0.0.1:notaport\n",
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_respite"))
+        .args(["proxy", "--config"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("line 2"), "{err}");
+    assert!(!err.contains("s3cret"), "{err}");
+}
+
 /// Each test against both node kinds.
 macro_rules! for_kinds {
     ($kind:ident: $($name:ident),* $(,)?) => {

@@ -2,7 +2,8 @@
 //! independent Redis/Valkey primaries as one server. Every key goes to the node that the
 //! placement contract (§8, [`crate::types::placement`]) names for its hash tag.
 //!
-//! - [`config`]: nodes (stable id + URL, passwords redacted), placement, proxy settings.
+//! - [`config`]: nodes (stable id + URL, passwords redacted), placement, proxy settings;
+//!   [`config_file`]: the `--config FILE` format.
 //! - [`resp`]: node reply frames (length without copying, shallow decoding for merges).
 //! - [`node`]: shared pipelined connections and dedicated ones, reconnects, health checks.
 //! - [`route`]: which node(s) serve a command (pure).
@@ -13,6 +14,7 @@
 
 pub mod client;
 pub mod config;
+pub mod config_file;
 pub mod local;
 pub mod node;
 pub mod pubsub;

@@ -1,0 +1,205 @@
+//! `respite proxy --config FILE`: one directive per line, `#` comments, words split like
+//! redis.conf (quotes allowed, e.g. for a password with spaces):
+//!
+//! ```text
+//! port 7000
+//! bind 127.0.0.1 ::1          # repeatable; the first bind line replaces the default
+//! requirepass "client password"
+//! node node-a redis://:pw@10.0.0.1:6379
+//! node node-b redis://10.0.0.2:6379/0
+//! conns-per-node 2            # optional tunables, as the flags of the same name
+//! max-dedicated-per-node 64
+//! connect-timeout-ms 2000
+//! command-timeout-ms 5000
+//! ```
+//!
+//! Errors name the line and the directive but never echo a value: it may be a password.
+
+use super::config::{NodeSpec, ProxyConfig};
+use std::time::Duration;
+
+/// Applies the file's directives to `cfg` (flags are applied afterwards by the caller).
+pub fn parse(text: &str, cfg: &mut ProxyConfig) -> Result<(), String> {
+    let mut bind_seen = false;
+    for (i, raw) in text.lines().enumerate() {
+        let n = i + 1;
+        let line = raw.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let words = crate::protocol::parse::split_args(line.as_bytes())
+            .ok_or_else(|| format!("line {n}: unbalanced quotes"))?;
+        let mut words = words
+            .into_iter()
+            .map(|w| String::from_utf8(w.to_vec()))
+            .collect::<Result<Vec<String>, _>>()
+            .map_err(|_| format!("line {n}: not UTF-8"))?;
+        // A trailing comment.
+        if let Some(c) = words.iter().position(|w| w.starts_with('#')) {
+            words.truncate(c);
+        }
+        let Some(name) = words.first().map(|w| w.to_ascii_lowercase()) else {
+            continue;
+        };
+        let args = &words[1..];
+        let one = |what: &str| -> Result<&str, String> {
+            match args {
+                [v] => Ok(v.as_str()),
+                _ => Err(format!("line {n}: {name} expects one {what}")),
+            }
+        };
+        let number = |what: &str| -> Result<u64, String> {
+            one(what)?
+                .parse::<u64>()
+                .map_err(|_| format!("line {n}: {name} expects a number"))
+        };
+        match name.as_str() {
+            "port" => {
+                cfg.port = u16::try_from(number("port")?)
+                    .map_err(|_| format!("line {n}: port out of range"))?
+            }
+            "bind" => {
+                if args.is_empty() {
+                    return Err(format!("line {n}: bind expects addresses"));
+                }
+                if !bind_seen {
+                    cfg.bind.clear();
+                    bind_seen = true;
+                }
+                cfg.bind.extend(args.iter().cloned());
+            }
+            "requirepass" => {
+                let pw = one("password")?;
+                cfg.requirepass = (!pw.is_empty()).then(|| pw.to_string());
+            }
+            "node" => {
+                let [id, url] = args else {
+                    return Err(format!("line {n}: node expects an id and a URL"));
+                };
+                if id.is_empty()
+                    || !id
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+                {
+                    // Not echoed: a URL given without an id would land here.
+                    return Err(format!("line {n}: node ids must be [A-Za-z0-9_-]+"));
+                }
+                let mut spec = NodeSpec::parse_url(url).map_err(|e| format!("line {n}: {e}"))?;
+                spec.id = id.clone();
+                cfg.nodes.push(spec);
+            }
+            "conns-per-node" => cfg.conns_per_node = (number("count")? as usize).max(1),
+            "max-dedicated-per-node" => {
+                cfg.max_dedicated_per_node = (number("count")? as usize).max(1)
+            }
+            "connect-timeout-ms" => cfg.connect_timeout = Duration::from_millis(number("ms")?),
+            "command-timeout-ms" => cfg.command_timeout = Duration::from_millis(number("ms")?),
+            // Not echoed either: a stray line could be a password.
+            _ => return Err(format!("line {n}: unknown directive")),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parsed(text: &str) -> Result<ProxyConfig, String> {
+        let mut cfg = ProxyConfig::default();
+        parse(text, &mut cfg).map(|_| cfg)
+    }
+
+    #[test]
+    fn a_full_file() {
+        let cfg = parsed(
+            "# the fleet\n\
+             port 7100\n\
+             bind 0.0.0.0 ::1   # both\n\
+             bind 10.1.1.1\n\
+             requirepass \"pw with spaces\"\n\
+             \n\
+             node node-a redis://:s3cret@10.0.0.1:6379\n\
+             NODE node-b redis://bob:pw2@[::1]:6380/2\n\
+             conns-per-node 4\n\
+             max-dedicated-per-node 8\n\
+             connect-timeout-ms 250\n\
+             command-timeout-ms 1500\n",
+        )
+        .unwrap();
+        assert_eq!(cfg.port, 7100);
+        assert_eq!(cfg.bind, ["0.0.0.0", "::1", "10.1.1.1"]);
+        assert_eq!(cfg.requirepass.as_deref(), Some("pw with spaces"));
+        assert_eq!(cfg.nodes.len(), 2);
+        assert_eq!(cfg.nodes[0].id, "node-a");
+        assert_eq!(cfg.nodes[0].password.as_deref(), Some("s3cret"));
+        assert_eq!(
+            (
+                cfg.nodes[1].host.as_str(),
+                cfg.nodes[1].port,
+                cfg.nodes[1].db
+            ),
+            ("::1", 6380, 2)
+        );
+        assert_eq!(cfg.conns_per_node, 4);
+        assert_eq!(cfg.max_dedicated_per_node, 8);
+        assert_eq!(cfg.connect_timeout, Duration::from_millis(250));
+        assert_eq!(cfg.command_timeout, Duration::from_millis(1500));
+        cfg.validate().unwrap();
+    }
+
+    #[test]
+    fn defaults_stay_when_not_set() {
+        let cfg = parsed("node a redis://h:1\n").unwrap();
+        assert_eq!(cfg.port, ProxyConfig::default().port);
+        assert_eq!(cfg.bind, ProxyConfig::default().bind);
+        assert_eq!(cfg.requirepass, None);
+        assert_eq!(parsed("requirepass \"\"\n").unwrap().requirepass, None);
+    }
+
+    #[test]
+    fn errors_name_the_line_and_never_a_password() {
+        for (text, want) in [
+            ("port x\n", "line 1: port expects a number"),
+            ("\nport 70000\n", "line 2: port out of range"),
+            ("bind\n", "line 1: bind expects addresses"),
+            (
+                "requirepass a s3cret\n",
+                "line 1: requirepass expects one password",
+            ),
+            ("requirepass \"s3cret\n", "line 1: unbalanced quotes"),
+            (
+                "node redis://:s3cret@h:1\n",
+                "line 1: node expects an id and a URL",
+            ),
+            (
+                "node redis://:s3cret@h:1 x\n",
+                "line 1: node ids must be [A-Za-z0-9_-]+",
+            ),
+            (
+                "node a http://:s3cret@h:1\n",
+                "line 1: node URLs start with redis://",
+            ),
+            (
+                "node a redis://:s3cret@h:port\n",
+                "line 1: the port in a node URL must be a number",
+            ),
+            ("s3cret\n", "line 1: unknown directive"),
+            (
+                "conns-per-node -1\n",
+                "line 1: conns-per-node expects a number",
+            ),
+        ] {
+            let e = parsed(text).unwrap_err();
+            assert_eq!(e, want, "{text}");
+        }
+        for text in [
+            "node a redis://:s3cret@h:1 extra\n",
+            "requirepass\n",
+            "node a redis://u:s3cret@:1\n",
+        ] {
+            let e = parsed(text).unwrap_err();
+            assert!(!e.contains("s3cret"), "{e}");
+        }
+    }
+}
