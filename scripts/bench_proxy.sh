@@ -8,7 +8,8 @@
 # Usage: scripts/bench_proxy.sh   (builds release first unless NO_BUILD=1)
 # Environment: ROUNDS [5], REQUESTS [100000] (P1), REQUESTS_PIPELINED [1000000],
 #   PIPELINES ["1 16"], TESTS [set,get], CLIENTS [50], DATASIZE [100], KEYSPACE [100000]
-#   (random keys, so all three nodes get traffic), OUT [tmp dir].
+#   (random keys, so all three nodes get traffic), PROXY_THREADS [0 = one per core; 1 =
+#   single-threaded], OUT [tmp dir].
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,6 +21,7 @@ TESTS=${TESTS:-set,get}
 CLIENTS=${CLIENTS:-50}
 DATASIZE=${DATASIZE:-100}
 KEYSPACE=${KEYSPACE:-100000}
+PROXY_THREADS=${PROXY_THREADS:-0}
 NO_BUILD=${NO_BUILD:-0}
 RESPITE_BIN=${RESPITE_BIN:-target/release/respite}
 OUT=${OUT:-$(mktemp -d /tmp/respite-bench-proxy.XXXXXX)}
@@ -66,7 +68,7 @@ DIRECT_PORT=${NODE_PORTS[3]}
 for p in "${NODE_PORTS[@]}"; do wait_ready "$p" redis-server; done
 
 PROXY_PORT=$(free_port)
-RESPITE_LOG=warn "$RESPITE_BIN" proxy --port "$PROXY_PORT" --bind $HOST \
+RESPITE_LOG=warn "$RESPITE_BIN" proxy --port "$PROXY_PORT" --bind $HOST --threads "$PROXY_THREADS" \
     --node "node-a=redis://$HOST:${NODE_PORTS[0]}" \
     --node "node-b=redis://$HOST:${NODE_PORTS[1]}" \
     --node "node-c=redis://$HOST:${NODE_PORTS[2]}" >"$OUT/proxy.log" 2>&1 &

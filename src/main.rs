@@ -111,6 +111,9 @@ struct ProxyArgs {
         required_unless_present = "config"
     )]
     nodes: Vec<String>,
+    /// Worker threads (default: one per core; 1 = single-threaded).
+    #[arg(long)]
+    threads: Option<usize>,
     /// Shared connections per node.
     #[arg(long)]
     conns_per_node: Option<usize>,
@@ -149,6 +152,9 @@ fn proxy_config(a: ProxyArgs) -> Result<respite::proxy::config::ProxyConfig, Str
     }
     if !a.bind.is_empty() {
         cfg.bind = a.bind;
+    }
+    if let Some(n) = a.threads {
+        cfg.threads = n;
     }
     if let Some(n) = a.conns_per_node {
         cfg.conns_per_node = n.max(1);

@@ -155,6 +155,9 @@ pub struct ProxyConfig {
     pub conns_per_node: usize,
     /// Dedicated connections (blocking commands, transactions, subscriptions) per node.
     pub max_dedicated_per_node: usize,
+    /// Worker threads (0 = one per core; 1 = a single-threaded runtime, which avoids
+    /// cross-thread wake-ups between a client's task and a node connection's).
+    pub threads: usize,
 }
 
 impl Default for ProxyConfig {
@@ -168,6 +171,7 @@ impl Default for ProxyConfig {
             command_timeout: Duration::from_secs(5),
             conns_per_node: 2,
             max_dedicated_per_node: 64,
+            threads: 0,
         }
     }
 }

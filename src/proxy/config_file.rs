@@ -89,6 +89,7 @@ pub fn parse(text: &str, cfg: &mut ProxyConfig) -> Result<(), String> {
                 cfg.nodes.push(spec);
             }
             "conns-per-node" => cfg.conns_per_node = (number("count")? as usize).max(1),
+            "threads" => cfg.threads = number("count")? as usize,
             "max-dedicated-per-node" => {
                 cfg.max_dedicated_per_node = (number("count")? as usize).max(1)
             }

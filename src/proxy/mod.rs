@@ -139,9 +139,18 @@ async fn start(cfg: ProxyConfig) -> io::Result<(SocketAddr, Arc<Proxy>)> {
 
 /// Runs `respite proxy` until SIGINT/SIGTERM; with port 0 prints the bound port on stdout.
 pub fn run(cfg: ProxyConfig) -> io::Result<()> {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
+    let rt = match cfg.threads {
+        1 => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?,
+        0 => tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()?,
+        n => tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(n)
+            .enable_all()
+            .build()?,
+    };
     rt.block_on(async move {
         let print_port = cfg.port == 0;
         let (addr, _proxy) = start(cfg).await?;
