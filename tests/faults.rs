@@ -401,3 +401,58 @@ fn examples_run() {
         .expect("run examples/run.sh");
     assert!(status.success(), "examples/run.sh failed");
 }
+
+/// PAUSE / RESUME / DROP / REFUSE over the protocol: RESPITE commands are never held, so one
+/// connection can lift a pause that holds another.
+#[tokio::test]
+async fn faults_over_the_protocol() {
+    let b = Binary::start(&["--enable-test-commands"]);
+    let mut admin = conn(&b.url()).await;
+    let mut user = conn(&b.url()).await;
+    let _: String = q(&mut admin, cmd("RESPITE").arg("FAULT").arg("PAUSE"))
+        .await
+        .unwrap();
+    let mut u2 = user.clone();
+    let held = tokio::spawn(async move {
+        let r: RedisResult<String> = cmd("PING").query_async(&mut u2).await;
+        r
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(!held.is_finished(), "answered while paused");
+    let n: i64 = q(
+        &mut admin,
+        cmd("RESPITE").arg("LOG").arg("COUNT").arg("ping"),
+    )
+    .await
+    .unwrap();
+    assert_eq!(n, 1, "the held command was read");
+    let _: String = q(&mut admin, cmd("RESPITE").arg("FAULT").arg("RESUME"))
+        .await
+        .unwrap();
+    let pong = tokio::time::timeout(HANG, held).await.unwrap().unwrap();
+    assert_eq!(pong.unwrap(), "PONG");
+
+    let _: String = q(
+        &mut admin,
+        cmd("RESPITE").arg("FAULT").arg("REFUSE").arg(60_000),
+    )
+    .await
+    .unwrap();
+    let client = redis::Client::open(b.url()).unwrap();
+    assert!(client.get_multiplexed_async_connection().await.is_err());
+    let _: String = q(&mut admin, cmd("RESPITE").arg("FAULT").arg("CLEAR"))
+        .await
+        .unwrap();
+    let mut fresh = conn(&b.url()).await;
+    let _: String = q(&mut fresh, &cmd("PING")).await.unwrap();
+
+    // DROP closes every connection, the caller's included (after its reply).
+    let _: String = q(&mut admin, cmd("RESPITE").arg("FAULT").arg("DROP"))
+        .await
+        .unwrap();
+    let start = Instant::now();
+    while q::<String>(&mut user, &cmd("PING")).await.is_ok() {
+        assert!(start.elapsed() < HANG, "connection survived DROP");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
