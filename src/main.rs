@@ -204,6 +204,10 @@ struct ServeArgs {
     appendfsync: Option<String>,
     #[arg(long)]
     dir: Option<String>,
+    /// Adds the RESPITE admin family (clock, seed, faults, command log) for tests; config
+    /// file: `enable-test-commands yes`.
+    #[arg(long)]
+    enable_test_commands: bool,
     /// Any other redis.conf parameter: `--set name=value` (repeatable).
     #[arg(long = "set", value_name = "NAME=VALUE")]
     set: Vec<String>,
@@ -287,6 +291,10 @@ fn build_config(a: ServeArgs) -> Result<Config, String> {
         if let Some(v) = v {
             cfg.params.push((k.to_string(), v));
         }
+    }
+    if a.enable_test_commands {
+        cfg.params
+            .push(("enable-test-commands".to_string(), "yes".to_string()));
     }
     for kv in a.set {
         let (k, v) = kv

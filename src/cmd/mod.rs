@@ -8,6 +8,7 @@ pub mod table;
 #[cfg(test)]
 pub mod testing;
 
+pub mod admin;
 pub mod client;
 pub mod command;
 pub mod connection;
@@ -49,7 +50,7 @@ impl Cx<'_, '_> {
 }
 
 /// Every family's top-level commands, in one place.
-fn families() -> [&'static [CommandSpec]; 14] {
+fn families() -> [&'static [CommandSpec]; 15] {
     [
         strings::COMMANDS,
         keys::COMMANDS,
@@ -65,6 +66,7 @@ fn families() -> [&'static [CommandSpec]; 14] {
         scripting::COMMANDS,
         streams::COMMANDS,
         pubsub::COMMANDS,
+        admin::COMMANDS,
     ]
 }
 

@@ -23,6 +23,11 @@ const KEEP_BUF: usize = 1024 * 1024;
 
 pub async fn serve(srv: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) {
     srv.stats.total_connections.fetch_add(1, Ordering::Relaxed);
+    srv.faults.accepted.fetch_add(1, Ordering::Relaxed);
+    // Test double: `RESPITE FAULT REFUSE` accepts and closes at once.
+    if srv.faults.refusing() {
+        return;
+    }
     let max = srv.config.get_i64("maxclients").max(1) as usize;
     if srv.clients.count() >= max {
         srv.stats
@@ -140,6 +145,44 @@ async fn wait_for_pause(srv: &Shared, args: &[Bytes]) {
         let wait = Duration::from_millis(until.saturating_sub(now).max(1));
         let _ = tokio::time::timeout(wait, srv.pause.unpaused.notified()).await;
     }
+}
+
+/// The test double's per-command hooks: log the command, hold it while paused, delay it,
+/// or fail it (`Some(error)`: reply that instead of running it). A drop (kill) while held
+/// ends the connection.
+async fn test_faults(
+    srv: &Shared,
+    stream: &mut TcpStream,
+    out: &mut BytesMut,
+    sess: &Session,
+    mut kill: Kill<'_, '_>,
+    args: &[Bytes],
+    armed: u32,
+) -> std::io::Result<Option<String>> {
+    use super::faults::{self, Action};
+    if armed & faults::LOG != 0 {
+        srv.cmdlog.record(sess.handle.id, args);
+    }
+    if armed & (faults::PAUSE | faults::DELAY) != 0 && !faults::is_admin(args) {
+        // Replies already computed go out; this one waits.
+        flush(stream, out, srv, sess, kill.as_mut()).await?;
+        let hold = async {
+            srv.faults.wait_unpaused(args).await;
+            let d = srv.faults.current_delay();
+            if !d.is_zero() {
+                tokio::time::sleep(d).await;
+            }
+        };
+        tokio::select! {
+            _ = hold => {}
+            _ = kill.as_mut() => return Err(std::io::Error::other("connection dropped")),
+        }
+    }
+    let keys = || faults::command_keys(args);
+    Ok(match srv.faults.check(args, &keys) {
+        Action::Run => None,
+        Action::Fail(e) => Some(e),
+    })
 }
 
 /// Parameters the connection loop reads per read batch, resolved by name once.
@@ -302,6 +345,17 @@ async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> s
                 Ok(Parsed::Command(args)) => {
                     if args.is_empty() {
                         continue;
+                    }
+                    // Test double (server/faults.rs): 0 unless a test armed something.
+                    let armed = srv.faults.armed();
+                    if armed != 0 {
+                        if let Some(err) =
+                            test_faults(srv, stream, &mut out, sess, kill.as_mut(), &args, armed)
+                                .await?
+                        {
+                            write_reply(&mut out, &Reply::error(err), sess.resp3);
+                            continue;
+                        }
                     }
                     if srv.pause.maybe_active()
                         && srv

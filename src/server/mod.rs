@@ -2,12 +2,15 @@
 
 pub mod blocking;
 pub mod clients;
+pub mod cmdlog;
 pub mod conn;
+pub mod faults;
 pub mod notify;
 pub mod pause;
 pub mod pubsub;
 pub mod session;
 pub mod state;
+mod testing_faults;
 
 use crate::clock::Clock;
 use crate::config::Config;

@@ -72,6 +72,9 @@ impl Stats {
     }
 }
 
+/// The start-up parameter behind `--enable-test-commands`.
+pub const TEST_COMMANDS_PARAM: &str = "enable-test-commands";
+
 pub struct Shared {
     /// Clients blocked on keys (BLPOP & co.).
     pub blocking: super::blocking::Blocking,
@@ -96,6 +99,15 @@ pub struct Shared {
     pub pubsub: super::pubsub::PubSub,
     /// The durable engine (`--engine redb`), set once at start-up.
     pub persist: std::sync::OnceLock<std::sync::Arc<crate::persist::Persistence>>,
+    /// `--enable-test-commands` (config `enable-test-commands yes`): the RESPITE family.
+    pub test_commands: bool,
+    /// Injected faults (test double); connections check `faults.armed()` per command.
+    pub faults: super::faults::Faults,
+    /// Commands received, recorded while `faults.armed() & LOG` (test double).
+    pub cmdlog: super::cmdlog::CommandLog,
+    /// The seed asked for by `RESPITE SEED` (or a test), for the per-server RNG to pick up
+    /// when it is created.
+    pub seed_requested: parking_lot::Mutex<Option<u64>>,
 }
 
 impl Shared {
@@ -109,7 +121,12 @@ impl Shared {
         if let Some(p) = &startup.requirepass {
             let _ = config.set_initial("requirepass", p);
         }
+        let mut test_commands = false;
         for (k, v) in &startup.params {
+            if k == TEST_COMMANDS_PARAM {
+                test_commands = v.eq_ignore_ascii_case("yes");
+                continue;
+            }
             if let Err(e) = config.set_initial(k, v) {
                 tracing::warn!("ignoring config {k}: {e}");
             }
@@ -118,7 +135,7 @@ impl Shared {
         let run_id: String = (0..40)
             .map(|_| char::from_digit(rand::random::<u32>() % 16, 16).unwrap_or('0'))
             .collect();
-        Shared {
+        let srv = Shared {
             ks: Keyspace::new(startup.databases),
             cmdstats: (0..crate::cmd::registry().len())
                 .map(|_| CmdStat::default())
@@ -138,7 +155,14 @@ impl Shared {
             blocking: Default::default(),
             pubsub: super::pubsub::PubSub::new(),
             persist: std::sync::OnceLock::new(),
-        }
+            test_commands,
+            faults: Default::default(),
+            cmdlog: Default::default(),
+            seed_requested: Default::default(),
+        };
+        // A server that is a test double records what it receives from the start.
+        srv.faults.set_logging(test_commands);
+        srv
     }
 
     pub fn requirepass(&self) -> Option<String> {

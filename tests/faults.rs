@@ -1,0 +1,458 @@
+//! The test double's faults and observation as a real client (redis-rs) sees them: injected
+//! errors, delayed replies, dropped connections and reconnects, refused connections,
+//! pause/resume, the command log, and the RESPITE admin family over the real binary.
+
+use redis::aio::{ConnectionManager, ConnectionManagerConfig, MultiplexedConnection};
+use redis::{cmd, RedisResult};
+use respite::TestServer;
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A guard against hangs, not a performance bound.
+const HANG: Duration = Duration::from_secs(10);
+
+fn server() -> TestServer {
+    TestServer::builder()
+        .param("enable-test-commands", "yes")
+        .start()
+        .expect("start")
+}
+
+async fn conn(url: &str) -> MultiplexedConnection {
+    let client = redis::Client::open(url).expect("url");
+    tokio::time::timeout(HANG, client.get_multiplexed_async_connection())
+        .await
+        .expect("connect hung")
+        .expect("connect")
+}
+
+async fn q<T: redis::FromRedisValue>(
+    con: &mut impl redis::aio::ConnectionLike,
+    c: &redis::Cmd,
+) -> RedisResult<T> {
+    tokio::time::timeout(HANG, c.query_async(con))
+        .await
+        .expect("command hung")
+}
+
+fn err_text(e: &redis::RedisError) -> String {
+    format!("{}: {}", e.code().unwrap_or(""), e.detail().unwrap_or(""))
+}
+
+#[tokio::test]
+async fn injected_errors_reach_the_client() {
+    let srv = server();
+    let mut c = conn(&srv.url()).await;
+    srv.fail_next(2, "READONLY You can't write against a read only replica.");
+    for _ in 0..2 {
+        let e = q::<String>(&mut c, cmd("SET").arg("k").arg("v"))
+            .await
+            .expect_err("should fail");
+        assert_eq!(e.code(), Some("READONLY"), "{e}");
+        assert!(err_text(&e).contains("read only replica"), "{e}");
+    }
+    // The failed commands did not run; the third one does.
+    let v: Option<String> = q(&mut c, cmd("GET").arg("k")).await.unwrap();
+    assert_eq!(v, None);
+    let ok: String = q(&mut c, cmd("SET").arg("k").arg("v")).await.unwrap();
+    assert_eq!(ok, "OK");
+}
+
+#[tokio::test]
+async fn matching_rules_fail_only_their_commands() {
+    let srv = server();
+    let mut c = conn(&srv.url()).await;
+    srv.fail_matching(Some("get"), Some("user:*"), 1, "boom");
+    let _: () = q(&mut c, cmd("SET").arg("user:1").arg("x")).await.unwrap();
+    let other: Option<String> = q(&mut c, cmd("GET").arg("other")).await.unwrap();
+    assert_eq!(other, None);
+    let e = q::<Option<String>>(&mut c, cmd("GET").arg("user:1"))
+        .await
+        .expect_err("matching GET fails");
+    assert_eq!(e.code(), Some("ERR"));
+    assert_eq!(e.detail(), Some("boom"));
+    let v: Option<String> = q(&mut c, cmd("GET").arg("user:1")).await.unwrap();
+    assert_eq!(v.as_deref(), Some("x"), "the rule was used up");
+}
+
+#[tokio::test]
+async fn delayed_replies_take_at_least_the_delay() {
+    let srv = server();
+    let mut c = conn(&srv.url()).await;
+    srv.delay_replies(Duration::from_millis(200));
+    let t = Instant::now();
+    let pong: String = q(&mut c, &cmd("PING")).await.unwrap();
+    assert_eq!(pong, "PONG");
+    assert!(
+        t.elapsed() >= Duration::from_millis(200),
+        "{:?}",
+        t.elapsed()
+    );
+    srv.delay_replies(Duration::ZERO);
+    let _: String = q(&mut c, &cmd("PING")).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_client_with_a_response_timeout_sees_the_delay_as_a_timeout() {
+    let srv = server();
+    let client = redis::Client::open(srv.url()).unwrap();
+    let cfg =
+        redis::AsyncConnectionConfig::new().set_response_timeout(Some(Duration::from_millis(100)));
+    let mut c = client
+        .get_multiplexed_async_connection_with_config(&cfg)
+        .await
+        .unwrap();
+    srv.delay_replies(Duration::from_millis(500));
+    let e = q::<String>(&mut c, &cmd("PING"))
+        .await
+        .expect_err("timeout");
+    assert!(e.is_timeout(), "{e}");
+}
+
+#[tokio::test]
+async fn dropped_connections_reconnect_with_connection_manager() {
+    let srv = server();
+    let client = redis::Client::open(srv.url()).unwrap();
+    let cfg = ConnectionManagerConfig::new()
+        .set_min_delay(Duration::from_millis(10))
+        .set_max_delay(Duration::from_millis(100))
+        .set_number_of_retries(3);
+    let mut cm: ConnectionManager = client
+        .get_connection_manager_with_config(cfg)
+        .await
+        .unwrap();
+    let _: () = q(&mut cm, cmd("SET").arg("k").arg("1")).await.unwrap();
+    assert!(srv.wait_for_command("set", HANG).await);
+    let accepted = srv.connections_accepted();
+    srv.drop_connections();
+    let start = Instant::now();
+    let mut saw_error = false;
+    loop {
+        match q::<Option<String>>(&mut cm, cmd("GET").arg("k")).await {
+            Ok(v) => {
+                assert_eq!(v.as_deref(), Some("1"));
+                break;
+            }
+            Err(e) => {
+                saw_error = true;
+                assert!(start.elapsed() < HANG, "never reconnected: {e}");
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+    }
+    assert!(saw_error, "the drop was not seen by the client");
+    assert!(srv.connections_accepted() > accepted, "no new connection");
+}
+
+#[tokio::test]
+async fn refused_connections_are_accepted_after_the_window() {
+    let srv = server();
+    srv.refuse_connections(Duration::from_millis(300));
+    let client = redis::Client::open(srv.url()).unwrap();
+    let start = Instant::now();
+    let first = client.get_multiplexed_async_connection().await;
+    assert!(first.is_err(), "connected during the refusal window");
+    loop {
+        if let Ok(mut c) = client.get_multiplexed_async_connection().await {
+            let pong: String = q(&mut c, &cmd("PING")).await.unwrap();
+            assert_eq!(pong, "PONG");
+            break;
+        }
+        assert!(start.elapsed() < HANG, "never accepted");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(start.elapsed() >= Duration::from_millis(300));
+}
+
+#[tokio::test]
+async fn pause_holds_commands_until_resume() {
+    let srv = server();
+    let mut c = conn(&srv.url()).await;
+    let _: String = q(&mut c, &cmd("PING")).await.unwrap();
+    srv.pause();
+    let mut c2 = c.clone();
+    let pending = tokio::spawn(async move {
+        let a: i64 = cmd("INCR").arg("n").query_async(&mut c2).await.unwrap();
+        let b: i64 = cmd("INCR").arg("n").query_async(&mut c2).await.unwrap();
+        (a, b)
+    });
+    // The command arrived (it is logged) but nothing answers it.
+    assert!(srv.wait_for_command("incr", HANG).await);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(!pending.is_finished(), "answered while paused");
+    srv.resume();
+    let (a, b) = tokio::time::timeout(HANG, pending).await.unwrap().unwrap();
+    assert_eq!((a, b), (1, 2));
+}
+
+#[tokio::test]
+async fn command_log_records_arguments_per_connection() {
+    let srv = server();
+    let mut c = conn(&srv.url()).await;
+    let id: u64 = q(&mut c, cmd("CLIENT").arg("ID")).await.unwrap();
+    let _: () = q(&mut c, cmd("SET").arg("k").arg(b"v\x00w")).await.unwrap();
+    let _: Option<String> = q(&mut c, cmd("GET").arg("k")).await.unwrap();
+    assert!(srv.wait_for_command("get", HANG).await);
+    let mine = srv.commands_of(id);
+    let set = mine
+        .iter()
+        .find(|a| a[0].eq_ignore_ascii_case(b"set"))
+        .expect("SET logged");
+    assert_eq!(set[1..], [&b"k"[..], &b"v\x00w"[..]]);
+    assert_eq!(srv.command_count("SET"), 1);
+    assert!(srv.connection_count() >= 1);
+    // wait_for_command times out on commands that never come.
+    assert!(
+        !srv.wait_for_command("hgetall", Duration::from_millis(50))
+            .await
+    );
+    srv.reset_command_log();
+    assert!(srv.command_log().is_empty());
+}
+
+#[tokio::test]
+async fn restart_drops_clients_and_clears_data() {
+    let srv = server();
+    let client = redis::Client::open(srv.url()).unwrap();
+    let mut cm = client.get_connection_manager().await.unwrap();
+    let _: () = q(&mut cm, cmd("SET").arg("k").arg("1")).await.unwrap();
+    srv.restart(true);
+    let start = Instant::now();
+    let v = loop {
+        match q::<Option<String>>(&mut cm, cmd("GET").arg("k")).await {
+            Ok(v) => break v,
+            Err(_) => assert!(start.elapsed() < HANG),
+        }
+    };
+    assert_eq!(v.as_deref(), Some("1"), "keep_data keeps the key");
+    srv.restart(false);
+    let v = loop {
+        match q::<Option<String>>(&mut cm, cmd("GET").arg("k")).await {
+            Ok(v) => break v,
+            Err(_) => assert!(start.elapsed() < HANG),
+        }
+    };
+    assert_eq!(v, None, "a cleared restart loses the key");
+}
+
+/// The real binary, `--port 0`, its port read from stdout; killed on drop.
+struct Binary {
+    child: Child,
+    port: u16,
+}
+
+impl Binary {
+    fn start(extra: &[&str]) -> Binary {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_respite"))
+            .args(["--port", "0"])
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn respite");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut line)
+            .expect("read port");
+        let port = line.trim().parse().expect("port on stdout");
+        Binary { child, port }
+    }
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+}
+
+impl Drop for Binary {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[tokio::test]
+async fn respite_commands_are_refused_without_the_flag() {
+    let b = Binary::start(&[]);
+    let mut c = conn(&b.url()).await;
+    let e = q::<i64>(&mut c, cmd("RESPITE").arg("CLOCK").arg("GET"))
+        .await
+        .expect_err("refused");
+    assert_eq!(
+        err_text(&e),
+        "ERR: RESPITE commands are disabled; start respite with --enable-test-commands"
+    );
+}
+
+#[tokio::test]
+async fn respite_commands_work_with_the_flag() {
+    let b = Binary::start(&["--enable-test-commands"]);
+    let mut c = conn(&b.url()).await;
+    // Clock: a key with a TTL expires when the manual clock passes it.
+    let _: () = q(&mut c, cmd("SET").arg("k").arg("v").arg("PX").arg(5000))
+        .await
+        .unwrap();
+    let ok: String = q(&mut c, cmd("RESPITE").arg("CLOCK").arg("ADVANCE").arg(4999))
+        .await
+        .unwrap();
+    assert_eq!(ok, "OK");
+    let v: Option<String> = q(&mut c, cmd("GET").arg("k")).await.unwrap();
+    assert_eq!(v.as_deref(), Some("v"));
+    let _: String = q(&mut c, cmd("RESPITE").arg("CLOCK").arg("ADVANCE").arg(2))
+        .await
+        .unwrap();
+    let v: Option<String> = q(&mut c, cmd("GET").arg("k")).await.unwrap();
+    assert_eq!(v, None);
+    let _: String = q(
+        &mut c,
+        cmd("RESPITE").arg("CLOCK").arg("SET").arg(1_000_000),
+    )
+    .await
+    .unwrap();
+    let now: i64 = q(&mut c, cmd("RESPITE").arg("CLOCK").arg("GET"))
+        .await
+        .unwrap();
+    assert_eq!(now, 1_000_000);
+    let time: Vec<String> = q(&mut c, &cmd("TIME")).await.unwrap();
+    assert_eq!(time[0], "1000");
+    let _: String = q(&mut c, cmd("RESPITE").arg("CLOCK").arg("REAL"))
+        .await
+        .unwrap();
+    let _: String = q(&mut c, cmd("RESPITE").arg("SEED").arg(7)).await.unwrap();
+
+    // Faults.
+    let _: String = q(
+        &mut c,
+        cmd("RESPITE")
+            .arg("FAULT")
+            .arg("FAIL")
+            .arg(1)
+            .arg("CMD")
+            .arg("get")
+            .arg("ERR")
+            .arg("LOADING not yet"),
+    )
+    .await
+    .unwrap();
+    let _: () = q(&mut c, cmd("SET").arg("a").arg("1")).await.unwrap();
+    let e = q::<Option<String>>(&mut c, cmd("GET").arg("a"))
+        .await
+        .expect_err("injected");
+    assert_eq!(e.code(), Some("LOADING"));
+    let _: String = q(&mut c, cmd("RESPITE").arg("FAULT").arg("DELAY").arg(150))
+        .await
+        .unwrap();
+    let t = Instant::now();
+    let _: String = q(&mut c, &cmd("PING")).await.unwrap();
+    assert!(t.elapsed() >= Duration::from_millis(150));
+    let _: String = q(&mut c, cmd("RESPITE").arg("FAULT").arg("CLEAR"))
+        .await
+        .unwrap();
+
+    // Log and connections.
+    let n: i64 = q(&mut c, cmd("RESPITE").arg("LOG").arg("COUNT").arg("set"))
+        .await
+        .unwrap();
+    assert_eq!(n, 2);
+    let last: Vec<(i64, Vec<String>)> = q(&mut c, cmd("RESPITE").arg("LOG").arg("GET").arg(2))
+        .await
+        .unwrap();
+    // The log is written on receipt: LOG GET sees itself last.
+    assert_eq!(last[0].1, ["RESPITE", "LOG", "COUNT", "set"]);
+    assert_eq!(last[1].1, ["RESPITE", "LOG", "GET", "2"]);
+    let conns: std::collections::HashMap<String, i64> =
+        q(&mut c, cmd("RESPITE").arg("CONNECTIONS")).await.unwrap();
+    assert_eq!(conns["connected"], 1);
+    assert!(conns["accepted"] >= 1);
+    let e = q::<String>(&mut c, cmd("RESPITE").arg("NOPE"))
+        .await
+        .expect_err("unknown");
+    assert!(err_text(&e).contains("unknown subcommand"), "{e}");
+}
+
+#[test]
+fn enable_test_commands_from_a_config_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("respite.conf");
+    std::fs::write(&path, "enable-test-commands yes\n").unwrap();
+    let b = Binary::start(&[path.to_str().unwrap()]);
+    let client = redis::Client::open(b.url()).unwrap();
+    let mut c = client.get_connection().unwrap();
+    let ms: i64 = cmd("RESPITE")
+        .arg("CLOCK")
+        .arg("GET")
+        .query(&mut c)
+        .unwrap();
+    assert!(ms > 0);
+}
+
+/// CI sets RESPITE_EXAMPLES=1: the Python and Node examples run against the debug binary.
+#[test]
+fn examples_run() {
+    if std::env::var("RESPITE_EXAMPLES").as_deref() != Ok("1") {
+        eprintln!("skipped: set RESPITE_EXAMPLES=1 to run examples/run.sh");
+        return;
+    }
+    let root = env!("CARGO_MANIFEST_DIR");
+    let status = Command::new("bash")
+        .arg(format!("{root}/examples/run.sh"))
+        .env("RESPITE_BIN", env!("CARGO_BIN_EXE_respite"))
+        .current_dir(root)
+        .status()
+        .expect("run examples/run.sh");
+    assert!(status.success(), "examples/run.sh failed");
+}
+
+/// PAUSE / RESUME / DROP / REFUSE over the protocol: RESPITE commands are never held, so one
+/// connection can lift a pause that holds another.
+#[tokio::test]
+async fn faults_over_the_protocol() {
+    let b = Binary::start(&["--enable-test-commands"]);
+    let mut admin = conn(&b.url()).await;
+    let mut user = conn(&b.url()).await;
+    let _: String = q(&mut admin, cmd("RESPITE").arg("FAULT").arg("PAUSE"))
+        .await
+        .unwrap();
+    let mut u2 = user.clone();
+    let held = tokio::spawn(async move {
+        let r: RedisResult<String> = cmd("PING").query_async(&mut u2).await;
+        r
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(!held.is_finished(), "answered while paused");
+    let n: i64 = q(
+        &mut admin,
+        cmd("RESPITE").arg("LOG").arg("COUNT").arg("ping"),
+    )
+    .await
+    .unwrap();
+    assert_eq!(n, 1, "the held command was read");
+    let _: String = q(&mut admin, cmd("RESPITE").arg("FAULT").arg("RESUME"))
+        .await
+        .unwrap();
+    let pong = tokio::time::timeout(HANG, held).await.unwrap().unwrap();
+    assert_eq!(pong.unwrap(), "PONG");
+
+    let _: String = q(
+        &mut admin,
+        cmd("RESPITE").arg("FAULT").arg("REFUSE").arg(60_000),
+    )
+    .await
+    .unwrap();
+    let client = redis::Client::open(b.url()).unwrap();
+    assert!(client.get_multiplexed_async_connection().await.is_err());
+    let _: String = q(&mut admin, cmd("RESPITE").arg("FAULT").arg("CLEAR"))
+        .await
+        .unwrap();
+    let mut fresh = conn(&b.url()).await;
+    let _: String = q(&mut fresh, &cmd("PING")).await.unwrap();
+
+    // DROP closes every connection, the caller's included (after its reply).
+    let _: String = q(&mut admin, cmd("RESPITE").arg("FAULT").arg("DROP"))
+        .await
+        .unwrap();
+    let start = Instant::now();
+    while q::<String>(&mut user, &cmd("PING")).await.is_ok() {
+        assert!(start.elapsed() < HANG, "connection survived DROP");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
