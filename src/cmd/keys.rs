@@ -679,7 +679,8 @@ fn scan(cx: &mut Cx) -> Reply {
 
 fn randomkey(cx: &mut Cx) -> Reply {
     let db = cx.ks.db;
-    Reply::opt_bulk(cx.ks.random_key(db))
+    let srv = cx.srv;
+    Reply::opt_bulk(cx.ks.random_key_with(db, &mut *srv.rng.lock()))
 }
 
 fn dbsize(cx: &mut Cx) -> Reply {

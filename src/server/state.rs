@@ -96,6 +96,12 @@ pub struct Shared {
     pub pubsub: super::pubsub::PubSub,
     /// The durable engine (`--engine redb`), set once at start-up.
     pub persist: std::sync::OnceLock<std::sync::Arc<crate::persist::Persistence>>,
+    /// The generator behind SPOP, SRANDMEMBER, HRANDFIELD, ZRANDMEMBER and RANDOMKEY:
+    /// seeded from entropy, or with a fixed seed by [`Shared::reseed`] so tests repeat.
+    /// Commands hold it only while they draw.
+    pub rng: parking_lot::Mutex<rand::rngs::SmallRng>,
+    /// Test servers started with `resp3_only()`: `HELLO 2` is refused (`NOPROTO`).
+    pub resp3_only: std::sync::atomic::AtomicBool,
 }
 
 impl Shared {
@@ -138,7 +144,17 @@ impl Shared {
             blocking: Default::default(),
             pubsub: super::pubsub::PubSub::new(),
             persist: std::sync::OnceLock::new(),
+            rng: parking_lot::Mutex::new(rand::SeedableRng::from_entropy()),
+            resp3_only: false.into(),
         }
+    }
+
+    /// Makes every random choice repeatable: the command generator and Lua's `math.random`
+    /// restart from `seed`.
+    pub fn reseed(self: &std::sync::Arc<Self>, seed: u64) {
+        *self.rng.lock() = rand::SeedableRng::seed_from_u64(seed);
+        // `math.randomseed` takes a C int; fold the high half in so every bit counts.
+        crate::script::engine::scripts(self).reseed((seed ^ (seed >> 32)) as i32);
     }
 
     pub fn requirepass(&self) -> Option<String> {
