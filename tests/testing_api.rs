@@ -137,8 +137,8 @@ fn seeded_servers_repeat_every_random_command() {
             &["ZRANDMEMBER", "z", "4"],
             &["ZRANDMEMBER", "z", "-4", "WITHSCORES"],
             &["ZRANDMEMBER", "z"],
-            // RANDOMKEY draws from the seeded generator but picks by position in a
-            // shard's hash table, whose order is not seeded yet: not compared.
+            &["RANDOMKEY"],
+            &["RANDOMKEY"],
             &[
                 "EVAL",
                 "return {math.random(1000000), math.random(1000000)}",
@@ -150,6 +150,7 @@ fn seeded_servers_repeat_every_random_command() {
         out
     }
     let a = run(42);
+    assert_eq!(a[8].split(' ').count(), 4, "{a:?}");
     assert_eq!(a, run(42));
     assert_ne!(a, run(43));
 }

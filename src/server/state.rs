@@ -100,6 +100,8 @@ pub struct Shared {
     /// seeded from entropy, or with a fixed seed by [`Shared::reseed`] so tests repeat.
     /// Commands hold it only while they draw.
     pub rng: parking_lot::Mutex<rand::rngs::SmallRng>,
+    /// Set by [`Shared::reseed`]: RANDOMKEY then picks in key order, not hash order.
+    pub seeded: std::sync::atomic::AtomicBool,
     /// Test servers started with `resp3_only()`: `HELLO 2` is refused (`NOPROTO`).
     pub resp3_only: std::sync::atomic::AtomicBool,
 }
@@ -146,6 +148,7 @@ impl Shared {
             persist: std::sync::OnceLock::new(),
             rng: parking_lot::Mutex::new(rand::SeedableRng::from_entropy()),
             resp3_only: false.into(),
+            seeded: false.into(),
         }
     }
 
@@ -153,6 +156,7 @@ impl Shared {
     /// restart from `seed`.
     pub fn reseed(self: &std::sync::Arc<Self>, seed: u64) {
         *self.rng.lock() = rand::SeedableRng::seed_from_u64(seed);
+        self.seeded.store(true, Ordering::Relaxed);
         // `math.randomseed` takes a C int; fold the high half in so every bit counts.
         crate::script::engine::scripts(self).reseed((seed ^ (seed >> 32)) as i32);
     }

@@ -61,6 +61,16 @@ fn as_f64(r: &Reply) -> Option<f64> {
 /// Elements of an aggregate reply; maps are flattened as RESP2 would.
 fn items(r: Reply) -> Vec<Reply> {
     match r {
+        // Pre-encoded arrays of bulk strings (ZRANGE's fast path) read back as a command.
+        Reply::Raw(b) => {
+            let mut buf = bytes::BytesMut::from(&b[..]);
+            match crate::protocol::parse::parse_command(&mut buf, Default::default()) {
+                Ok(crate::protocol::parse::Parsed::Command(v)) => {
+                    v.into_iter().map(Reply::Bulk).collect()
+                }
+                _ => Vec::new(),
+            }
+        }
         Reply::Array(v) | Reply::Set(v) | Reply::Push(v) => v,
         Reply::Map(kv) => kv.into_iter().flat_map(|(k, v)| [k, v]).collect(),
         _ => Vec::new(),
@@ -127,6 +137,9 @@ impl Db {
                     render(k, out);
                     render(v, out)
                 }),
+                Reply::Raw(b) => items(Reply::Raw(b))
+                    .into_iter()
+                    .for_each(|x| render(x, out)),
                 other => out.extend(as_text(&other)),
             }
         }

@@ -176,7 +176,9 @@ impl TestServerBuilder {
                         }
                     }
                 });
-                rt.shutdown_background();
+                // Waits for the tasks (listeners included) to be dropped, so the port is free
+                // once `drop` returns; blocking work gets a bounded grace period.
+                rt.shutdown_timeout(Duration::from_secs(1));
             })?;
         let (addr, shared) = rx.recv().map_err(std::io::Error::other)??;
         // Before the caller can connect, so the first command already draws seeded.
