@@ -289,3 +289,36 @@ fn explicit_port() {
     // Stopped on drop: the port is free again.
     std::net::TcpListener::bind(("127.0.0.1", port)).unwrap();
 }
+
+#[test]
+fn lazy_expiry_at_the_clock_without_a_sweep() {
+    let srv = TestServer::builder().clock_at(5_000).start().unwrap();
+    srv.set_ex("k", "v", Duration::from_millis(10));
+    // Move the clock alone (no sweep): the key is still stored, but reads see it gone.
+    srv.clock().advance_ms(11);
+    assert_eq!(srv.shared().ks.dbsize(0), 1);
+    assert_eq!(srv.get("k"), None);
+    assert_eq!(srv.shared().ks.dbsize(0), 0);
+}
+
+#[tokio::test]
+async fn blocking_timeouts_stay_on_real_time() {
+    let srv = TestServer::builder()
+        .manual_clock()
+        .start_async()
+        .await
+        .unwrap();
+    let client = redis::Client::open(srv.url()).unwrap();
+    let mut con = client.get_multiplexed_async_connection().await.unwrap();
+    let t = std::time::Instant::now();
+    // A frozen clock does not stop the 0.2 s timeout.
+    let v: Option<(String, String)> = redis::cmd("BLPOP")
+        .arg("q")
+        .arg(0.2)
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    assert_eq!(v, None);
+    let waited = t.elapsed();
+    assert!(waited >= Duration::from_millis(190), "{waited:?}");
+}

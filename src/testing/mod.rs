@@ -15,8 +15,10 @@
 //! assert!(srv.url().starts_with("redis://127.0.0.1:"));
 //! ```
 //!
-//! From `#[tokio::test]`, start with [`TestServerBuilder::start_async`] (the server runs on
-//! its own thread and runtime either way, so it outlives no test and blocks none).
+//! From `#[tokio::test]`, start with [`TestServer::start_async`] /
+//! [`TestServerBuilder::start_async`]. Either way the server runs on its own thread and
+//! tokio runtime, so it works under any test runtime (current-thread included) and its
+//! work never competes with the test's own tasks; dropping it stops it and frees its port.
 //!
 //! ## Clock
 //! By default the server reads the system clock. With [`TestServerBuilder::manual_clock`]
