@@ -155,7 +155,7 @@ fn seed(cx: &mut Cx, a: &[Bytes]) -> Reply {
     else {
         return errors::err("ERR seed must be an unsigned 64-bit integer");
     };
-    *cx.srv.seed_requested.lock() = Some(n);
+    cx.srv.reseed(n);
     Reply::ok()
 }
 
@@ -273,7 +273,7 @@ mod tests {
         assert_eq!(c.line("RESPITE FAULT CLEAR"), Reply::ok());
         assert!(c.srv.faults.rules().is_empty());
         assert_eq!(c.line("RESPITE SEED 42"), Reply::ok());
-        assert_eq!(*c.srv.seed_requested.lock(), Some(42));
+        assert!(c.srv.seeded.load(std::sync::atomic::Ordering::Relaxed));
         assert!(c.line("RESPITE NOPE").is_error());
         // The log is fed by connections, not by dispatch.
         assert_eq!(c.line("RESPITE LOG COUNT"), Reply::Int(0));

@@ -217,6 +217,11 @@ fn hello(cx: &mut Cx) -> Reply {
     let mut proto = if cx.sess.resp3 { 3 } else { 2 };
     if args.len() >= 2 {
         match crate::protocol::parse::parse_i64(&args[1]) {
+            // A `resp3_only()` test server refuses RESP2 as Redis refuses any version it
+            // does not speak.
+            Some(2) if cx.srv.resp3_only.load(std::sync::atomic::Ordering::Relaxed) => {
+                return errors::err("NOPROTO unsupported protocol version")
+            }
             Some(v) if v == 2 || v == 3 => proto = v,
             Some(_) => return errors::err("NOPROTO unsupported protocol version"),
             None => return errors::err("ERR Protocol version is not an integer or out of range"),

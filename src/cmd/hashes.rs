@@ -591,9 +591,10 @@ fn hrandfield(cx: &mut Cx) -> Reply {
     let args = cx.args;
     let resp3 = cx.sess.resp3;
     if args.len() == 2 {
+        let srv = cx.srv;
         return reply(read(cx.ks, &args[1]), |h| {
-            let mut rng = rand::thread_rng();
-            Reply::opt_bulk(h.and_then(|h| h.random(&mut rng)).map(|(f, _)| f.clone()))
+            let mut rng = srv.rng.lock();
+            Reply::opt_bulk(h.and_then(|h| h.random(&mut *rng)).map(|(f, _)| f.clone()))
         });
     }
     let count = match args::int(&args[2]) {
@@ -617,7 +618,8 @@ fn hrandfield(cx: &mut Cx) -> Reply {
     if n == 0 {
         return Reply::Array(Vec::new());
     }
-    let mut rng = rand::thread_rng();
+    let mut guard = cx.srv.rng.lock();
+    let mut rng = &mut *guard;
     let size = h.len() as u64;
     let picks: Vec<(&Bytes, &Bytes)> = if count < 0 || n == 1 {
         // With repetition (and the single pick): independent draws, in draw order.

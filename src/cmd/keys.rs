@@ -679,7 +679,20 @@ fn scan(cx: &mut Cx) -> Reply {
 
 fn randomkey(cx: &mut Cx) -> Reply {
     let db = cx.ks.db;
-    Reply::opt_bulk(cx.ks.random_key(db))
+    let srv = cx.srv;
+    if srv.seeded.load(std::sync::atomic::Ordering::Relaxed) {
+        // A seeded (test) server: the hash tables' order is not seeded, so pick by rank
+        // among the sorted live keys instead (O(n log n); test keyspaces are small).
+        use rand::Rng;
+        let mut keys = cx.ks.all_keys(db);
+        if keys.is_empty() {
+            return Reply::Nil;
+        }
+        keys.sort_unstable();
+        let i = srv.rng.lock().gen_range(0..keys.len());
+        return Reply::Bulk(keys.swap_remove(i));
+    }
+    Reply::opt_bulk(cx.ks.random_key_with(db, &mut *srv.rng.lock()))
 }
 
 fn dbsize(cx: &mut Cx) -> Reply {

@@ -586,10 +586,11 @@ fn spop(cx: &mut Cx) -> Reply {
         _ => return errors::syntax(),
     }
     let key = &cx.args[1];
+    let srv = cx.srv;
     let (member, emptied) = match write_set(cx, key) {
         Err(e) => return e,
         Ok(None) => return Reply::Nil,
-        Ok(Some(s)) => (s.pop_random(&mut rand::thread_rng()), s.is_empty()),
+        Ok(Some(s)) => (s.pop_random(&mut *srv.rng.lock()), s.is_empty()),
     };
     if emptied {
         cx.ks.remove(key);
@@ -629,7 +630,7 @@ fn spop_count(cx: &mut Cx) -> Reply {
         emptied_events(cx, key, "spop", true);
         return reply;
     }
-    let popped = s.pop_many(count as usize, &mut lim, &mut rand::thread_rng());
+    let popped = s.pop_many(count as usize, &mut lim, &mut *cx.srv.rng.lock());
     touched(cx, key);
     if cx.ks.journaling() {
         record(cx, key, false, popped.clone());
@@ -644,10 +645,11 @@ fn srandmember(cx: &mut Cx) -> Reply {
         3 => return srandmember_count(cx),
         _ => return errors::syntax(),
     }
+    let srv = cx.srv;
     match read_set(cx, &cx.args[1]) {
         Err(e) => e,
         Ok(None) => Reply::Nil,
-        Ok(Some(s)) => bulk(s.random(&mut rand::thread_rng())),
+        Ok(Some(s)) => bulk(s.random(&mut *srv.rng.lock())),
     }
 }
 
@@ -657,12 +659,14 @@ fn srandmember_count(cx: &mut Cx) -> Reply {
         Ok(i64::MIN) => return errors::err(errors::COUNT_RANGE),
         Ok(n) => (n.unsigned_abs(), n >= 0),
     };
+    let srv = cx.srv;
     let s = match read_set(cx, &cx.args[1]) {
         Err(e) => return e,
         Ok(None) => return Reply::Array(Vec::new()),
         Ok(Some(s)) => s,
     };
-    let rng = &mut rand::thread_rng();
+    let mut guard = srv.rng.lock();
+    let rng = &mut *guard;
     let len = s.len() as u64;
     if count == 0 {
         Reply::Array(Vec::new())

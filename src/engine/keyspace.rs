@@ -784,7 +784,15 @@ impl<'a> Access<'a> {
     /// A uniformly chosen live key of `db`; expired keys met on the way are removed
     /// (exclusive mode).
     pub fn random_key(&mut self, db: usize) -> Option<Bytes> {
-        use rand::Rng;
+        self.random_key_with(db, &mut rand::thread_rng())
+    }
+
+    /// [`Access::random_key`] drawing from `rng` (the server's, seedable one).
+    pub fn random_key_with<R: rand::Rng + ?Sized>(
+        &mut self,
+        db: usize,
+        rng: &mut R,
+    ) -> Option<Bytes> {
         let now = self.now;
         loop {
             let sizes: Vec<usize> = (0..SHARDS)
@@ -794,7 +802,7 @@ impl<'a> Access<'a> {
             if total == 0 {
                 return None;
             }
-            let mut r = rand::thread_rng().gen_range(0..total);
+            let mut r = rng.gen_range(0..total);
             let s = sizes.iter().position(|&n| {
                 if r < n {
                     true

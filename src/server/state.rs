@@ -105,9 +105,14 @@ pub struct Shared {
     pub faults: super::faults::Faults,
     /// Commands received, recorded while `faults.armed() & LOG` (test double).
     pub cmdlog: super::cmdlog::CommandLog,
-    /// The seed asked for by `RESPITE SEED` (or a test), for the per-server RNG to pick up
-    /// when it is created.
-    pub seed_requested: parking_lot::Mutex<Option<u64>>,
+    /// The generator behind SPOP, SRANDMEMBER, HRANDFIELD, ZRANDMEMBER and RANDOMKEY:
+    /// seeded from entropy, or with a fixed seed by [`Shared::reseed`] so tests repeat.
+    /// Commands hold it only while they draw.
+    pub rng: parking_lot::Mutex<rand::rngs::SmallRng>,
+    /// Set by [`Shared::reseed`]: RANDOMKEY then picks in key order, not hash order.
+    pub seeded: std::sync::atomic::AtomicBool,
+    /// Test servers started with `resp3_only()`: `HELLO 2` is refused (`NOPROTO`).
+    pub resp3_only: std::sync::atomic::AtomicBool,
 }
 
 impl Shared {
@@ -158,11 +163,22 @@ impl Shared {
             test_commands,
             faults: Default::default(),
             cmdlog: Default::default(),
-            seed_requested: Default::default(),
+            rng: parking_lot::Mutex::new(rand::SeedableRng::from_entropy()),
+            resp3_only: false.into(),
+            seeded: false.into(),
         };
         // A server that is a test double records what it receives from the start.
         srv.faults.set_logging(test_commands);
         srv
+    }
+
+    /// Makes every random choice repeatable: the command generator and Lua's `math.random`
+    /// restart from `seed`.
+    pub fn reseed(self: &std::sync::Arc<Self>, seed: u64) {
+        *self.rng.lock() = rand::SeedableRng::seed_from_u64(seed);
+        self.seeded.store(true, Ordering::Relaxed);
+        // `math.randomseed` takes a C int; fold the high half in so every bit counts.
+        crate::script::engine::scripts(self).reseed((seed ^ (seed >> 32)) as i32);
     }
 
     pub fn requirepass(&self) -> Option<String> {

@@ -34,9 +34,10 @@ pub fn zrandmember(cx: &mut Cx) -> Reply {
         }
         return with_count(cx, l, withscores);
     }
+    let srv = cx.srv;
     match read(cx, &args[1]) {
         Ok(Some(z)) => {
-            let r = rand::thread_rng().gen_range(0..z.len());
+            let r = srv.rng.lock().gen_range(0..z.len());
             z.get(r)
                 .map_or(Reply::Nil, |it| Reply::Bulk(it.member.clone()))
         }
@@ -49,6 +50,7 @@ pub fn zrandmember(cx: &mut Cx) -> Reply {
 fn with_count(cx: &mut Cx, l: i64, withscores: bool) -> Reply {
     let resp3 = cx.sess.resp3;
     let args = cx.args;
+    let srv = cx.srv;
     let z = match read(cx, &args[1]) {
         Ok(Some(z)) => z,
         Ok(None) => return Reply::Array(Vec::new()),
@@ -60,7 +62,8 @@ fn with_count(cx: &mut Cx, l: i64, withscores: bool) -> Reply {
         return Reply::Array(Vec::new());
     }
     let size = z.len();
-    let mut rng = rand::thread_rng();
+    let mut guard = srv.rng.lock();
+    let mut rng = &mut *guard;
     // Negative count: independent picks, repeats allowed.
     if !unique || count == 1 {
         if count > RANDMEMBER_MAX {

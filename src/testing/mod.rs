@@ -1,0 +1,312 @@
+//! respite as a test double: an in-process server with a controllable clock, seedable
+//! randomness and direct inspection of the keyspace.
+//!
+//! ```
+//! use respite::testing::TestServer;
+//! use std::time::Duration;
+//!
+//! let srv = TestServer::builder().manual_clock().seed(7).start().unwrap();
+//! srv.set_ex("session", "abc", Duration::from_millis(1000));
+//! srv.advance(Duration::from_millis(1000));
+//! srv.assert_str("session", "abc");
+//! srv.advance(Duration::from_millis(1));
+//! srv.assert_missing("session");
+//! // Any client can connect to `srv.url()` (redis://127.0.0.1:PORT) meanwhile.
+//! assert!(srv.url().starts_with("redis://127.0.0.1:"));
+//! ```
+//!
+//! From `#[tokio::test]`, start with [`TestServer::start_async`] /
+//! [`TestServerBuilder::start_async`]. Either way the server runs on its own thread and
+//! tokio runtime, so it works under any test runtime (current-thread included) and its
+//! work never competes with the test's own tasks; dropping it stops it and frees its port.
+//!
+//! ## Clock
+//! By default the server reads the system clock. With [`TestServerBuilder::manual_clock`]
+//! (or [`TestServerBuilder::clock_at`]) time moves only through [`TestServer::advance`] and
+//! [`TestServer::set_time`]; both run the expiry sweep at the new time, so a key whose
+//! deadline has passed is gone both lazily (on access) and from `DBSIZE`/`KEYS`. As in
+//! Redis (`keyIsExpired`: `now > when`), a key is expired once the clock is strictly past
+//! its deadline: after `SET k v PX 1000` it is still there at +1000 ms and gone at +1001 ms.
+//! `TIME`, `EXPIREAT`/`PEXPIREAT`, `TTL`, idle times and stream auto-IDs follow the clock.
+//! Blocking-command timeouts (`BLPOP k 5`, `XREAD BLOCK`) stay on real time: they are
+//! tokio timers, so a client never hangs on a clock nobody advances.
+//!
+//! ## Determinism
+//! [`TestServerBuilder::seed`] makes `SPOP`, `SRANDMEMBER`, `HRANDFIELD`, `ZRANDMEMBER`,
+//! `RANDOMKEY` and Lua's `math.random` repeatable: two servers with the same seed and the
+//! same commands give the same replies. [`TestServer::reseed`] restarts them mid-test.
+//!
+//! ## Inspection
+//! Typed reads, seeding and assertions run the real commands in-process through the
+//! dispatcher on a hidden internal session (db 0 unless [`TestServer::db`] selects another),
+//! so they see and make exactly what clients do (journal included when durable). They count
+//! in `INFO commandstats` and keyspace hits like any command.
+
+mod inspect;
+
+pub use inspect::{Db, Pending};
+
+use crate::clock::Clock;
+use crate::config::Config;
+use crate::server::{self, state::Shared};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// An in-process server for tests: memory engine, loopback, ephemeral port; stops on drop.
+///
+/// Derefs to [`Db`] for db 0, so `srv.get("k")`, `srv.set("k", "v")` work directly.
+pub struct TestServer {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    root: Db,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// Options for [`TestServer`].
+#[derive(Default)]
+pub struct TestServerBuilder {
+    config: Config,
+    manual_clock: bool,
+    clock_at: Option<u64>,
+    seed: Option<u64>,
+    resp3_only: bool,
+    port: Option<u16>,
+}
+
+impl TestServerBuilder {
+    /// Time moves only through [`TestServer::advance`] / [`TestServer::set_time`]; it
+    /// starts frozen at the current system time.
+    pub fn manual_clock(mut self) -> Self {
+        self.manual_clock = true;
+        self
+    }
+    /// A manual clock starting at `unix_ms`.
+    pub fn clock_at(mut self, unix_ms: u64) -> Self {
+        self.manual_clock = true;
+        self.clock_at = Some(unix_ms);
+        self
+    }
+    /// Seeds every random choice (see the module docs).
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = Some(seed);
+        self
+    }
+    /// `requirepass`: clients must `AUTH` (or `HELLO 3 AUTH default pw`) first.
+    pub fn password(mut self, p: &str) -> Self {
+        self.config.requirepass = Some(p.to_string());
+        self
+    }
+    /// Refuses RESP2 negotiation: `HELLO 2` answers `-NOPROTO unsupported protocol version`
+    /// (Redis's reply to a version it does not speak) and the connection stays as it was.
+    /// Commands sent before any `HELLO` are still served (in RESP2, as Redis does), so the
+    /// test catches clients that explicitly ask for RESP2.
+    pub fn resp3_only(mut self) -> Self {
+        self.resp3_only = true;
+        self
+    }
+    /// An explicit port instead of an ephemeral one (0 also means ephemeral).
+    pub fn port(mut self, port: u16) -> Self {
+        self.port = Some(port);
+        self
+    }
+    /// The durable engine (`--engine redb`) with its file in `dir`.
+    pub fn redb(mut self, dir: &std::path::Path) -> Self {
+        self.config.redb = true;
+        self.config
+            .params
+            .push(("dir".to_string(), dir.display().to_string()));
+        self
+    }
+    /// Any redis.conf parameter, as at start-up.
+    pub fn param(mut self, name: &str, value: &str) -> Self {
+        self.config
+            .params
+            .push((name.to_string(), value.to_string()));
+        self
+    }
+
+    /// Starts the server and waits until it accepts connections, without blocking the
+    /// calling async runtime (the wait runs on tokio's blocking pool).
+    pub async fn start_async(self) -> std::io::Result<TestServer> {
+        tokio::task::spawn_blocking(move || self.start())
+            .await
+            .map_err(std::io::Error::other)?
+    }
+
+    /// Starts the server (on its own thread and runtime) and returns once it listens.
+    pub fn start(self) -> std::io::Result<TestServer> {
+        let mut config = self.config;
+        config.port = self.port.unwrap_or(0);
+        config.bind = vec!["127.0.0.1".into()];
+        let clock = if self.manual_clock {
+            Clock::manual()
+        } else {
+            Clock::system()
+        };
+        if let Some(ms) = self.clock_at {
+            clock.set_ms(ms);
+        }
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name("respite-test".into())
+            .spawn(move || {
+                let rt = match tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(2)
+                    .enable_all()
+                    .build()
+                {
+                    Ok(rt) => rt,
+                    Err(e) => {
+                        let _ = tx.send(Err(e));
+                        return;
+                    }
+                };
+                rt.block_on(async move {
+                    match server::bind(&config).and_then(|ls| server::start(config, clock, ls)) {
+                        Ok(running) => {
+                            let _ = tx.send(Ok((running.addrs[0], running.shared.clone())));
+                            let _ = stop_rx.await;
+                            if let Some(p) = running.shared.persist.get() {
+                                p.shutdown();
+                            }
+                        }
+                        Err(e) => {
+                            let _ = tx.send(Err(e));
+                        }
+                    }
+                });
+                // Waits for the tasks (listeners included) to be dropped, so the port is free
+                // once `drop` returns; blocking work gets a bounded grace period.
+                rt.shutdown_timeout(Duration::from_secs(1));
+            })?;
+        let (addr, shared) = rx.recv().map_err(std::io::Error::other)??;
+        // Before the caller can connect, so the first command already draws seeded.
+        if let Some(seed) = self.seed {
+            shared.reseed(seed);
+        }
+        shared
+            .resp3_only
+            .store(self.resp3_only, std::sync::atomic::Ordering::Relaxed);
+        // A test double records what it receives (`command_log`, `wait_for_command`); the
+        // cost is a copy of each command's arguments into a bounded log.
+        shared.faults.set_logging(true);
+        Ok(TestServer {
+            addr,
+            root: Db::new(shared.clone(), 0),
+            shared,
+            stop: Some(stop_tx),
+            thread: Some(thread),
+        })
+    }
+}
+
+impl TestServer {
+    pub fn builder() -> TestServerBuilder {
+        TestServerBuilder::default()
+    }
+    /// Starts with defaults (system clock, entropy seed), blocking the caller.
+    pub fn start() -> std::io::Result<TestServer> {
+        Self::builder().start()
+    }
+    /// [`TestServer::start`] for async tests.
+    pub async fn start_async() -> std::io::Result<TestServer> {
+        Self::builder().start_async().await
+    }
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+    pub fn port(&self) -> u16 {
+        self.addr.port()
+    }
+    /// `redis://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("redis://{}", self.addr)
+    }
+    pub fn clock(&self) -> &Clock {
+        &self.shared.clock
+    }
+    /// The server's current time in Unix milliseconds (manual or real).
+    pub fn now_ms(&self) -> u64 {
+        self.shared.clock.now_ms()
+    }
+    /// Moves a manual clock forward by `d` (whole milliseconds) and sweeps expired keys.
+    ///
+    /// # Panics
+    /// On a real clock: time there is not ours to move.
+    pub fn advance(&self, d: Duration) {
+        self.expect_manual("advance");
+        self.advance_ms(d.as_millis().try_into().unwrap_or(u64::MAX));
+    }
+    /// Sets a manual clock to `unix_ms` (backwards too) and sweeps expired keys.
+    ///
+    /// # Panics
+    /// On a real clock.
+    pub fn set_time(&self, unix_ms: u64) {
+        self.expect_manual("set_time");
+        self.shared.clock.set_ms(unix_ms);
+        self.sweep();
+    }
+    /// Back to the system clock (from now on `advance`/`set_time` panic); sweeps at the
+    /// real time, so keys the manual clock had not reached may expire now.
+    pub fn real(&self) {
+        self.shared.clock.set_manual(false);
+        self.sweep();
+    }
+    /// Freezes the clock at the current system time (a manual clock from now on).
+    pub fn manual(&self) {
+        self.shared.clock.set_manual(true);
+    }
+    /// Advances a manual clock by `ms` and runs an expiry sweep at the new time (no effect
+    /// on the time of a real clock, which is only swept).
+    pub fn advance_ms(&self, ms: u64) {
+        if self.shared.clock.is_manual() {
+            self.shared.clock.advance_ms(ms);
+        }
+        self.sweep();
+    }
+    /// Restarts every random choice from `seed` (see the module docs).
+    pub fn reseed(&self, seed: u64) {
+        self.shared.reseed(seed);
+    }
+    pub fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
+    fn expect_manual(&self, what: &str) {
+        assert!(
+            self.shared.clock.is_manual(),
+            "TestServer::{what} needs a manual clock (builder().manual_clock())"
+        );
+    }
+
+    /// Removes every key expired at the clock's time, waking blocked clients as the
+    /// periodic sweep does.
+    fn sweep(&self) {
+        let now = self.shared.clock.now_ms();
+        let (_, ready) = self.shared.ks.sweep_ready(now, usize::MAX);
+        if !ready.is_empty() {
+            crate::cmd::blocking::serve_ready(&self.shared, ready);
+        }
+    }
+}
+
+impl std::ops::Deref for TestServer {
+    type Target = Db;
+    fn deref(&self) -> &Db {
+        &self.root
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}

@@ -1,0 +1,324 @@
+//! The test-double API (`respite::testing`): clock, seeding, inspection, assertions, and the
+//! README's "Using respite in tests" example.
+
+use respite::testing::TestServer;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::time::Duration;
+
+fn panic_text(f: impl FnOnce()) -> String {
+    let e = catch_unwind(AssertUnwindSafe(f)).expect_err("should panic");
+    e.downcast_ref::<String>()
+        .cloned()
+        .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_default()
+}
+
+// The README example, verbatim.
+#[tokio::test]
+async fn readme_example() -> redis::RedisResult<()> {
+    let srv = respite::TestServer::builder()
+        .manual_clock()
+        .start_async()
+        .await?;
+    let client = redis::Client::open(srv.url())?;
+    let mut con = client.get_multiplexed_async_connection().await?;
+
+    redis::cmd("SET")
+        .arg("greeting")
+        .arg("hi")
+        .arg("PX")
+        .arg(1000)
+        .exec_async(&mut con)
+        .await?;
+    srv.assert_str("greeting", "hi"); // inspect without a client
+
+    srv.advance(Duration::from_millis(1001)); // expires exactly past its deadline
+    let v: Option<String> = redis::cmd("GET")
+        .arg("greeting")
+        .query_async(&mut con)
+        .await?;
+    assert_eq!(v, None);
+    srv.assert_missing("greeting");
+    Ok(())
+}
+
+#[test]
+fn manual_clock_expires_strictly_after_the_deadline() {
+    let srv = TestServer::builder().clock_at(1_000_000).start().unwrap();
+    assert_eq!(srv.run_text(&["SET", "k", "v", "PX", "1000"]), "OK");
+    srv.advance(Duration::from_millis(999));
+    srv.assert_str("k", "v");
+    assert_eq!(srv.ttl("k"), Some(Duration::from_millis(1)));
+    // Redis: expired when now > deadline, so at exactly +1000 ms it is still there.
+    srv.advance(Duration::from_millis(1));
+    srv.assert_str("k", "v");
+    srv.advance(Duration::from_millis(1));
+    srv.assert_missing("k");
+    // Removed by the sweep too, not only lazily.
+    assert_eq!(srv.shared().ks.dbsize(0), 0);
+}
+
+#[test]
+fn sweep_removes_expired_keys_without_access() {
+    let srv = TestServer::builder().manual_clock().start().unwrap();
+    srv.set_ex("a", "1", Duration::from_millis(50));
+    srv.set("b", "2");
+    assert_eq!(srv.shared().ks.dbsize(0), 2);
+    srv.advance(Duration::from_millis(51));
+    assert_eq!(srv.shared().ks.dbsize(0), 1);
+}
+
+#[test]
+fn set_time_time_and_expireat_follow_the_manual_clock() {
+    let srv = TestServer::builder()
+        .clock_at(1_700_000_000_123)
+        .start()
+        .unwrap();
+    assert_eq!(srv.run_text(&["TIME"]), "1700000000 123000");
+    srv.set("k", "v");
+    srv.command(&[b"EXPIREAT", b"k", b"1700000010"]);
+    assert_eq!(srv.ttl("k"), Some(Duration::from_millis(9877)));
+    srv.set_time(1_700_000_010_000);
+    srv.assert_str("k", "v");
+    srv.set_time(1_700_000_010_001);
+    srv.assert_missing("k");
+    assert_eq!(srv.run_text(&["TIME"]), "1700000010 1000");
+    // Stream auto-IDs take the clock's milliseconds.
+    assert_eq!(srv.xadd("s", &[("f", "v")]), "1700000010001-0");
+    assert_eq!(srv.xadd("s", &[("f", "w")]), "1700000010001-1");
+}
+
+#[test]
+fn real_clock_and_switching_back() {
+    let srv = TestServer::start().unwrap();
+    let sys = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    assert!(srv.now_ms().abs_diff(sys) < 1000);
+    let msg = panic_text(|| srv.advance(Duration::from_secs(1)));
+    assert!(msg.contains("manual clock"), "{msg}");
+
+    let m = TestServer::builder().clock_at(1_000).start().unwrap();
+    m.set_ex("k", "v", Duration::from_secs(10));
+    m.real(); // now decades past the deadline
+    m.assert_missing("k");
+    assert!(m.now_ms().abs_diff(sys) < 5000);
+}
+
+#[test]
+fn seeded_servers_repeat_every_random_command() {
+    fn run(seed: u64) -> Vec<String> {
+        let srv = TestServer::builder().seed(seed).start().unwrap();
+        let many: Vec<String> = (0..200).map(|i| format!("m{i}")).collect();
+        let many: Vec<&str> = many.iter().map(String::as_str).collect();
+        srv.sadd("s", &many);
+        let fields: Vec<(&str, &str)> = many.iter().map(|m| (*m, "v")).collect();
+        srv.hset("h", &fields);
+        let scored: Vec<(f64, &str)> = many
+            .iter()
+            .enumerate()
+            .map(|(i, m)| (i as f64, *m))
+            .collect();
+        srv.zadd("z", &scored);
+        for m in &many[..50] {
+            srv.set(m, "x");
+        }
+        let mut out = Vec::new();
+        for cmd in [
+            &["SRANDMEMBER", "s", "5"][..],
+            &["SRANDMEMBER", "s", "-5"],
+            &["SRANDMEMBER", "s"],
+            &["SPOP", "s"],
+            &["SPOP", "s", "3"],
+            &["HRANDFIELD", "h", "4"],
+            &["HRANDFIELD", "h", "-4"],
+            &["HRANDFIELD", "h"],
+            &["ZRANDMEMBER", "z", "4"],
+            &["ZRANDMEMBER", "z", "-4", "WITHSCORES"],
+            &["ZRANDMEMBER", "z"],
+            &["RANDOMKEY"],
+            &["RANDOMKEY"],
+            &[
+                "EVAL",
+                "return {math.random(1000000), math.random(1000000)}",
+                "0",
+            ],
+        ] {
+            out.push(srv.run_text(cmd));
+        }
+        out
+    }
+    let a = run(42);
+    assert_eq!(a[8].split(' ').count(), 4, "{a:?}");
+    assert_eq!(a, run(42));
+    assert_ne!(a, run(43));
+}
+
+#[test]
+fn inspection_reads_and_seeds() {
+    let srv = TestServer::start().unwrap();
+    srv.set("s", "v");
+    srv.hset("h", &[("f1", "a"), ("f2", "b")]);
+    srv.sadd("set", &["x", "y"]);
+    srv.rpush("l", &["1", "2", "3"]);
+    srv.zadd("z", &[(1.5, "one"), (2.0, "two")]);
+    assert_eq!(srv.get("s").as_deref(), Some("v"));
+    assert_eq!(srv.get("nope"), None);
+    assert_eq!(srv.hget("h", "f2").as_deref(), Some("b"));
+    assert_eq!(srv.hgetall("h").len(), 2);
+    assert!(srv.members("set").contains("y"));
+    assert_eq!(srv.zscore("z", "one"), Some(1.5));
+    assert_eq!(
+        srv.zrange("z", 0, -1),
+        vec![("one".to_string(), 1.5), ("two".to_string(), 2.0)]
+    );
+    assert_eq!(srv.lrange("l", 1, -1), vec!["2", "3"]);
+    assert_eq!(srv.keys("*"), vec!["h", "l", "s", "set", "z"]);
+    assert_eq!(srv.ttl("s"), None);
+
+    let id = srv.xadd("st", &[("a", "1")]);
+    let e = srv.stream_entries("st");
+    assert_eq!(
+        e,
+        vec![(id.clone(), vec![("a".to_string(), "1".to_string())])]
+    );
+    srv.command(&[b"XGROUP", b"CREATE", b"st", b"g", b"0"]);
+    srv.command(&[
+        b"XREADGROUP",
+        b"GROUP",
+        b"g",
+        b"c1",
+        b"STREAMS",
+        b"st",
+        b">",
+    ]);
+    let p = srv.pending("st", "g");
+    assert_eq!(p.len(), 1);
+    assert_eq!(
+        (p[0].id.as_str(), p[0].consumer.as_str(), p[0].deliveries),
+        (id.as_str(), "c1", 1)
+    );
+
+    // Other dbs, and what a client sees.
+    srv.db(2).set("k", "in2");
+    srv.assert_missing("k");
+    srv.db(2).assert_str("k", "in2");
+    let mut con = redis::Client::open(srv.url())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let v: String = redis::cmd("HGET")
+        .arg("h")
+        .arg("f1")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(v, "a");
+    // The hidden session is no client.
+    let clients: String = redis::cmd("CLIENT").arg("LIST").query(&mut con).unwrap();
+    assert_eq!(clients.lines().count(), 1, "{clients}");
+
+    srv.assert_hash("h", &[("f1", "a"), ("f2", "b")]);
+    srv.assert_members("set", &["y", "x"]);
+    srv.assert_list("l", &["1", "2", "3"]);
+    srv.assert_zset("z", &[("one", 1.5), ("two", 2.0)]);
+}
+
+#[test]
+fn assertion_failures_show_type_and_content() {
+    let srv = TestServer::builder().manual_clock().start().unwrap();
+    srv.hset("h", &[("f", "v")]);
+    srv.set_ex("s", "actual", Duration::from_secs(5));
+    let m = panic_text(|| srv.assert_str("h", "v"));
+    assert_eq!(
+        m,
+        r#"key "h" in db 0: expected string "v", found hash {"f": "v"}"#
+    );
+    let m = panic_text(|| srv.assert_str("s", "other"));
+    assert_eq!(
+        m,
+        r#"key "s" in db 0: expected string "other", found string "actual" (ttl 5000 ms)"#
+    );
+    let m = panic_text(|| srv.assert_missing("h"));
+    assert!(
+        m.contains(r#"expected missing, found hash {"f": "v"}"#),
+        "{m}"
+    );
+    let m = panic_text(|| srv.assert_hash("nope", &[("f", "v")]));
+    assert!(m.ends_with("found missing"), "{m}");
+    let m = panic_text(|| {
+        srv.get("h");
+    });
+    assert!(m.contains("WRONGTYPE"), "{m}");
+}
+
+#[test]
+fn resp3_only_refuses_hello_2_and_password_is_required() {
+    let srv = TestServer::builder()
+        .resp3_only()
+        .password("pw")
+        .start()
+        .unwrap();
+    let mut s = std::net::TcpStream::connect(srv.addr()).unwrap();
+    use std::io::{Read, Write};
+    s.write_all(b"PING\r\nHELLO 2 AUTH default pw\r\n").unwrap();
+    let mut buf = vec![0u8; 256];
+    let mut got = String::new();
+    while !got.contains("NOPROTO") {
+        let n = s.read(&mut buf).unwrap();
+        assert!(n > 0);
+        got.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+    assert!(got.starts_with("-NOAUTH"), "{got}");
+    assert!(
+        got.ends_with("-NOPROTO unsupported protocol version\r\n"),
+        "{got}"
+    );
+}
+
+#[test]
+fn explicit_port() {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let srv = TestServer::builder().port(port).start().unwrap();
+    assert_eq!(srv.port(), port);
+    assert_eq!(srv.url(), format!("redis://127.0.0.1:{port}"));
+    drop(srv);
+    // Stopped on drop: the port is free again.
+    std::net::TcpListener::bind(("127.0.0.1", port)).unwrap();
+}
+
+#[test]
+fn lazy_expiry_at_the_clock_without_a_sweep() {
+    let srv = TestServer::builder().clock_at(5_000).start().unwrap();
+    srv.set_ex("k", "v", Duration::from_millis(10));
+    // Move the clock alone (no sweep): the key is still stored, but reads see it gone.
+    srv.clock().advance_ms(11);
+    assert_eq!(srv.shared().ks.dbsize(0), 1);
+    assert_eq!(srv.get("k"), None);
+    assert_eq!(srv.shared().ks.dbsize(0), 0);
+}
+
+#[tokio::test]
+async fn blocking_timeouts_stay_on_real_time() {
+    let srv = TestServer::builder()
+        .manual_clock()
+        .start_async()
+        .await
+        .unwrap();
+    let client = redis::Client::open(srv.url()).unwrap();
+    let mut con = client.get_multiplexed_async_connection().await.unwrap();
+    let t = std::time::Instant::now();
+    // A frozen clock does not stop the 0.2 s timeout.
+    let v: Option<(String, String)> = redis::cmd("BLPOP")
+        .arg("q")
+        .arg(0.2)
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    assert_eq!(v, None);
+    let waited = t.elapsed();
+    assert!(waited >= Duration::from_millis(190), "{waited:?}");
+}
