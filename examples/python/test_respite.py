@@ -34,8 +34,9 @@ def respite():
 
 
 def test_key_expires_when_the_clock_passes_its_ttl(respite):
+    # ADVANCE switches respite to a manual clock: from now on time moves only when told.
+    respite.execute_command("RESPITE", "CLOCK", "ADVANCE", 0)
     respite.set("session", "abc", px=5000)
-    # ADVANCE switches respite to a manual clock: time moves only when told.
     respite.execute_command("RESPITE", "CLOCK", "ADVANCE", 4999)
     assert respite.get("session") == "abc"
     respite.execute_command("RESPITE", "CLOCK", "ADVANCE", 2)
