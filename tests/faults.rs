@@ -287,7 +287,13 @@ async fn respite_commands_are_refused_without_the_flag() {
 async fn respite_commands_work_with_the_flag() {
     let b = Binary::start(&["--enable-test-commands"]);
     let mut c = conn(&b.url()).await;
-    // Clock: a key with a TTL expires when the manual clock passes it.
+    // Clock: a key with a TTL expires when the manual clock passes it. Freeze the clock
+    // first (ADVANCE 0 switches to manual): set with the real clock running, the real time
+    // before the switch would count too.
+    let ok: String = q(&mut c, cmd("RESPITE").arg("CLOCK").arg("ADVANCE").arg(0))
+        .await
+        .unwrap();
+    assert_eq!(ok, "OK");
     let _: () = q(&mut c, cmd("SET").arg("k").arg("v").arg("PX").arg(5000))
         .await
         .unwrap();

@@ -23,6 +23,9 @@ use bytes::Bytes;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+/// How long [`TestServer::restart`] refuses connections.
+pub const RESTART_DOWNTIME: Duration = Duration::from_millis(100);
+
 impl TestServer {
     /// The next `n` commands fail with `err` (e.g. `"READONLY …"`; text without an
     /// uppercase code word gets `ERR `). `RESPITE` commands are never failed.
@@ -121,12 +124,14 @@ impl TestServer {
         self.shared().cmdlog.wait_for(name, n, timeout).await
     }
 
-    /// A restart as clients see it, on the same port: every connection is dropped, faults
-    /// are cleared, the script cache is emptied and, unless `keep_data`, every database is
-    /// flushed. (The listener stays open: there is no window where connecting fails.)
+    /// A restart as clients see it, on the same port: every connection is dropped, new
+    /// connections are refused for [`RESTART_DOWNTIME`] (as while a process restarts),
+    /// faults are cleared, the script cache is emptied and, unless `keep_data`, every
+    /// database is flushed. (In-process: configuration and INFO counters carry over.)
     pub fn restart(&self, keep_data: bool) {
         let srv = self.shared();
         srv.faults.clear();
+        srv.faults.refuse(RESTART_DOWNTIME);
         self.drop_connections();
         let addr = "127.0.0.1:0".parse().expect("literal address");
         let handle = srv.clients.register(addr, addr, srv.clock.now_ms());
