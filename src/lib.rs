@@ -15,6 +15,7 @@
 //! For tests, [`testing::TestServer`] starts an in-process server on an ephemeral loopback
 //! port with the memory engine, an optional manual clock and seed, and inspection helpers.
 
+pub mod background;
 pub mod clock;
 pub mod cmd;
 pub mod config;

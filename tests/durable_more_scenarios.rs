@@ -6,6 +6,7 @@
 
 #[macro_use]
 mod common;
+use common::checkpoint;
 
 use common::{
     blocking_conn, c, connect, connections, lua_script, q, until_blocked, Proto, HANG_GUARD,
@@ -461,22 +462,6 @@ async fn work_queue_survives_restarts(proto: Proto) {
 
 // ---------------------------------------------------------------------------------------
 // S6: two-phase commit over a hash-tagged key group.
-
-/// Ten checkpoint fields, some binary.
-fn checkpoint(rev: u8) -> Vec<(Vec<u8>, Vec<u8>)> {
-    let mut out: Vec<(Vec<u8>, Vec<u8>)> = (0..7)
-        .map(|i| {
-            (
-                format!("f{i}").into_bytes(),
-                format!("v{i}-r{rev}").into_bytes(),
-            )
-        })
-        .collect();
-    out.push((b"blob".to_vec(), vec![0x00, 0xff, 0x80, rev, b'\r', b'\n']));
-    out.push((vec![0xfe, 0x00, b'k'], vec![0x80; 3]));
-    out.push((b"empty".to_vec(), Vec::new()));
-    out
-}
 
 async fn prepare(
     con: &mut MultiplexedConnection,

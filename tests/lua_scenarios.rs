@@ -5,6 +5,7 @@
 
 #[macro_use]
 mod common;
+use common::checkpoint;
 mod support;
 
 use common::{
@@ -362,22 +363,6 @@ async fn semaphore_gates(proto: Proto) {
         sem_call(&mut con, "semaphore_count.lua", "gate:busy", &[]).await,
         8
     );
-}
-
-/// Ten checkpoint fields, some binary.
-fn checkpoint(rev: u8) -> Vec<(Vec<u8>, Vec<u8>)> {
-    let mut out: Vec<(Vec<u8>, Vec<u8>)> = (0..7)
-        .map(|i| {
-            (
-                format!("f{i}").into_bytes(),
-                format!("v{i}-r{rev}").into_bytes(),
-            )
-        })
-        .collect();
-    out.push((b"blob".to_vec(), vec![0x00, 0xff, 0x80, rev, b'\r', b'\n']));
-    out.push((vec![0xfe, 0x00, b'k'], vec![0x80; 3]));
-    out.push((b"empty".to_vec(), Vec::new()));
-    out
 }
 
 async fn prepare(

@@ -3,6 +3,7 @@
 //! directly on the node the placement names.
 
 mod common;
+use common::checkpoint;
 mod proxy_fleet;
 
 use common::lua_script;
@@ -516,22 +517,6 @@ fn s5_work_queues(kind: NodeKind) {
         woke - sent
     );
     assert_eq!(r.unwrap()[0].1[0].0, id3);
-}
-
-/// Ten checkpoint fields, some binary.
-fn checkpoint(rev: u8) -> Vec<(Vec<u8>, Vec<u8>)> {
-    let mut out: Vec<(Vec<u8>, Vec<u8>)> = (0..7)
-        .map(|i| {
-            (
-                format!("f{i}").into_bytes(),
-                format!("v{i}-r{rev}").into_bytes(),
-            )
-        })
-        .collect();
-    out.push((b"blob".to_vec(), vec![0x00, 0xff, 0x80, rev, b'\r', b'\n']));
-    out.push((vec![0xfe, 0x00, b'k'], vec![0x80; 3]));
-    out.push((b"empty".to_vec(), Vec::new()));
-    out
 }
 
 fn texts(v: Value) -> Vec<String> {

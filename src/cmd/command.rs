@@ -259,12 +259,21 @@ fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
     registry().lookup(name).map(|(_, s)| s)
 }
 
-fn command(_cx: &mut Cx) -> Reply {
-    Reply::Array(registry().top_level().map(info_entry).collect())
+/// The commands this server offers: the `RESPITE` test family only with
+/// `--enable-test-commands`, so a plain server lists exactly Redis's commands.
+fn offered(cx: &Cx) -> impl Iterator<Item = &'static CommandSpec> {
+    let test = cx.srv.test_commands;
+    registry()
+        .top_level()
+        .filter(move |s| test || s.name != "respite")
 }
 
-fn command_count(_cx: &mut Cx) -> Reply {
-    Reply::Int(registry().top_level().count() as i64)
+fn command(cx: &mut Cx) -> Reply {
+    Reply::Array(offered(cx).map(info_entry).collect())
+}
+
+fn command_count(cx: &mut Cx) -> Reply {
+    Reply::Int(offered(cx).count() as i64)
 }
 
 fn command_info(cx: &mut Cx) -> Reply {
@@ -281,7 +290,7 @@ fn command_info(cx: &mut Cx) -> Reply {
 
 fn command_docs(cx: &mut Cx) -> Reply {
     let specs: Vec<&'static CommandSpec> = if cx.args.len() == 2 {
-        registry().top_level().collect()
+        offered(cx).collect()
     } else {
         cx.args[2..].iter().filter_map(|n| lookup(n)).collect()
     };
@@ -541,6 +550,17 @@ mod tests {
             .iter()
             .map(|w| Bytes::copy_from_slice(w.as_bytes()))
             .collect()
+    }
+
+    #[test]
+    fn the_test_family_is_listed_only_when_enabled() {
+        let mut c = crate::cmd::testing::Client::new();
+        let n = match c.line("COMMAND COUNT") {
+            Reply::Int(n) => n,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(n as usize, registry().top_level().count() - 1);
+        assert!(!c.srv.test_commands);
     }
 
     #[test]

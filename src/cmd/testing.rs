@@ -25,6 +25,15 @@ impl Client {
         Client::on(Arc::new(Shared::new(Config::default(), Clock::system())))
     }
 
+    /// A client whose keyspace journals its changes (as the durable engine's does), and the
+    /// journal, for tests of what commands record.
+    pub fn durable() -> (Client, Arc<crate::engine::journal::Journal>) {
+        let c = Client::new();
+        let j = Arc::new(crate::engine::journal::Journal::new());
+        assert!(c.srv.ks.set_journal(j.clone()));
+        (c, j)
+    }
+
     /// Another client of the same server.
     pub fn on(srv: Arc<Shared>) -> Client {
         let addr = "127.0.0.1:1".parse().expect("addr");

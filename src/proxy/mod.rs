@@ -180,46 +180,16 @@ pub fn run(cfg: ProxyConfig) -> io::Result<()> {
 /// An in-process proxy for tests and embedding: its own thread and runtime; stops on drop.
 pub struct ProxyServer {
     addr: SocketAddr,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    _service: crate::background::Background,
 }
 
 impl ProxyServer {
     pub fn start(cfg: ProxyConfig) -> io::Result<ProxyServer> {
-        let (tx, rx) = std::sync::mpsc::channel();
-        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-        let thread = std::thread::Builder::new()
-            .name("respite-proxy".into())
-            .spawn(move || {
-                let rt = match tokio::runtime::Builder::new_multi_thread()
-                    .worker_threads(2)
-                    .enable_all()
-                    .build()
-                {
-                    Ok(rt) => rt,
-                    Err(e) => {
-                        let _ = tx.send(Err(e));
-                        return;
-                    }
-                };
-                rt.block_on(async move {
-                    match start(cfg).await {
-                        Ok((addr, _proxy)) => {
-                            let _ = tx.send(Ok(addr));
-                            let _ = stop_rx.await;
-                        }
-                        Err(e) => {
-                            let _ = tx.send(Err(e));
-                        }
-                    }
-                });
-                rt.shutdown_background();
-            })?;
-        let addr = rx.recv().map_err(io::Error::other)??;
+        let (addr, service) =
+            crate::background::Background::spawn("respite-proxy", || start(cfg), drop)?;
         Ok(ProxyServer {
             addr,
-            stop: Some(stop_tx),
-            thread: Some(thread),
+            _service: service,
         })
     }
 
@@ -233,16 +203,5 @@ impl ProxyServer {
 
     pub fn url(&self) -> String {
         format!("redis://{}", self.addr)
-    }
-}
-
-impl Drop for ProxyServer {
-    fn drop(&mut self) {
-        if let Some(s) = self.stop.take() {
-            let _ = s.send(());
-        }
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
     }
 }

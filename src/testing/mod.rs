@@ -60,8 +60,8 @@ pub struct TestServer {
     addr: SocketAddr,
     shared: Arc<Shared>,
     root: Db,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    /// Dropping it stops the server (and waits until its port is free).
+    _service: crate::background::Background,
 }
 
 /// Options for [`TestServer`].
@@ -148,41 +148,20 @@ impl TestServerBuilder {
         if let Some(ms) = self.clock_at {
             clock.set_ms(ms);
         }
-        let (tx, rx) = std::sync::mpsc::channel();
-        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-        let thread = std::thread::Builder::new()
-            .name("respite-test".into())
-            .spawn(move || {
-                let rt = match tokio::runtime::Builder::new_multi_thread()
-                    .worker_threads(2)
-                    .enable_all()
-                    .build()
-                {
-                    Ok(rt) => rt,
-                    Err(e) => {
-                        let _ = tx.send(Err(e));
-                        return;
-                    }
-                };
-                rt.block_on(async move {
-                    match server::bind(&config).and_then(|ls| server::start(config, clock, ls)) {
-                        Ok(running) => {
-                            let _ = tx.send(Ok((running.addrs[0], running.shared.clone())));
-                            let _ = stop_rx.await;
-                            if let Some(p) = running.shared.persist.get() {
-                                p.shutdown();
-                            }
-                        }
-                        Err(e) => {
-                            let _ = tx.send(Err(e));
-                        }
-                    }
-                });
-                // Waits for the tasks (listeners included) to be dropped, so the port is free
-                // once `drop` returns; blocking work gets a bounded grace period.
-                rt.shutdown_timeout(Duration::from_secs(1));
-            })?;
-        let (addr, shared) = rx.recv().map_err(std::io::Error::other)??;
+        let ((addr, shared), service) = crate::background::Background::spawn(
+            "respite-test",
+            move || async move {
+                let running =
+                    server::bind(&config).and_then(|ls| server::start(config, clock, ls))?;
+                Ok(((running.addrs[0], running.shared.clone()), running))
+            },
+            |running: server::Running| {
+                // The final durable commit of a redb test server.
+                if let Some(p) = running.shared.persist.get() {
+                    p.shutdown();
+                }
+            },
+        )?;
         // Before the caller can connect, so the first command already draws seeded.
         if let Some(seed) = self.seed {
             shared.reseed(seed);
@@ -197,8 +176,7 @@ impl TestServerBuilder {
             addr,
             root: Db::new(shared.clone(), 0),
             shared,
-            stop: Some(stop_tx),
-            thread: Some(thread),
+            _service: service,
         })
     }
 }
@@ -297,16 +275,5 @@ impl std::ops::Deref for TestServer {
     type Target = Db;
     fn deref(&self) -> &Db {
         &self.root
-    }
-}
-
-impl Drop for TestServer {
-    fn drop(&mut self) {
-        if let Some(s) = self.stop.take() {
-            let _ = s.send(());
-        }
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
     }
 }

@@ -381,3 +381,19 @@ pub async fn until_blocked(con: &mut redis::aio::MultiplexedConnection, n: i64) 
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
 }
+
+/// S6: a checkpoint of ten fields, some binary, for revision `rev`.
+pub fn checkpoint(rev: u8) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut out: Vec<(Vec<u8>, Vec<u8>)> = (0..7)
+        .map(|i| {
+            (
+                format!("f{i}").into_bytes(),
+                format!("v{i}-r{rev}").into_bytes(),
+            )
+        })
+        .collect();
+    out.push((b"blob".to_vec(), vec![0x00, 0xff, 0x80, rev, b'\r', b'\n']));
+    out.push((vec![0xfe, 0x00, b'k'], vec![0x80; 3]));
+    out.push((b"empty".to_vec(), Vec::new()));
+    out
+}

@@ -96,12 +96,8 @@ mod tests {
     use std::sync::Arc;
     use std::time::Duration;
 
-    /// A client whose keyspace journals, and the journal.
     fn durable() -> (Client, Arc<Journal>) {
-        let c = Client::new();
-        let j = Arc::new(Journal::new());
-        assert!(c.srv.ks.set_journal(j.clone()));
-        (c, j)
+        Client::durable()
     }
 
     /// Short names of the changes journaled since the last call.

@@ -532,10 +532,7 @@ mod tests {
     use std::time::Duration;
 
     fn durable() -> (Client, Arc<Journal>) {
-        let c = Client::new();
-        let j = Arc::new(Journal::new());
-        assert!(c.srv.ks.set_journal(j.clone()));
-        (c, j)
+        Client::durable()
     }
 
     /// Short names of the changes journaled since the last call.
