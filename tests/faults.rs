@@ -393,23 +393,6 @@ fn enable_test_commands_from_a_config_file() {
     assert!(ms > 0);
 }
 
-/// CI sets RESPITE_EXAMPLES=1: the Python and Node examples run against the debug binary.
-#[test]
-fn examples_run() {
-    if std::env::var("RESPITE_EXAMPLES").as_deref() != Ok("1") {
-        eprintln!("skipped: set RESPITE_EXAMPLES=1 to run examples/run.sh");
-        return;
-    }
-    let root = env!("CARGO_MANIFEST_DIR");
-    let status = Command::new("bash")
-        .arg(format!("{root}/examples/run.sh"))
-        .env("RESPITE_BIN", env!("CARGO_BIN_EXE_respite"))
-        .current_dir(root)
-        .status()
-        .expect("run examples/run.sh");
-    assert!(status.success(), "examples/run.sh failed");
-}
-
 /// PAUSE / RESUME / DROP / REFUSE over the protocol: RESPITE commands are never held, so one
 /// connection can lift a pause that holds another.
 #[tokio::test]

@@ -322,3 +322,35 @@ async fn blocking_timeouts_stay_on_real_time() {
     let waited = t.elapsed();
     assert!(waited >= Duration::from_millis(190), "{waited:?}");
 }
+
+/// The code blocks under "Using respite in tests" in the README are the files CI runs:
+/// `readme_example` above (compared ignoring formatting, as rustfmt wraps it differently),
+/// and the Python and Node examples that `.ci/run` runs through `examples/run.sh`.
+#[test]
+fn readme_examples_are_the_tested_files() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let read = |p: &str| std::fs::read_to_string(format!("{root}/{p}")).expect(p);
+    let readme = read("README.md");
+    let section = &readme[readme
+        .find("## Using respite in tests")
+        .expect("README section")..];
+    let block = |lang: &str| -> String {
+        let open = format!("```{lang}\n");
+        let start = section.find(&open).expect(lang) + open.len();
+        let len = section[start..].find("```\n").expect("closing fence");
+        section[start..start + len].to_string()
+    };
+    assert_eq!(block("python"), read("examples/python/test_respite.py"));
+    assert_eq!(block("js"), read("examples/node/respite.test.mjs"));
+
+    let squash = |s: &str| s.split_whitespace().collect::<String>();
+    let this = read("tests/testing_api.rs");
+    let start = this
+        .find("#[tokio::test]\nasync fn readme_example")
+        .unwrap();
+    let end = start + this[start..].find("\n}\n").unwrap() + 3;
+    // The file imports Duration at its top, as the README block does.
+    let rust = block("rust").replace("use std::time::Duration;", "");
+    assert!(this.contains("use std::time::Duration;"));
+    assert_eq!(squash(&rust), squash(&this[start..end]));
+}
