@@ -214,7 +214,7 @@ async fn command_log_records_arguments_per_connection() {
 }
 
 #[tokio::test]
-async fn restart_drops_clients_and_clears_data() {
+async fn connection_manager_reconnects_across_restarts() {
     let srv = server();
     let client = redis::Client::open(srv.url()).unwrap();
     let mut cm = client.get_connection_manager().await.unwrap();
@@ -236,6 +236,152 @@ async fn restart_drops_clients_and_clears_data() {
         }
     };
     assert_eq!(v, None, "a cleared restart loses the key");
+}
+
+fn info_field(c: &mut redis::Connection, section: &str, field: &str) -> String {
+    let info: String = cmd("INFO").arg(section).query(c).unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")))
+        .unwrap_or_else(|| panic!("no {field} in {info}"))
+        .to_string()
+}
+
+/// A restart is a new instance on the same port: connections drop, connects are refused
+/// while it is down, and everything but the data (and the clock) starts afresh.
+#[test]
+fn restart_closes_the_port_and_starts_a_fresh_instance() {
+    let srv = TestServer::builder()
+        .manual_clock()
+        .param("enable-test-commands", "yes")
+        .start()
+        .unwrap();
+    let client = redis::Client::open(srv.url()).unwrap();
+    let mut c = client.get_connection().unwrap();
+    let _: () = cmd("SET")
+        .arg("k")
+        .arg("1")
+        .arg("PX")
+        .arg(5000)
+        .query(&mut c)
+        .unwrap();
+    let _: () = cmd("HSET")
+        .arg("h")
+        .arg("f")
+        .arg("v")
+        .query(&mut c)
+        .unwrap();
+    let _: () = cmd("CONFIG")
+        .arg("SET")
+        .arg("hz")
+        .arg("50")
+        .query(&mut c)
+        .unwrap();
+    let _: String = cmd("SCRIPT")
+        .arg("LOAD")
+        .arg("return 1")
+        .query(&mut c)
+        .unwrap();
+    let run_id = info_field(&mut c, "server", "run_id");
+    let refused = std::thread::scope(|s| {
+        let restarting = s.spawn(|| srv.restart_after(true, Duration::from_secs(1)));
+        // The old instance closes this connection when it stops ...
+        let start = Instant::now();
+        while cmd("PING").query::<String>(&mut c).is_ok() {
+            assert!(
+                start.elapsed() < HANG,
+                "the connection outlived the restart"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        // ... and nothing listens until the new one starts.
+        let refused = std::net::TcpStream::connect(srv.addr()).map_err(|e| e.kind());
+        restarting.join().unwrap();
+        refused
+    });
+    assert_eq!(
+        refused.err(),
+        Some(std::io::ErrorKind::ConnectionRefused),
+        "a connect while down must be refused"
+    );
+    let mut c = client.get_connection().unwrap();
+    let v: Option<String> = cmd("GET").arg("k").query(&mut c).unwrap();
+    assert_eq!(v.as_deref(), Some("1"));
+    let ttl: i64 = cmd("PTTL").arg("k").query(&mut c).unwrap();
+    assert_eq!(ttl, 5000, "the TTL carries over on the same (manual) clock");
+    srv.assert_hash("h", &[("f", "v")]);
+    let hz: Vec<String> = cmd("CONFIG").arg("GET").arg("hz").query(&mut c).unwrap();
+    assert_eq!(hz, ["hz", "10"], "CONFIG SET does not survive a restart");
+    let loaded: Vec<i64> = cmd("SCRIPT")
+        .arg("EXISTS")
+        .arg("e0e1f9fabfc9d4800c877a703b823ac0578ff8db")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(loaded, [0], "the script cache starts empty");
+    assert_ne!(info_field(&mut c, "server", "run_id"), run_id);
+    let id: i64 = cmd("CLIENT").arg("ID").query(&mut c).unwrap();
+    assert_eq!(id, 1, "client ids start again");
+    assert_eq!(
+        info_field(&mut c, "stats", "total_connections_received"),
+        "1"
+    );
+    // The clock still moves only when told, and expires the kept key on time.
+    srv.advance(Duration::from_millis(5001));
+    srv.assert_missing("k");
+
+    srv.restart(false);
+    let mut c = client.get_connection().unwrap();
+    let n: i64 = cmd("DBSIZE").query(&mut c).unwrap();
+    assert_eq!(n, 0, "a cleared restart starts empty");
+}
+
+/// On the durable engine a restart reopens the files: the final commit, the log replay and
+/// the load all run; a cleared restart deletes them.
+#[test]
+fn durable_restart_reloads_from_disk() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = TestServer::builder()
+        .redb(dir.path())
+        .param("appendfsync", "everysec")
+        .start()
+        .unwrap();
+    let client = redis::Client::open(srv.url()).unwrap();
+    let mut c = client.get_connection().unwrap();
+    for i in 0..100 {
+        let _: () = cmd("HSET")
+            .arg("h")
+            .arg(i)
+            .arg(i * 2)
+            .query(&mut c)
+            .unwrap();
+    }
+    let _: () = cmd("RPUSH")
+        .arg("l")
+        .arg("a")
+        .arg("b")
+        .query(&mut c)
+        .unwrap();
+    let _: () = cmd("HDEL").arg("h").arg(7).query(&mut c).unwrap();
+    srv.restart(true);
+    let loaded = info_field(
+        &mut client.get_connection().unwrap(),
+        "persistence",
+        "loading",
+    );
+    assert_eq!(loaded, "0");
+    assert_eq!(srv.hgetall("h").len(), 99);
+    assert_eq!(srv.hget("h", "8").as_deref(), Some("16"));
+    srv.assert_list("l", &["a", "b"]);
+    assert!(dir.path().join("respite.redb").exists());
+
+    srv.restart(false);
+    srv.assert_missing("h");
+    let mut c = client.get_connection().unwrap();
+    let n: i64 = cmd("DBSIZE").query(&mut c).unwrap();
+    assert_eq!(n, 0);
+    // The new (empty) store is durable as the old one was.
+    let _: () = cmd("SET").arg("after").arg("1").query(&mut c).unwrap();
+    srv.restart(true);
+    srv.assert_str("after", "1");
 }
 
 /// The real binary, `--port 0`, its port read from stdout; killed on drop.
@@ -446,4 +592,50 @@ async fn faults_over_the_protocol() {
         assert!(start.elapsed() < HANG, "connection survived DROP");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
+}
+
+/// An injected failure is a rejection, as Redis rejects a command before running it: inside
+/// MULTI it dooms the transaction, and a failed EXEC discards it.
+#[test]
+fn injected_errors_inside_multi_abort_the_transaction() {
+    let srv = server();
+    let client = redis::Client::open(srv.url()).unwrap();
+    let mut c = client.get_connection().unwrap();
+    let run = |c: &mut redis::Connection, args: &[&str]| -> Result<redis::Value, String> {
+        let mut command = cmd(args[0]);
+        args[1..].iter().for_each(|a| {
+            command.arg(*a);
+        });
+        command.query(c).map_err(|e| err_text(&e))
+    };
+    let oom = "OOM command not allowed when used memory > 'maxmemory'.";
+    srv.fail_matching(Some("incr"), None, 1, oom);
+    run(&mut c, &["MULTI"]).unwrap();
+    run(&mut c, &["SET", "a", "1"]).unwrap();
+    let e = run(&mut c, &["INCR", "n"]).unwrap_err();
+    assert!(e.starts_with("OOM"), "{e}");
+    let e = run(&mut c, &["EXEC"]).unwrap_err();
+    assert_eq!(
+        e,
+        "EXECABORT: Transaction discarded because of previous errors."
+    );
+    assert_eq!(srv.get("a"), None, "nothing queued ran");
+
+    srv.fail_matching(
+        Some("exec"),
+        None,
+        1,
+        "READONLY You can't write against a read only replica.",
+    );
+    run(&mut c, &["MULTI"]).unwrap();
+    run(&mut c, &["SET", "a", "1"]).unwrap();
+    let e = run(&mut c, &["EXEC"]).unwrap_err();
+    assert_eq!(
+        e,
+        "EXECABORT: Transaction discarded because of: READONLY You can't write against a read only replica."
+    );
+    // The transaction is gone: the connection is out of MULTI, and nothing ran.
+    let e = run(&mut c, &["EXEC"]).unwrap_err();
+    assert_eq!(e, "ERR: EXEC without MULTI");
+    assert_eq!(srv.get("a"), None);
 }

@@ -261,19 +261,60 @@ fn resp3_only_refuses_hello_2_and_password_is_required() {
         .unwrap();
     let mut s = std::net::TcpStream::connect(srv.addr()).unwrap();
     use std::io::{Read, Write};
-    s.write_all(b"PING\r\nHELLO 2 AUTH default pw\r\n").unwrap();
-    let mut buf = vec![0u8; 256];
+    s.write_all(b"PING\r\nHELLO 2 AUTH default pw\r\nAUTH pw\r\nGET k\r\nHELLO 3\r\nGET k\r\n")
+        .unwrap();
     let mut got = String::new();
-    while !got.contains("NOPROTO") {
+    let mut buf = vec![0u8; 1024];
+    // The last reply is RESP3's null.
+    while !got.ends_with("_\r\n") {
         let n = s.read(&mut buf).unwrap();
-        assert!(n > 0);
+        assert!(n > 0, "closed after {got:?}");
         got.push_str(&String::from_utf8_lossy(&buf[..n]));
     }
-    assert!(got.starts_with("-NOAUTH"), "{got}");
-    assert!(
-        got.ends_with("-NOPROTO unsupported protocol version\r\n"),
-        "{got}"
+    let lines: Vec<&str> = got.split("\r\n").collect();
+    assert!(lines[0].starts_with("-NOAUTH"), "{got}");
+    assert_eq!(lines[1], "-NOPROTO unsupported protocol version");
+    assert_eq!(lines[2], "+OK");
+    assert_eq!(
+        lines[3],
+        "-NOPROTO this test server speaks only RESP3: send HELLO 3 first"
     );
+    assert!(lines[4].starts_with('%'), "HELLO 3 answers a map: {got}");
+    assert_eq!(lines.iter().rev().nth(1), Some(&"_"), "{got}");
+}
+
+/// A RESP3 client library works unchanged against a `resp3_only()` server.
+#[tokio::test]
+async fn resp3_only_serves_a_resp3_client() {
+    let srv = TestServer::builder()
+        .resp3_only()
+        .start_async()
+        .await
+        .unwrap();
+    let client = redis::Client::open(format!("{}?protocol=resp3", srv.url())).unwrap();
+    let mut c = client.get_multiplexed_async_connection().await.unwrap();
+    let _: () = redis::cmd("HSET")
+        .arg("h")
+        .arg("f")
+        .arg("v")
+        .query_async(&mut c)
+        .await
+        .unwrap();
+    let v: redis::Value = redis::cmd("HGETALL")
+        .arg("h")
+        .query_async(&mut c)
+        .await
+        .unwrap();
+    assert!(matches!(v, redis::Value::Map(_)), "{v:?}");
+    // A RESP2 client does not get past its first command.
+    let client = redis::Client::open(srv.url()).unwrap();
+    let mut c = client.get_multiplexed_async_connection().await.unwrap();
+    let e = redis::cmd("GET")
+        .arg("h")
+        .query_async::<Option<String>>(&mut c)
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Some("NOPROTO"), "{e}");
 }
 
 #[test]
@@ -353,4 +394,41 @@ fn readme_examples_are_the_tested_files() {
     let rust = block("rust").replace("use std::time::Duration;", "");
     assert!(this.contains("use std::time::Duration;"));
     assert_eq!(squash(&rust), squash(&this[start..end]));
+}
+
+/// Inspection runs commands in-process but leaves nothing a client could observe: no client
+/// id used up, no commandstats, no keyspace hits or misses, no access-time update.
+#[test]
+fn inspection_leaves_no_trace() {
+    let srv = TestServer::builder().manual_clock().start().unwrap();
+    srv.set("k", "v");
+    srv.advance(Duration::from_secs(10));
+    assert_eq!(srv.get("k").as_deref(), Some("v"));
+    assert_eq!(srv.get("missing"), None);
+    let _ = srv.run_text(&["NOSUCHCOMMAND"]);
+    let client = redis::Client::open(srv.url()).unwrap();
+    let mut c = client.get_connection().unwrap();
+    let id: i64 = redis::cmd("CLIENT").arg("ID").query(&mut c).unwrap();
+    assert_eq!(id, 1, "the first client gets id 1, as on a fresh Redis");
+    let stats: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query(&mut c)
+        .unwrap();
+    assert!(!stats.contains("cmdstat_set"), "{stats}");
+    assert!(!stats.contains("cmdstat_get"), "{stats}");
+    let info: String = redis::cmd("INFO").arg("stats").query(&mut c).unwrap();
+    for field in [
+        "keyspace_hits:0",
+        "keyspace_misses:0",
+        "total_error_replies:0",
+    ] {
+        assert!(info.contains(field), "{field} in {info}");
+    }
+    // (OBJECT itself counts a keyspace hit, as in Redis: so it comes after INFO.)
+    let idle: i64 = redis::cmd("OBJECT")
+        .arg("IDLETIME")
+        .arg("k")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(idle, 10, "inspection does not touch the key");
 }

@@ -142,6 +142,9 @@ pub fn registry() -> &'static Registry {
 }
 
 /// Commands allowed before authentication (Redis's `no_auth` flag).
+/// What a `resp3_only()` test server answers a command sent before `HELLO 3`.
+pub const RESP3_ONLY: &str = "NOPROTO this test server speaks only RESP3: send HELLO 3 first";
+
 fn allowed_unauthenticated(spec: &CommandSpec) -> bool {
     spec.has_flag("no_auth")
 }
@@ -150,11 +153,13 @@ fn allowed_unauthenticated(spec: &CommandSpec) -> bool {
 /// `CLIENT REPLY`). Empty lines are ignored by the caller.
 pub fn dispatch(srv: &Arc<Shared>, sess: &mut Session, args: Vec<Bytes>) -> Reply {
     let reply = dispatch_inner(srv, sess, args);
-    if sess.mark.is_none() {
+    if sess.internal {
+        sess.pending = Default::default();
+    } else if sess.mark.is_none() {
         // Not inside a connection's read batch (tests, internal callers): count now.
         flush_stats(srv, sess);
     }
-    if let Reply::Error(msg) = &reply {
+    if let (Reply::Error(msg), false) = (&reply, sess.internal) {
         Shared::bump_errors(srv);
         srv.stats.record_error(msg);
     }
@@ -187,6 +192,13 @@ fn dispatch_inner(srv: &Arc<Shared>, sess: &mut Session, args: Vec<Bytes>) -> Re
     }
     if !sess.authenticated && !allowed_unauthenticated(spec) {
         return reject(srv, sess, id, spec, errors::NOAUTH, "");
+    }
+    // A `resp3_only()` test server: nothing but the handshake before `HELLO 3`.
+    if !sess.resp3
+        && srv.resp3_only.load(Ordering::Relaxed)
+        && !matches!(spec.name, "hello" | "auth" | "quit" | "reset")
+    {
+        return reject(srv, sess, id, spec, RESP3_ONLY, "");
     }
     // RESP2 subscribed mode (Redis `processCommand`): checked before MULTI queueing.
     if sess.subs.is_some() && sess.resp2_subscribed() {
@@ -260,6 +272,24 @@ fn dispatch_inner(srv: &Arc<Shared>, sess: &mut Session, args: Vec<Bytes>) -> Re
 
 /// Refuses a command before it runs (Redis `rejectCommand`): the transaction is flagged, and
 /// a rejected EXEC itself discards the transaction with `EXECABORT … because of: <msg>`.
+/// A test server's injected failure (server/faults.rs) for `args`, answered as Redis
+/// answers a command it rejects before running it: counted as rejected and as an error
+/// reply, and inside MULTI it dooms the transaction (`EXEC` itself answers `EXECABORT`).
+pub fn reject_injected(srv: &Arc<Shared>, sess: &mut Session, args: &[Bytes], err: &str) -> Reply {
+    let reply = match registry().resolve(args) {
+        Ok((id, spec)) => reject(srv, sess, id, spec, err, ""),
+        Err(_) => {
+            transactions::flag_abort(sess);
+            Reply::error(err.to_string())
+        }
+    };
+    if let Reply::Error(msg) = &reply {
+        Shared::bump_errors(srv);
+        srv.stats.record_error(msg);
+    }
+    reply
+}
+
 fn reject(
     srv: &Arc<Shared>,
     sess: &mut Session,
@@ -269,7 +299,9 @@ fn reject(
     prefix: &str,
 ) -> Reply {
     transactions::flag_abort(sess);
-    srv.cmdstats[id].rejected.fetch_add(1, Ordering::Relaxed);
+    if !sess.internal {
+        srv.cmdstats[id].rejected.fetch_add(1, Ordering::Relaxed);
+    }
     if spec.name == "exec" {
         sess.multi = None;
         if !sess.watched.is_empty() {
@@ -292,6 +324,7 @@ pub fn execute(
 ) -> Reply {
     let start = sess.mark.unwrap_or_else(crate::clock::Instant::now);
     access.db = sess.db;
+    access.unobserved = sess.internal;
     let reply = {
         let mut cx = Cx {
             args,

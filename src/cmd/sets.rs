@@ -970,7 +970,7 @@ mod tests {
                 .iter()
                 .map(|a| Bytes::copy_from_slice(a.as_bytes()))
                 .collect();
-            crate::cmd::dispatch(self.srv.shared(), &mut self.sess, args)
+            crate::cmd::dispatch(&self.srv.shared(), &mut self.sess, args)
         }
 
         fn int(&mut self, line: &[&str]) -> i64 {

@@ -95,6 +95,17 @@ impl Keyspace {
         self.dbs.len()
     }
 
+    /// Moves every database's contents out of `other` (left empty) into this keyspace,
+    /// whose own contents go to `other`: a test server's restart keeping its data. Neither
+    /// keyspace may be in use (no journal records it; nobody watches `other` any more).
+    pub fn take_contents(&self, other: &Keyspace) {
+        for (mine, theirs) in self.dbs.iter().zip(other.dbs.iter()) {
+            for (a, b) in mine.iter().zip(theirs.iter()) {
+                a.lock().swap_data(&mut b.lock());
+            }
+        }
+    }
+
     /// Shared access for a command on `db` touching `keys`: their shards are locked in
     /// ascending order (deadlock-free), nothing else is.
     pub fn shared<'a>(&'a self, db: usize, keys: &[&[u8]], now: u64) -> Access<'a> {
@@ -168,6 +179,7 @@ impl Keyspace {
             dirty: SmallVec::new(),
             changes: SmallVec::new(),
             quiet: false,
+            unobserved: false,
         }
     }
 
@@ -193,6 +205,7 @@ impl Keyspace {
             dirty: SmallVec::new(),
             changes: SmallVec::new(),
             quiet: false,
+            unobserved: false,
         }
     }
 
@@ -289,6 +302,9 @@ pub struct Access<'a> {
     changes: SmallVec<[Change; 1]>,
     /// Set by DEBUG RELOAD: what this access writes comes from the store itself.
     quiet: bool,
+    /// Reads leave no trace: no keyspace hits/misses, no access-time update (a test
+    /// server's inspection helpers).
+    pub unobserved: bool,
 }
 
 impl Drop for Access<'_> {
@@ -467,6 +483,9 @@ impl<'a> Access<'a> {
     /// Read lookup in the current db, counting keyspace hits/misses and touching LRU.
     pub fn get(&mut self, key: &[u8]) -> Option<&Entry> {
         let (db, now) = (self.db, self.now);
+        if self.unobserved {
+            return self.get_in(db, key).map(|e| &*e);
+        }
         self.expire_if_needed(db, key);
         let stats = &self.ks.stats;
         match self.shard_in(db, key).peek_mut(key) {
@@ -486,6 +505,9 @@ impl<'a> Access<'a> {
     /// `LOOKUP_NOTOUCH`: EXISTS, TYPE, TTL, OBJECT).
     pub fn get_notouch(&mut self, key: &[u8]) -> Option<&Entry> {
         let db = self.db;
+        if self.unobserved {
+            return self.get_in(db, key).map(|e| &*e);
+        }
         let stats = &self.ks.stats;
         let found = self.get_in(db, key);
         let counter = if found.is_some() {

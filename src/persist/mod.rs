@@ -28,6 +28,17 @@ pub use store::{Store, FILE_NAME};
 
 use std::fmt;
 
+/// Deletes a durable server's files in `dir` (the store and its write-ahead log); files
+/// that are not there are fine.
+pub fn remove_files(dir: &std::path::Path) -> std::io::Result<()> {
+    let gone = |r: std::io::Result<()>| match r {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    };
+    gone(std::fs::remove_file(dir.join(FILE_NAME)))?;
+    gone(std::fs::remove_dir_all(dir.join(wal::DIR)))
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum PersistError {
     /// The file system or redb failed to read or write.

@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 
 type Result<T> = std::result::Result<T, PersistError>;
 
-const DIR: &str = "wal";
+pub const DIR: &str = "wal";
 const HEADER: usize = 16;
 /// Records larger than this are refused as corrupt on replay (a batch is far smaller).
 const MAX_RECORD: usize = 1 << 31;

@@ -87,7 +87,20 @@ pub struct Clients {
 impl Clients {
     pub fn register(&self, addr: SocketAddr, laddr: SocketAddr, now_ms: u64) -> Arc<ClientHandle> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
-        let h = Arc::new(ClientHandle {
+        let h = Self::handle(id, addr, laddr, now_ms);
+        self.map.lock().insert(id, h.clone());
+        h
+    }
+
+    /// A handle for an internal session (a test server's inspection): id 0, not listed and
+    /// not counted, and no client id is used up, so clients see the ids a fresh Redis gives.
+    pub fn detached(now_ms: u64) -> Arc<ClientHandle> {
+        let addr = SocketAddr::from(([127, 0, 0, 1], 0));
+        Self::handle(0, addr, addr, now_ms)
+    }
+
+    fn handle(id: u64, addr: SocketAddr, laddr: SocketAddr, now_ms: u64) -> Arc<ClientHandle> {
+        Arc::new(ClientHandle {
             id,
             addr,
             laddr,
@@ -103,9 +116,7 @@ impl Clients {
             killed: false.into(),
             last_cmd: std::sync::atomic::AtomicUsize::new(usize::MAX),
             last_interaction_ms: AtomicU64::new(now_ms),
-        });
-        self.map.lock().insert(id, h.clone());
-        h
+        })
     }
 
     pub fn unregister(&self, id: u64) {

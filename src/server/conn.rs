@@ -353,7 +353,8 @@ async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> s
                             test_faults(srv, stream, &mut out, sess, kill.as_mut(), &args, armed)
                                 .await?
                         {
-                            write_reply(&mut out, &Reply::error(err), sess.resp3);
+                            let reply = cmd::reject_injected(srv, sess, &args, &err);
+                            write_reply(&mut out, &reply, sess.resp3);
                             continue;
                         }
                     }

@@ -56,11 +56,23 @@ pub fn start(
     clock: Clock,
     listeners: Vec<TcpListener>,
 ) -> std::io::Result<Running> {
+    start_with(config, clock, listeners, |_| Ok(()))
+}
+
+/// [`start`], running `prepare` on the new state after any durable load and before the
+/// first connection is accepted (a test server's restart hands its keyspace over there).
+pub fn start_with(
+    config: Config,
+    clock: Clock,
+    listeners: Vec<TcpListener>,
+    prepare: impl FnOnce(&Arc<Shared>) -> std::io::Result<()>,
+) -> std::io::Result<Running> {
     let redb = config.redb;
     let shared = Arc::new(Shared::new(config, clock));
     if redb {
         open_durable(&shared)?;
     }
+    prepare(&shared)?;
     notify::install(&shared);
     let addrs: Vec<SocketAddr> = listeners
         .iter()

@@ -53,6 +53,9 @@ pub struct Session {
     /// Durable engine: a write ran since the replies were last flushed, so under
     /// `appendfsync always` they wait for the commit holding it.
     pub wrote: std::sync::atomic::AtomicBool,
+    /// A test server's inspection session: its commands count nowhere (commandstats,
+    /// error stats, keyspace hits) and touch no access times.
+    pub internal: bool,
 }
 
 /// Per-connection command counters, flushed to `Shared` when the command changes or the
@@ -111,6 +114,7 @@ impl Session {
             pending: PendingStats::default(),
             wrote: std::sync::atomic::AtomicBool::new(false),
             subs: None,
+            internal: false,
         }
     }
 }

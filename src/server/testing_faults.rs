@@ -17,14 +17,10 @@
 //! ```
 
 use super::cmdlog::LoggedCommand;
-use super::session::Session;
 use crate::TestServer;
 use bytes::Bytes;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
-
-/// How long [`TestServer::restart`] refuses connections.
-pub const RESTART_DOWNTIME: Duration = Duration::from_millis(100);
 
 impl TestServer {
     /// The next `n` commands fail with `err` (e.g. `"READONLY …"`; text without an
@@ -49,7 +45,7 @@ impl TestServer {
 
     /// Closes every client connection now.
     pub fn drop_connections(&self) {
-        crate::cmd::admin::drop_all(self.shared());
+        crate::cmd::admin::drop_all(&self.shared());
     }
 
     /// For `d`, new connections are accepted and closed at once (clients see a reset /
@@ -122,28 +118,5 @@ impl TestServer {
     /// As [`TestServer::wait_for_command`], for at least `n` of them.
     pub async fn wait_for_commands(&self, name: &str, n: u64, timeout: Duration) -> bool {
         self.shared().cmdlog.wait_for(name, n, timeout).await
-    }
-
-    /// A restart as clients see it, on the same port: every connection is dropped, new
-    /// connections are refused for [`RESTART_DOWNTIME`] (as while a process restarts),
-    /// faults are cleared, the script cache is emptied and, unless `keep_data`, every
-    /// database is flushed. (In-process: configuration and INFO counters carry over.)
-    pub fn restart(&self, keep_data: bool) {
-        let srv = self.shared();
-        srv.faults.clear();
-        srv.faults.refuse(RESTART_DOWNTIME);
-        self.drop_connections();
-        let addr = "127.0.0.1:0".parse().expect("literal address");
-        let handle = srv.clients.register(addr, addr, srv.clock.now_ms());
-        let mut sess = Session::new(handle.clone(), true);
-        let mut run = |line: &[&'static [u8]]| {
-            let args = line.iter().map(|a| Bytes::from_static(a)).collect();
-            crate::cmd::dispatch(srv, &mut sess, args)
-        };
-        if !keep_data {
-            run(&[b"FLUSHALL", b"SYNC"]);
-        }
-        run(&[b"SCRIPT", b"FLUSH", b"SYNC"]);
-        srv.clients.unregister(handle.id);
     }
 }

@@ -2,13 +2,14 @@
 //! runs the real command in-process on a hidden session, so it behaves exactly as a client's.
 
 use crate::protocol::Reply;
+use crate::server::clients::Clients;
 use crate::server::session::Session;
 use crate::server::state::Shared;
 use bytes::Bytes;
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 /// One database of a [`super::TestServer`] (db 0 through `Deref`; others via [`Db::db`]).
@@ -22,9 +23,15 @@ use std::time::Duration;
 /// srv.assert_missing("tags"); // db 0
 /// ```
 pub struct Db {
-    srv: Arc<Shared>,
-    sess: Arc<Mutex<Session>>,
+    current: super::Current,
+    sess: Arc<Mutex<Option<Hidden>>>,
     db: usize,
+}
+
+/// The inspection session, bound to one instance (a restart gets a new one).
+struct Hidden {
+    of: Weak<Shared>,
+    sess: Session,
 }
 
 /// One entry of a consumer group's pending entries list (`XPENDING key group - + n`).
@@ -90,16 +97,10 @@ fn pairs(r: Reply) -> Vec<(String, String)> {
 }
 
 impl Db {
-    pub(super) fn new(srv: Arc<Shared>, db: usize) -> Db {
-        let addr = "127.0.0.1:0".parse().expect("addr");
-        let handle = srv.clients.register(addr, addr, srv.clock.now_ms());
-        // Not a connection: hidden from CLIENT LIST and the connection counts.
-        srv.clients.unregister(handle.id);
-        let mut sess = Session::new(handle, true);
-        sess.resp3 = true;
+    pub(super) fn new(current: super::Current, db: usize) -> Db {
         Db {
-            srv,
-            sess: Arc::new(Mutex::new(sess)),
+            current,
+            sess: Arc::new(Mutex::new(None)),
             db,
         }
     }
@@ -107,7 +108,7 @@ impl Db {
     /// The same server's database `n`.
     pub fn db(&self, n: usize) -> Db {
         Db {
-            srv: self.srv.clone(),
+            current: self.current.clone(),
             sess: self.sess.clone(),
             db: n,
         }
@@ -116,9 +117,24 @@ impl Db {
     /// Runs any command in-process in this db and returns its reply (errors included).
     pub fn command(&self, args: &[&[u8]]) -> Reply {
         let args = args.iter().map(|a| Bytes::copy_from_slice(a)).collect();
-        let mut sess = self.sess.lock();
+        let srv = self.current.get();
+        let mut hidden = self.sess.lock();
+        let stale = hidden
+            .as_ref()
+            .is_none_or(|h| !std::ptr::eq(h.of.as_ptr(), Arc::as_ptr(&srv)));
+        if stale {
+            // Not a connection: no client id, not listed, counted nowhere.
+            let mut sess = Session::new(Clients::detached(srv.clock.now_ms()), true);
+            sess.resp3 = true;
+            sess.internal = true;
+            *hidden = Some(Hidden {
+                of: Arc::downgrade(&srv),
+                sess,
+            });
+        }
+        let sess = &mut hidden.as_mut().expect("just set").sess;
         sess.db = self.db;
-        crate::cmd::dispatch(&self.srv, &mut sess, args)
+        crate::cmd::dispatch(&srv, sess, args)
     }
 
     /// Runs a command and renders its reply as text: strings and numbers as they are,

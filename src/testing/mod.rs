@@ -39,8 +39,16 @@
 //! ## Inspection
 //! Typed reads, seeding and assertions run the real commands in-process through the
 //! dispatcher on a hidden internal session (db 0 unless [`TestServer::db`] selects another),
-//! so they see and make exactly what clients do (journal included when durable). They count
-//! in `INFO commandstats` and keyspace hits like any command.
+//! so they see and make exactly what clients do (journal included when durable). They leave
+//! no trace a client could see: no client id is used up, and they count nowhere (`INFO
+//! commandstats`, error stats, keyspace hits/misses, the command log) and touch no key's
+//! access time (`OBJECT IDLETIME`).
+//!
+//! ## Restart
+//! [`TestServer::restart`] stops the instance (listener closed, connections dropped) and
+//! starts a new one on the same port, keeping or clearing the data, so client reconnect
+//! logic meets a real restart: refused connects while it is down, a new `run_id`, fresh
+//! client ids and counters.
 
 mod inspect;
 
@@ -53,15 +61,98 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// How long [`TestServer::restart`] keeps the port closed.
+pub const RESTART_DOWNTIME: Duration = Duration::from_millis(100);
+
 /// An in-process server for tests: memory engine, loopback, ephemeral port; stops on drop.
 ///
 /// Derefs to [`Db`] for db 0, so `srv.get("k")`, `srv.set("k", "v")` work directly.
 pub struct TestServer {
     addr: SocketAddr,
-    shared: Arc<Shared>,
+    current: Current,
     root: Db,
+    /// What [`TestServer::restart`] starts again.
+    spec: Spec,
     /// Dropping it stops the server (and waits until its port is free).
-    _service: crate::background::Background,
+    service: parking_lot::Mutex<Option<crate::background::Background>>,
+}
+
+/// The running instance's state, shared by the server's handles ([`Db`]s included);
+/// [`TestServer::restart`] replaces it with the new instance's.
+#[derive(Clone)]
+pub(crate) struct Current(Arc<parking_lot::RwLock<Arc<Shared>>>);
+
+impl Current {
+    pub(crate) fn get(&self) -> Arc<Shared> {
+        self.0.read().clone()
+    }
+    fn set(&self, s: Arc<Shared>) {
+        *self.0.write() = s;
+    }
+}
+
+/// A test server's start-up settings.
+struct Spec {
+    config: Config,
+    clock: Clock,
+    seed: Option<u64>,
+    resp3_only: bool,
+}
+
+impl Spec {
+    /// The durable engine's directory, as the server resolves it at start-up.
+    fn dir(&self) -> std::path::PathBuf {
+        let dir = self.config.params.iter().rev().find(|(k, _)| k == "dir");
+        match dir {
+            Some((_, d)) if !d.is_empty() => d.into(),
+            _ => ".".into(),
+        }
+    }
+
+    /// Starts an instance on `port` (0: ephemeral) and waits until it listens. With
+    /// `adopt`, the new keyspace takes that (stopped) instance's contents before the first
+    /// connection is accepted.
+    fn launch(
+        &self,
+        port: u16,
+        adopt: Option<Arc<Shared>>,
+    ) -> std::io::Result<(SocketAddr, Arc<Shared>, crate::background::Background)> {
+        let mut config = self.config.clone();
+        config.port = port;
+        config.bind = vec!["127.0.0.1".into()];
+        let clock = self.clock.clone();
+        let ((addr, shared), service) = crate::background::Background::spawn(
+            "respite-test",
+            move || async move {
+                let prepare = move |new: &Arc<Shared>| {
+                    if let Some(old) = adopt {
+                        new.ks.take_contents(&old.ks);
+                    }
+                    Ok(())
+                };
+                let running = server::bind(&config)
+                    .and_then(|ls| server::start_with(config, clock, ls, prepare))?;
+                Ok(((running.addrs[0], running.shared.clone()), running))
+            },
+            |running: server::Running| {
+                // The final durable commit of a redb test server.
+                if let Some(p) = running.shared.persist.get() {
+                    p.shutdown();
+                }
+            },
+        )?;
+        // Before the caller can connect, so the first command already draws seeded.
+        if let Some(seed) = self.seed {
+            shared.reseed(seed);
+        }
+        shared
+            .resp3_only
+            .store(self.resp3_only, std::sync::atomic::Ordering::Relaxed);
+        // A test double records what it receives (`command_log`, `wait_for_command`); the
+        // cost is a copy of each command's arguments into a bounded log.
+        shared.faults.set_logging(true);
+        Ok((addr, shared, service))
+    }
 }
 
 /// Options for [`TestServer`].
@@ -98,10 +189,11 @@ impl TestServerBuilder {
         self.config.requirepass = Some(p.to_string());
         self
     }
-    /// Refuses RESP2 negotiation: `HELLO 2` answers `-NOPROTO unsupported protocol version`
-    /// (Redis's reply to a version it does not speak) and the connection stays as it was.
-    /// Commands sent before any `HELLO` are still served (in RESP2, as Redis does), so the
-    /// test catches clients that explicitly ask for RESP2.
+    /// The server speaks only RESP3: `HELLO 2` answers `-NOPROTO unsupported protocol
+    /// version` (Redis's reply to a version it does not speak), and until a connection has
+    /// sent `HELLO 3` every command but `HELLO`, `AUTH`, `QUIT` and `RESET` answers
+    /// `-NOPROTO this test server speaks only RESP3: send HELLO 3 first`. A test then fails
+    /// loudly if the client under test never negotiates RESP3 (or asks for RESP2).
     pub fn resp3_only(mut self) -> Self {
         self.resp3_only = true;
         self
@@ -137,9 +229,6 @@ impl TestServerBuilder {
 
     /// Starts the server (on its own thread and runtime) and returns once it listens.
     pub fn start(self) -> std::io::Result<TestServer> {
-        let mut config = self.config;
-        config.port = self.port.unwrap_or(0);
-        config.bind = vec!["127.0.0.1".into()];
         let clock = if self.manual_clock {
             Clock::manual()
         } else {
@@ -148,35 +237,20 @@ impl TestServerBuilder {
         if let Some(ms) = self.clock_at {
             clock.set_ms(ms);
         }
-        let ((addr, shared), service) = crate::background::Background::spawn(
-            "respite-test",
-            move || async move {
-                let running =
-                    server::bind(&config).and_then(|ls| server::start(config, clock, ls))?;
-                Ok(((running.addrs[0], running.shared.clone()), running))
-            },
-            |running: server::Running| {
-                // The final durable commit of a redb test server.
-                if let Some(p) = running.shared.persist.get() {
-                    p.shutdown();
-                }
-            },
-        )?;
-        // Before the caller can connect, so the first command already draws seeded.
-        if let Some(seed) = self.seed {
-            shared.reseed(seed);
-        }
-        shared
-            .resp3_only
-            .store(self.resp3_only, std::sync::atomic::Ordering::Relaxed);
-        // A test double records what it receives (`command_log`, `wait_for_command`); the
-        // cost is a copy of each command's arguments into a bounded log.
-        shared.faults.set_logging(true);
+        let spec = Spec {
+            config: self.config,
+            clock,
+            seed: self.seed,
+            resp3_only: self.resp3_only,
+        };
+        let (addr, shared, service) = spec.launch(self.port.unwrap_or(0), None)?;
+        let current = Current(Arc::new(parking_lot::RwLock::new(shared)));
         Ok(TestServer {
             addr,
-            root: Db::new(shared.clone(), 0),
-            shared,
-            _service: service,
+            root: Db::new(current.clone(), 0),
+            current,
+            spec,
+            service: parking_lot::Mutex::new(Some(service)),
         })
     }
 }
@@ -203,12 +277,13 @@ impl TestServer {
     pub fn url(&self) -> String {
         format!("redis://{}", self.addr)
     }
+    /// The clock (kept across [`TestServer::restart`]).
     pub fn clock(&self) -> &Clock {
-        &self.shared.clock
+        &self.spec.clock
     }
     /// The server's current time in Unix milliseconds (manual or real).
     pub fn now_ms(&self) -> u64 {
-        self.shared.clock.now_ms()
+        self.spec.clock.now_ms()
     }
     /// Moves a manual clock forward by `d` (whole milliseconds) and sweeps expired keys.
     ///
@@ -224,38 +299,94 @@ impl TestServer {
     /// On a real clock.
     pub fn set_time(&self, unix_ms: u64) {
         self.expect_manual("set_time");
-        self.shared.clock.set_ms(unix_ms);
+        self.spec.clock.set_ms(unix_ms);
         self.sweep();
     }
     /// Back to the system clock (from now on `advance`/`set_time` panic); sweeps at the
     /// real time, so keys the manual clock had not reached may expire now.
     pub fn real(&self) {
-        self.shared.clock.set_manual(false);
+        self.spec.clock.set_manual(false);
         self.sweep();
     }
     /// Freezes the clock at the current system time (a manual clock from now on).
     pub fn manual(&self) {
-        self.shared.clock.set_manual(true);
+        self.spec.clock.set_manual(true);
     }
     /// Advances a manual clock by `ms` and runs an expiry sweep at the new time (no effect
     /// on the time of a real clock, which is only swept).
     pub fn advance_ms(&self, ms: u64) {
-        if self.shared.clock.is_manual() {
-            self.shared.clock.advance_ms(ms);
+        if self.spec.clock.is_manual() {
+            self.spec.clock.advance_ms(ms);
         }
         self.sweep();
     }
+    /// Restarts the server on the same port, as a process restart would: the listener
+    /// closes and every connection drops, new connections are refused (connection refused)
+    /// for [`RESTART_DOWNTIME`], then a new instance starts with the start-up settings.
+    /// Everything a process keeps in memory starts afresh — configuration set since start,
+    /// INFO counters, client ids, scripts, subscriptions, faults, the command log (the seed,
+    /// if one was given, is applied again) — while the clock carries on. With `keep_data`
+    /// the keyspace survives: handed over in memory, or on the durable engine reopened from
+    /// its files (the final commit, log replay and load all run for real); without it the
+    /// new instance starts empty (a durable server's files are deleted).
+    ///
+    /// Blocks the calling thread for the downtime (from an async test that is ~100 ms of its
+    /// runtime; the server runs on its own).
+    ///
+    /// # Panics
+    /// If the port cannot be bound again (another process took it meanwhile).
+    pub fn restart(&self, keep_data: bool) {
+        self.restart_after(keep_data, RESTART_DOWNTIME);
+    }
+
+    /// [`TestServer::restart`] with `downtime` between the stop and the new start.
+    pub fn restart_after(&self, keep_data: bool, downtime: Duration) {
+        let mut service = self.service.lock();
+        // Stops the instance: listener closed, connections dropped, final durable commit.
+        drop(service.take());
+        let durable = self.spec.config.redb;
+        let adopt = (keep_data && !durable).then(|| self.shared());
+        if durable {
+            // Nothing of the old instance may hold its files open during the reload.
+            self.current.set(Arc::new(Shared::new(
+                self.spec.config.clone(),
+                self.spec.clock.clone(),
+            )));
+            if !keep_data {
+                crate::persist::remove_files(&self.spec.dir()).expect("delete the durable files");
+            }
+        }
+        std::thread::sleep(downtime);
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        let (_, shared, bg) = loop {
+            match self.spec.launch(self.addr.port(), adopt.clone()) {
+                Ok(started) => break started,
+                // The old listener's socket can linger for a moment after its runtime stops.
+                Err(e)
+                    if e.kind() == std::io::ErrorKind::AddrInUse
+                        && std::time::Instant::now() < deadline =>
+                {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                Err(e) => panic!("restart on port {}: {e}", self.addr.port()),
+            }
+        };
+        self.current.set(shared);
+        *service = Some(bg);
+    }
+
     /// Restarts every random choice from `seed` (see the module docs).
     pub fn reseed(&self, seed: u64) {
-        self.shared.reseed(seed);
+        self.shared().reseed(seed);
     }
-    pub fn shared(&self) -> &Arc<Shared> {
-        &self.shared
+    /// The running instance's state (a new one after each [`TestServer::restart`]).
+    pub fn shared(&self) -> Arc<Shared> {
+        self.current.get()
     }
 
     fn expect_manual(&self, what: &str) {
         assert!(
-            self.shared.clock.is_manual(),
+            self.spec.clock.is_manual(),
             "TestServer::{what} needs a manual clock (builder().manual_clock())"
         );
     }
@@ -263,10 +394,11 @@ impl TestServer {
     /// Removes every key expired at the clock's time, waking blocked clients as the
     /// periodic sweep does.
     fn sweep(&self) {
-        let now = self.shared.clock.now_ms();
-        let (_, ready) = self.shared.ks.sweep_ready(now, usize::MAX);
+        let srv = self.shared();
+        let now = self.spec.clock.now_ms();
+        let (_, ready) = srv.ks.sweep_ready(now, usize::MAX);
         if !ready.is_empty() {
-            crate::cmd::blocking::serve_ready(&self.shared, ready);
+            crate::cmd::blocking::serve_ready(&srv, ready);
         }
     }
 }
