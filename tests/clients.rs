@@ -117,3 +117,41 @@ fn timeout_closes_idle_clients() {
         Frame::Simple("OK".into())
     );
 }
+
+/// CLIENT NO-TOUCH (Redis 7.2, newer than the 7.0 oracle, so checked against its source's
+/// rules on a manual clock): lookups by a no-touch client leave the key's idle time alone,
+/// except TOUCH itself; other clients and RESET restore touching.
+#[test]
+fn client_no_touch_leaves_idle_times_alone() {
+    let server = respite::TestServer::builder()
+        .manual_clock()
+        .start()
+        .expect("start");
+    let mut a = Conn::connect(server.port()).expect("a");
+    let idle = |c: &mut Conn, key: &str| int(c.cmd(&format!("OBJECT IDLETIME {key}")));
+    a.cmd("SET k v");
+    a.cmd("RPUSH l x");
+    assert_eq!(text(a.cmd("CLIENT NO-TOUCH ON")), "OK");
+    server.advance(Duration::from_secs(10));
+    a.cmd("GET k");
+    a.cmd("RPUSH l y");
+    a.cmd("EVAL \"return redis.call('GET', KEYS[1])\" 1 k");
+    assert_eq!(idle(&mut a, "k"), 10, "reads by a no-touch client");
+    assert_eq!(
+        idle(&mut a, "l"),
+        10,
+        "in-place writes by a no-touch client"
+    );
+    assert!(text(a.cmd("CLIENT INFO")).contains("flags=T"));
+    a.cmd("TOUCH l");
+    assert_eq!(idle(&mut a, "l"), 0, "TOUCH still touches");
+    server.advance(Duration::from_secs(5));
+    let mut b = Conn::connect(server.port()).expect("b");
+    b.cmd("GET k");
+    assert_eq!(idle(&mut a, "k"), 0, "another client touches");
+    server.advance(Duration::from_secs(5));
+    assert_eq!(text(a.cmd("RESET")), "RESET");
+    assert!(!text(a.cmd("CLIENT INFO")).contains("flags=T"));
+    a.cmd("GET k");
+    assert_eq!(idle(&mut a, "k"), 0, "RESET ends NO-TOUCH");
+}

@@ -639,3 +639,19 @@ fn injected_errors_inside_multi_abort_the_transaction() {
     assert_eq!(e, "ERR: EXEC without MULTI");
     assert_eq!(srv.get("a"), None);
 }
+
+/// The blocking wait, for tests without an async runtime.
+#[test]
+fn wait_for_command_blocking_sees_a_command_from_another_thread() {
+    let srv = server();
+    let url = srv.url();
+    let sender = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(20));
+        let mut c = redis::Client::open(url).unwrap().get_connection().unwrap();
+        let _: () = cmd("LPUSH").arg("q").arg("job").query(&mut c).unwrap();
+    });
+    assert!(srv.wait_for_command_blocking("lpush", HANG));
+    sender.join().unwrap();
+    assert!(!srv.wait_for_command_blocking("rpop", Duration::from_millis(20)));
+    assert_eq!(srv.lrange("q", 0, -1), ["job"]);
+}

@@ -329,6 +329,12 @@ fn client_line(h: &ClientHandle, info: &ClientInfo, now_ms: u64, me: &SelfView) 
     if h.is_killed() {
         flags.push('A');
     }
+    if info.no_evict {
+        flags.push('e');
+    }
+    if info.no_touch {
+        flags.push('T');
+    }
     if flags.is_empty() {
         flags.push('N');
     }
@@ -626,6 +632,7 @@ fn client_no_touch(cx: &mut Cx) -> Reply {
     match on_off(&cx.args[2]) {
         Some(on) => {
             cx.sess.handle.info.lock().no_touch = on;
+            cx.sess.no_touch = on;
             Reply::OK
         }
         None => errors::syntax(),

@@ -169,11 +169,15 @@ fn reset(cx: &mut Cx) -> Reply {
     s.resp3 = false;
     s.reply_mode = crate::server::session::ReplyMode::On;
     s.authenticated = cx.srv.requirepass().is_none();
+    s.no_touch = false;
     let mut info = s.handle.info.lock();
     info.db = 0;
     info.resp = 2;
     info.name = None;
     info.multi = -1;
+    // Redis 7.2 `clearClientConnectionState` drops these flags too.
+    info.no_touch = false;
+    info.no_evict = false;
     Reply::status("RESET")
 }
 

@@ -325,6 +325,8 @@ pub fn execute(
     let start = sess.mark.unwrap_or_else(crate::clock::Instant::now);
     access.db = sess.db;
     access.unobserved = sess.internal;
+    // Redis 7.2 `lookupKey`: a NO-TOUCH client touches no key, except with TOUCH itself.
+    access.no_touch = sess.internal || (sess.no_touch && spec.name != "touch");
     let reply = {
         let mut cx = Cx {
             args,

@@ -180,6 +180,7 @@ impl Keyspace {
             changes: SmallVec::new(),
             quiet: false,
             unobserved: false,
+            no_touch: false,
         }
     }
 
@@ -206,6 +207,7 @@ impl Keyspace {
             changes: SmallVec::new(),
             quiet: false,
             unobserved: false,
+            no_touch: false,
         }
     }
 
@@ -305,6 +307,8 @@ pub struct Access<'a> {
     /// Reads leave no trace: no keyspace hits/misses, no access-time update (a test
     /// server's inspection helpers).
     pub unobserved: bool,
+    /// Lookups leave access times alone (`CLIENT NO-TOUCH ON`, except for TOUCH).
+    pub no_touch: bool,
 }
 
 impl Drop for Access<'_> {
@@ -482,7 +486,7 @@ impl<'a> Access<'a> {
 
     /// Read lookup in the current db, counting keyspace hits/misses and touching LRU.
     pub fn get(&mut self, key: &[u8]) -> Option<&Entry> {
-        let (db, now) = (self.db, self.now);
+        let (db, now, no_touch) = (self.db, self.now, self.no_touch);
         if self.unobserved {
             return self.get_in(db, key).map(|e| &*e);
         }
@@ -491,7 +495,9 @@ impl<'a> Access<'a> {
         match self.shard_in(db, key).peek_mut(key) {
             Some(e) => {
                 stats.hits.fetch_add(1, Ordering::Relaxed);
-                e.lru_ms = now;
+                if !no_touch {
+                    e.lru_ms = now;
+                }
                 Some(e)
             }
             None => {
@@ -522,21 +528,25 @@ impl<'a> Access<'a> {
     /// Write lookup (Redis `lookupKeyWrite`): expires, touches the access time, no stats and
     /// no WATCH signal (callers signal through the mutation they then make, if any).
     pub fn lookup_write_in(&mut self, db: usize, key: &[u8]) -> Option<&mut Entry> {
-        let now = self.now;
+        let (now, no_touch) = (self.now, self.no_touch);
         // Callers may modify the entry in place: the durable engine records its final state
         // (commands that record element-level changes use `lookup_elems_in` instead).
         self.mark_dirty(db, key);
         let e = self.get_in(db, key)?;
-        e.lru_ms = now;
+        if !no_touch {
+            e.lru_ms = now;
+        }
         Some(e)
     }
 
     /// As [`Access::lookup_write_in`], for a command that records every in-place change
     /// itself with [`Access::elems`]: the key is not journaled as a whole.
     pub fn lookup_elems_in(&mut self, db: usize, key: &[u8]) -> Option<&mut Entry> {
-        let now = self.now;
+        let (now, no_touch) = (self.now, self.no_touch);
         let e = self.get_in(db, key)?;
-        e.lru_ms = now;
+        if !no_touch {
+            e.lru_ms = now;
+        }
         Some(e)
     }
 
@@ -587,12 +597,14 @@ impl<'a> Access<'a> {
     /// Every modification made through the returned entry must be recorded; deleting or
     /// replacing the key goes through `remove`/`set` as usual.
     pub fn get_mut_elems(&mut self, key: &[u8]) -> Option<&mut Entry> {
-        let (db, now) = (self.db, self.now);
+        let (db, now, no_touch) = (self.db, self.now, self.no_touch);
         self.expire_if_needed(db, key);
         let sh = self.shard_in(db, key);
         sh.signal(key);
         let e = sh.peek_mut(key)?;
-        e.lru_ms = now;
+        if !no_touch {
+            e.lru_ms = now;
+        }
         Some(e)
     }
 
@@ -615,13 +627,15 @@ impl<'a> Access<'a> {
 
     /// Lookup for modification: signals WATCHers, so call it only when about to write.
     pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut Entry> {
-        let (db, now) = (self.db, self.now);
+        let (db, now, no_touch) = (self.db, self.now, self.no_touch);
         self.expire_if_needed(db, key);
         self.mark_dirty(db, key);
         let sh = self.shard_in(db, key);
         sh.signal(key);
         let e = sh.peek_mut(key)?;
-        e.lru_ms = now;
+        if !no_touch {
+            e.lru_ms = now;
+        }
         Some(e)
     }
 

@@ -104,6 +104,20 @@ impl CommandLog {
         };
         tokio::time::timeout(timeout, wait).await.is_ok()
     }
+
+    /// [`CommandLog::wait_for`] for a thread outside any async runtime (polls every ms).
+    pub fn wait_for_blocking(&self, name: &str, n: u64, timeout: Duration) -> bool {
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            if self.count(name) >= n {
+                return true;
+            }
+            if std::time::Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
 }
 
 #[cfg(test)]

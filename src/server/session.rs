@@ -56,6 +56,8 @@ pub struct Session {
     /// A test server's inspection session: its commands count nowhere (commandstats,
     /// error stats, keyspace hits) and touch no access times.
     pub internal: bool,
+    /// `CLIENT NO-TOUCH ON`: this client's lookups leave access times alone.
+    pub no_touch: bool,
 }
 
 /// Per-connection command counters, flushed to `Shared` when the command changes or the
@@ -115,6 +117,7 @@ impl Session {
             wrote: std::sync::atomic::AtomicBool::new(false),
             subs: None,
             internal: false,
+            no_touch: false,
         }
     }
 }

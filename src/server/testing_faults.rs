@@ -115,6 +115,11 @@ impl TestServer {
         self.wait_for_commands(name, 1, timeout).await
     }
 
+    /// [`TestServer::wait_for_command`] for synchronous tests: blocks the calling thread.
+    pub fn wait_for_command_blocking(&self, name: &str, timeout: Duration) -> bool {
+        self.shared().cmdlog.wait_for_blocking(name, 1, timeout)
+    }
+
     /// As [`TestServer::wait_for_command`], for at least `n` of them.
     pub async fn wait_for_commands(&self, name: &str, n: u64, timeout: Duration) -> bool {
         self.shared().cmdlog.wait_for(name, n, timeout).await
