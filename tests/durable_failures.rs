@@ -280,3 +280,73 @@ async fn always_holds_a_served_blocked_reply_until_the_pop_is_durable() {
     let mut raw = Raw::connect(srv.addr()).await;
     assert_eq!(cmd(&mut raw, &[b"LLEN", b"q"]).await, ":0");
 }
+
+/// Backpressure: while the checkpointer is behind by the unapplied-changes limit, writers
+/// hold their replies and read nothing more (the keyspace stops growing); once it catches
+/// up every write completes and nothing is lost.
+#[tokio::test]
+async fn writers_wait_while_the_checkpoint_backlog_is_full() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = server(dir.path(), "everysec");
+    let p = srv.shared().persist.get().expect("durable").clone();
+    p.set_unapplied_limit(500);
+    // Hold the checkpointer: jobs run on its thread.
+    let (release, held) = std::sync::mpsc::channel::<()>();
+    let (started_tx, started) = std::sync::mpsc::channel::<()>();
+    let job = {
+        let p = p.clone();
+        std::thread::spawn(move || {
+            p.with_store(move |_| {
+                started_tx.send(()).unwrap();
+                held.recv().ok();
+            })
+        })
+    };
+    started.recv_timeout(HANG_GUARD).expect("checkpointer held");
+
+    let client = redis::Client::open(srv.url()).unwrap();
+    // No response timeout: the replies are held for as long as the checkpointer is.
+    let config = redis::AsyncConnectionConfig::new().set_response_timeout(None);
+    let mut con = client
+        .get_multiplexed_async_connection_with_config(&config)
+        .await
+        .unwrap();
+    let writer = tokio::spawn(async move {
+        let mut pipe = redis::pipe();
+        for i in 0..5000 {
+            pipe.cmd("SET").arg(format!("k{i}")).arg(i).ignore();
+        }
+        pipe.query_async::<()>(&mut con).await
+    });
+    let start = Instant::now();
+    while p.stats.throttled.load(std::sync::atomic::Ordering::Relaxed) == 0 {
+        assert!(
+            start.elapsed() < HANG_GUARD,
+            "the writer was never held back"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // Held: no more writes are read while the backlog is full.
+    let held_at = srv.shared().ks.dbsize(0);
+    assert!(held_at < 5000, "held after {held_at} writes");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(srv.shared().ks.dbsize(0), held_at);
+    assert!(!writer.is_finished());
+
+    release.send(()).unwrap();
+    job.join().unwrap();
+    tokio::time::timeout(HANG_GUARD, writer)
+        .await
+        .expect("the writer resumed")
+        .unwrap()
+        .unwrap();
+    assert_eq!(srv.shared().ks.dbsize(0), 5000);
+    drop(srv);
+    let srv = server(dir.path(), "everysec");
+    assert_eq!(
+        srv.shared().ks.dbsize(0),
+        5000,
+        "nothing lost across a restart"
+    );
+    assert_eq!(srv.get("k4999").as_deref(), Some("4999"));
+}

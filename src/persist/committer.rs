@@ -39,8 +39,13 @@ const GATHER_MAX: Duration = Duration::from_micros(500);
 const KEEP_BATCH: usize = 1 << 16;
 /// A checkpoint happens at least this often while batches wait...
 const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
-/// ...or as soon as this many changes wait (bounds the memory they hold).
+/// ...or as soon as this many changes wait; a checkpoint takes about this many (whole
+/// batches), so each finishes within a bounded time and frees its changes.
 const CHECKPOINT_CHANGES: usize = 200_000;
+/// Backpressure: while this many logged changes wait for a checkpoint, connections that
+/// wrote hold their replies (and read nothing more) until the checkpointer catches up.
+/// Bounds the memory and log size the backlog takes when writes outrun the store.
+pub const UNAPPLIED_LIMIT: u64 = 4 * CHECKPOINT_CHANGES as u64;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Fsync {
@@ -93,6 +98,8 @@ pub struct Stats {
     pub failed_checkpoints: AtomicU64,
     /// Changes logged but not yet checkpointed into the store.
     pub unapplied: AtomicU64,
+    /// Times a connection held its replies because the backlog reached [`UNAPPLIED_LIMIT`].
+    pub throttled: AtomicU64,
     /// Rows the checkpoints wrote (see `Store::rows_written`).
     pub rows_written: AtomicU64,
     /// Bytes in the write-ahead log.
@@ -104,8 +111,9 @@ pub struct Stats {
 /// What the committer hands the checkpointer.
 #[derive(Default)]
 struct Handoff {
-    /// Logged batches not yet applied, in log order, and the last record number among them.
-    batches: Vec<Vec<Change>>,
+    /// Logged batches not yet applied, in log order, with their record numbers, and the
+    /// last record number handed over.
+    batches: std::collections::VecDeque<(u64, Vec<Change>)>,
     changes: usize,
     last_rec: u64,
     /// Checkpoint everything handed over so far, then report `force_done` = this.
@@ -125,6 +133,8 @@ pub struct Persistence {
     pub path: std::path::PathBuf,
     /// The next this-many log appends fail as if the disk did (tests of the error path).
     inject_failures: AtomicU64,
+    /// See [`UNAPPLIED_LIMIT`].
+    unapplied_limit: AtomicU64,
     pub stats: Stats,
     /// Set while the log or the store fails: the error text for `-MISCONF`.
     failed: Mutex<Option<String>>,
@@ -160,6 +170,7 @@ impl Persistence {
             mode: AtomicU8::new(mode.to_u8()),
             path: store.path().to_path_buf(),
             inject_failures: AtomicU64::new(0),
+            unapplied_limit: AtomicU64::new(UNAPPLIED_LIMIT),
             journal: Arc::new(Journal::new()),
             stats: Stats::default(),
             failed: Mutex::new(None),
@@ -214,6 +225,26 @@ impl Persistence {
 
     /// The error text while the log or the store fails (`None` when healthy).
     #[inline]
+    /// The checkpointer is behind by [`UNAPPLIED_LIMIT`] changes or more: writers wait.
+    pub fn backlogged(&self) -> bool {
+        let limit = self.unapplied_limit.load(Ordering::Relaxed);
+        self.stats.unapplied.load(Ordering::Relaxed) >= limit
+    }
+
+    /// How many changes start a checkpoint, and about how many one takes: a quarter of the
+    /// backlog limit ([`CHECKPOINT_CHANGES`] by default).
+    fn checkpoint_changes(&self) -> usize {
+        (self.unapplied_limit.load(Ordering::Relaxed) / 4).max(1) as usize
+    }
+
+    /// Replaces [`UNAPPLIED_LIMIT`], and so the checkpoint size (tests of the backpressure
+    /// and of partial checkpoints use small ones).
+    #[doc(hidden)]
+    pub fn set_unapplied_limit(&self, changes: u64) {
+        self.unapplied_limit.store(changes, Ordering::Relaxed);
+        self.journal.wake_waiters();
+    }
+
     pub fn failure(&self) -> Option<String> {
         if !self.failing.load(Ordering::Relaxed) {
             return None;
@@ -359,9 +390,9 @@ impl Persistence {
                         }
                         let mut h = self.handoff.lock();
                         h.changes += full.len();
-                        h.batches.push(full);
+                        h.batches.push_back((rec, full));
                         h.last_rec = rec;
-                        if h.changes >= CHECKPOINT_CHANGES {
+                        if h.changes >= self.checkpoint_changes() {
                             self.handoff_cv.notify_all();
                         }
                     }
@@ -403,7 +434,8 @@ impl Persistence {
                 let mut h = self.handoff.lock();
                 loop {
                     let due = !h.batches.is_empty()
-                        && (last.elapsed() >= CHECKPOINT_EVERY || h.changes >= CHECKPOINT_CHANGES);
+                        && (last.elapsed() >= CHECKPOINT_EVERY
+                            || h.changes >= self.checkpoint_changes());
                     let forced = h.force > self.force_done.load(Ordering::Acquire);
                     if due || forced || h.stop || !self.jobs.lock().is_empty() {
                         break;
@@ -412,12 +444,28 @@ impl Persistence {
                     self.handoff_cv
                         .wait_for(&mut h, left.max(Duration::from_millis(5)));
                 }
-                h.changes = 0;
-                (std::mem::take(&mut h.batches), h.last_rec, h.force, h.stop)
+                // A forced checkpoint (SAVE, DEBUG RELOAD, shutdown) takes everything.
+                let all = h.stop || h.force > self.force_done.load(Ordering::Acquire);
+                let mut taken = Vec::new();
+                let mut n = 0;
+                while let Some(b) = h.batches.pop_front() {
+                    n += b.1.len();
+                    taken.push(b);
+                    if !all && n >= self.checkpoint_changes() {
+                        break;
+                    }
+                }
+                h.changes -= n;
+                let last_rec = match (h.batches.is_empty(), taken.last()) {
+                    (false, Some((rec, _))) => *rec,
+                    _ => h.last_rec,
+                };
+                (taken, last_rec, h.force, h.stop)
             };
-            let count: usize = batches.iter().map(Vec::len).sum();
+            let count: usize = batches.iter().map(|(_, b)| b.len()).sum();
             if count > 0 || last_rec > self.applied.load(Ordering::Acquire) {
-                let applied = store.apply_logged(coalesced_in_key_order(&batches), last_rec);
+                let (recs, changes): (Vec<u64>, Vec<Vec<Change>>) = batches.into_iter().unzip();
+                let applied = store.apply_logged(coalesced_in_key_order(&changes), last_rec);
                 match applied {
                     Ok(()) => {
                         last = Instant::now();
@@ -429,6 +477,8 @@ impl Persistence {
                         self.stats
                             .rows_written
                             .store(store.rows_written(), Ordering::Relaxed);
+                        // Connections held back by the backlog look again.
+                        self.journal.wake_waiters();
                         if self.checkpoint_failing.swap(false, Ordering::AcqRel) {
                             self.recovered();
                         }
@@ -442,8 +492,9 @@ impl Persistence {
                         // Keep them, ahead of anything handed over since.
                         let mut h = self.handoff.lock();
                         h.changes += count;
-                        let newer = std::mem::replace(&mut h.batches, batches);
-                        h.batches.extend(newer);
+                        for b in recs.into_iter().zip(changes).rev() {
+                            h.batches.push_front(b);
+                        }
                         drop(h);
                         if stop {
                             tracing::error!(
@@ -486,5 +537,104 @@ impl Persistence {
         self.failing.store(true, Ordering::Release);
         // Writers waiting for durability must see it.
         self.journal.wake_waiters();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::value::StrVal;
+    use crate::persist::{wal, LoadOptions};
+    use bytes::Bytes;
+
+    fn set(i: usize) -> Change {
+        Change::StrSet {
+            db: 0,
+            key: Bytes::from(format!("k{i}")),
+            value: StrVal::from_set(Bytes::from(format!("v{i}"))),
+            expire_at: None,
+        }
+    }
+
+    fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+        std::fs::create_dir_all(to).unwrap();
+        for e in std::fs::read_dir(from).unwrap() {
+            let e = e.unwrap();
+            if e.file_type().unwrap().is_dir() {
+                copy_dir(&e.path(), &to.join(e.file_name()));
+            } else {
+                std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+            }
+        }
+    }
+
+    /// A checkpoint takes only part of the backlog when it is large; the record number it
+    /// stores must be that of its last batch, so a crash right after it replays the rest.
+    /// The crash image is a copy of the files taken while the checkpointer is held (it is
+    /// the only writer of the store).
+    #[test]
+    fn a_crash_after_a_partial_checkpoint_replays_the_rest() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let log = wal::Wal::create(dir.path(), 1).unwrap();
+        let p = Persistence::start(store, log, Fsync::EverySec).unwrap();
+        p.set_unapplied_limit(400); // checkpoints of ~100 changes
+        let hold = |p: &Arc<Persistence>| {
+            let (release, held) = std::sync::mpsc::channel::<()>();
+            let (tx, started) = std::sync::mpsc::channel::<()>();
+            let p = p.clone();
+            let t = std::thread::spawn(move || {
+                p.with_store(move |_| {
+                    tx.send(()).unwrap();
+                    held.recv().ok();
+                })
+            });
+            started.recv().unwrap();
+            (release, t)
+        };
+        let (release, t) = hold(&p);
+        // Ten log records of 100 changes each, queued behind the held checkpointer.
+        for r in 0..10 {
+            p.journal.append((r * 100..(r + 1) * 100).map(set));
+            while p.stats.changes.load(Ordering::Relaxed) < (r as u64 + 1) * 100 {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+        assert_eq!(p.stats.commits.load(Ordering::Relaxed), 10);
+        // Let exactly one checkpoint run: the next job runs right after it.
+        let (p2, next) = (p.clone(), std::sync::mpsc::channel::<()>());
+        let (release2, held2) = next;
+        let (tx2, started2) = std::sync::mpsc::channel::<()>();
+        let t2 = std::thread::spawn(move || {
+            p2.with_store(move |_| {
+                tx2.send(()).unwrap();
+                held2.recv().ok();
+            })
+        });
+        release.send(()).unwrap();
+        t.join().unwrap();
+        started2.recv().unwrap();
+        assert_eq!(p.stats.checkpoints.load(Ordering::Relaxed), 1);
+        assert_eq!(
+            p.stats.unapplied.load(Ordering::Relaxed),
+            900,
+            "one batch applied"
+        );
+        let image = tempfile::tempdir().unwrap();
+        copy_dir(dir.path(), image.path());
+        release2.send(()).unwrap();
+        t2.join().unwrap();
+        p.shutdown();
+
+        let store = Store::open(image.path()).unwrap();
+        let opts = LoadOptions::new(0);
+        let rec = wal::recover(&store, &opts).unwrap();
+        assert_eq!(
+            rec.records, 9,
+            "the nine records after the checkpoint are replayed"
+        );
+        let mut keys = 0;
+        store.load(&opts, |_, _, _, _| keys += 1).unwrap();
+        assert_eq!(keys, 1000);
     }
 }

@@ -91,13 +91,30 @@ async fn flush(
 }
 
 /// Durable engine under `appendfsync always`: holds the replies of a batch that wrote until
-/// the commit holding its writes is durable (DESIGN.md §6). If the store fails meanwhile the
+/// the commit holding its writes is durable (DESIGN.md §6). In any mode, holds them while
+/// the checkpoint backlog is over its limit. If the store fails meanwhile the
 /// connection is closed without them: the client must not take an unsaved write as done.
 async fn wait_durable(srv: &Shared) -> std::io::Result<()> {
     use crate::persist::Fsync;
     let Some(p) = srv.persist.get() else {
         return Ok(());
     };
+    if p.backlogged() {
+        // Writes outrun the checkpointer: this writer waits (reading nothing more) until
+        // it catches up, so the backlog's memory and log stay bounded. The checkpointer
+        // wakes the waiters after every checkpoint.
+        p.stats.throttled.fetch_add(1, Ordering::Relaxed);
+        let j = &p.journal;
+        loop {
+            let notified = j.commit_notify.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if !p.backlogged() || p.failure().is_some() {
+                break;
+            }
+            notified.await;
+        }
+    }
     if p.mode() != Fsync::Always {
         return Ok(());
     }

@@ -304,6 +304,7 @@ fn persistence(srv: &Shared, l: &mut Lines) {
             get(&p.stats.failed_checkpoints),
         );
         push(l, "respite_unapplied_changes", get(&p.stats.unapplied));
+        push(l, "respite_throttled_writers", get(&p.stats.throttled));
         push(l, "respite_wal_bytes", get(&p.stats.wal_bytes));
         push(
             l,
