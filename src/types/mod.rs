@@ -5,6 +5,7 @@ pub mod hash;
 pub mod list;
 pub mod long_double;
 pub mod placement;
+pub mod rdb;
 pub mod set;
 pub mod stream;
 pub mod zset;

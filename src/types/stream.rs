@@ -9,7 +9,7 @@
 
 pub mod group;
 pub mod id;
-mod lp;
+pub(crate) mod lp;
 mod rax;
 
 pub use group::{Consumer, Group, Nack};
