@@ -180,12 +180,13 @@ fn entry_score(e: &Entry) -> Result<f64, Bad> {
 
 /// Checks a payload and loads the value it holds.
 pub fn restore(payload: &[u8], lim: &Limits) -> Result<Value, RestoreError> {
-    let (ty, body) = super::verify(payload).map_err(|e| match e {
+    let (ty, _) = super::verify(payload).map_err(|e| match e {
         PayloadError::VersionOrChecksum => RestoreError::VersionOrChecksum,
         PayloadError::Bad => RestoreError::Bad,
     })?;
-    // Like Redis, bytes after the object (before the footer) are not looked at.
-    Ok(load(ty, &mut Reader::new(body), lim)?)
+    // Redis reads the object from the whole payload buffer, footer included (a string
+    // whose length runs into the version and CRC bytes loads), and ignores what is left.
+    Ok(load(ty, &mut Reader::new(&payload[1..]), lim)?)
 }
 
 fn load(ty: u8, r: &mut Reader, lim: &Limits) -> Result<Value, Bad> {
