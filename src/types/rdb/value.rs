@@ -210,6 +210,9 @@ fn load(ty: u8, r: &mut Reader, lim: &Limits) -> Result<Value, Bad> {
                     QUICKLIST_PACKED
                 };
                 let blob = r.string()?;
+                if blob.is_empty() {
+                    return Err(Bad);
+                }
                 let group: Vec<Bytes> = match container {
                     QUICKLIST_PLAIN => vec![Bytes::from(blob)],
                     QUICKLIST_PACKED if ty == t::LIST_QUICKLIST => {
@@ -291,15 +294,14 @@ fn load(ty: u8, r: &mut Reader, lim: &Limits) -> Result<Value, Bad> {
             // Duplicates are checked with a set: a listpack search per field would be
             // quadratic on a hostile payload.
             let mut seen = std::collections::HashSet::with_capacity(pairs.len());
-            let mut longest = 0;
-            for (f, v) in &pairs {
+            for (f, _) in &pairs {
                 if !seen.insert(&f[..]) {
                     return Err(Bad);
                 }
-                longest = longest.max(f.len()).max(v.len());
             }
             let mut h = HashValue::new();
-            if pairs.len() > lim.hash.max_entries || longest > lim.hash.max_value {
+            // Redis converts a loaded listpack hash on its entry count only.
+            if pairs.len() > lim.hash.max_entries {
                 // Converted up front (an over-long argument converts, one way).
                 h.prepare(
                     0,
@@ -354,17 +356,16 @@ fn load(ty: u8, r: &mut Reader, lim: &Limits) -> Result<Value, Bad> {
                 return Err(Bad);
             }
             let mut z = ZSet::new(false);
-            let mut longest = 0;
             for pair in entries.chunks_exact(2) {
                 let m = pair[0].to_bytes();
                 let score = entry_score(&pair[1])?;
                 if z.score(&m).is_some() {
                     return Err(Bad);
                 }
-                longest = longest.max(m.len());
                 z.insert(Bytes::from(m), score);
             }
-            if z.len() > lim.zset_entries || longest > lim.zset_value {
+            // Redis converts a loaded listpack zset on its entry count only.
+            if z.len() > lim.zset_entries {
                 z.convert_to_skiplist();
             }
             Value::ZSet(Box::new(z))
