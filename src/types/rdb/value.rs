@@ -227,8 +227,9 @@ fn load(ty: u8, r: &mut Reader, lim: &Limits) -> Result<Value, Bad> {
         }
         t::LIST_ZIPLIST => {
             let blob = r.string()?;
-            let group = entries_to_bytes(&ziplist::parse(&blob)?);
-            Value::List(List::from_nodes(vec![group], lim.list_fill))
+            // Redis pushes a ziplist list's elements one by one into a fresh quicklist.
+            let elems = entries_to_bytes(&ziplist::parse(&blob)?);
+            Value::List(List::from_pushes(elems, lim.list_fill))
         }
         t::SET => {
             let n = r.count(1)?;

@@ -94,40 +94,41 @@ pub fn parse(zl: &[u8]) -> Result<Vec<Entry<'_>>, Bad> {
     Ok(out)
 }
 
+/// Builds a ziplist the way Redis 6 would (small strings and 16-bit integers), for tests.
+#[cfg(test)]
+pub(crate) fn build(items: &[&[u8]]) -> Vec<u8> {
+    let mut body = Vec::new();
+    let mut prev = 0usize;
+    let mut last = 10usize;
+    for it in items {
+        let start = body.len();
+        last = 10 + start;
+        body.push(prev as u8);
+        match super::canonical_int(it) {
+            Some(v) if (0..=12).contains(&v) => body.push(0xF1 + v as u8),
+            Some(v) if i16::try_from(v).is_ok() => {
+                body.push(0xC0);
+                body.extend_from_slice(&(v as i16).to_le_bytes());
+            }
+            _ => {
+                body.push(it.len() as u8);
+                body.extend_from_slice(it);
+            }
+        }
+        prev = body.len() - start;
+    }
+    let mut zl = Vec::new();
+    zl.extend_from_slice(&((11 + body.len()) as u32).to_le_bytes());
+    zl.extend_from_slice(&(last as u32).to_le_bytes());
+    zl.extend_from_slice(&(items.len() as u16).to_le_bytes());
+    zl.extend_from_slice(&body);
+    zl.push(0xFF);
+    zl
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Builds a ziplist the way Redis 6 would, for tests.
-    fn build(items: &[&[u8]]) -> Vec<u8> {
-        let mut body = Vec::new();
-        let mut prev = 0usize;
-        let mut last = 10usize;
-        for it in items {
-            let start = body.len();
-            last = 10 + start;
-            body.push(prev as u8);
-            match super::super::canonical_int(it) {
-                Some(v) if (0..=12).contains(&v) => body.push(0xF1 + v as u8),
-                Some(v) if i16::try_from(v).is_ok() => {
-                    body.push(0xC0);
-                    body.extend_from_slice(&(v as i16).to_le_bytes());
-                }
-                _ => {
-                    body.push(it.len() as u8);
-                    body.extend_from_slice(it);
-                }
-            }
-            prev = body.len() - start;
-        }
-        let mut zl = Vec::new();
-        zl.extend_from_slice(&((11 + body.len()) as u32).to_le_bytes());
-        zl.extend_from_slice(&(last as u32).to_le_bytes());
-        zl.extend_from_slice(&(items.len() as u16).to_le_bytes());
-        zl.extend_from_slice(&body);
-        zl.push(0xFF);
-        zl
-    }
 
     #[test]
     fn parses() {

@@ -205,3 +205,91 @@ fn truncations_never_panic() {
         }
     }
 }
+
+/// Payloads of the pre-7.0 encodings (ziplists, the old list and zset types) still load.
+#[test]
+fn legacy_types_load() {
+    use super::super::payload;
+    let wrap = |ty: u8, blob: &[u8]| {
+        let mut w = Writer::new();
+        w.string(blob);
+        payload(ty, &w.buf)
+    };
+    let l = lim();
+    let v = restore(
+        &wrap(t::LIST_ZIPLIST, &ziplist::build(&[b"a", b"7", b"-300"])),
+        &l,
+    )
+    .unwrap();
+    let Value::List(list) = &v else {
+        panic!("{v:?}")
+    };
+    assert_eq!(
+        list.iter().cloned().collect::<Vec<_>>(),
+        vec![b("a"), b("7"), b("-300")]
+    );
+    assert_eq!(v.encoding(), "listpack");
+
+    let v = restore(
+        &wrap(t::HASH_ZIPLIST, &ziplist::build(&[b"f", b"1", b"g", b"x"])),
+        &l,
+    )
+    .unwrap();
+    let Value::Hash(h) = &v else { panic!() };
+    assert_eq!(h.get(b"g"), Some(&b("x")));
+    assert_eq!(v.encoding(), "listpack");
+    let odd = wrap(t::HASH_ZIPLIST, &ziplist::build(&[b"f", b"1", b"g"]));
+    assert_eq!(restore(&odd, &l), Err(RestoreError::Bad));
+
+    let v = restore(
+        &wrap(
+            t::ZSET_ZIPLIST,
+            &ziplist::build(&[b"a", b"2", b"b", b"1.5"]),
+        ),
+        &l,
+    )
+    .unwrap();
+    let Value::ZSet(z) = &v else { panic!() };
+    assert_eq!((z.score(b"a"), z.score(b"b")), (Some(2.0), Some(1.5)));
+
+    // LIST_QUICKLIST: a node count, then ziplists.
+    let mut w = Writer::new();
+    w.len(2);
+    w.string(&ziplist::build(&[b"a", b"b"]));
+    w.string(&ziplist::build(&[b"c"]));
+    let v = restore(&payload(t::LIST_QUICKLIST, &w.buf), &l).unwrap();
+    let Value::List(list) = &v else { panic!() };
+    assert_eq!(list.len(), 3);
+
+    // LIST (linked list of strings) and ZSET (text scores).
+    let mut w = Writer::new();
+    w.len(2);
+    w.string(b"x");
+    w.string(b"12");
+    let v = restore(&payload(t::LIST, &w.buf), &l).unwrap();
+    assert_eq!(v.encoding(), "listpack");
+    let mut w = Writer::new();
+    w.len(3);
+    for (m, sc) in [
+        (&b"a"[..], &b"\x031.5"[..]),
+        (b"b", b"\xfe"),
+        (b"c", b"\x02-2"),
+    ] {
+        w.string(m);
+        w.raw(sc);
+    }
+    let v = restore(&payload(t::ZSET, &w.buf), &l).unwrap();
+    let Value::ZSet(z) = &v else { panic!() };
+    assert_eq!(z.score(b"b"), Some(f64::INFINITY));
+    assert_eq!(z.score(b"c"), Some(-2.0));
+    assert_eq!(v.encoding(), "listpack");
+
+    // SET_LISTPACK (Redis 7.2).
+    let mut lp = listpack::Builder::new();
+    lp.push_bytes(b"a");
+    lp.push_bytes(b"5");
+    let v = restore(&wrap(t::SET_LISTPACK, &lp.finish()), &l).unwrap();
+    let Value::Set(s) = &v else { panic!() };
+    assert!(s.contains(b"a") && s.contains(b"5"));
+    assert_eq!(v.encoding(), "listpack");
+}
