@@ -146,8 +146,9 @@ fn restore(cx: &mut Cx) -> Reply {
             .get("maxmemory-policy")
             .is_some_and(|p| p.contains("lfu"));
         if !lfu {
+            let idle = lru_idle(idle);
             if let Some(e) = cx.ks.get_mut(key) {
-                e.lru_ms = now.saturating_sub((idle as u64).saturating_mul(1000));
+                e.lru_ms = now.saturating_sub(idle.saturating_mul(1000));
             }
         }
     }
@@ -156,4 +157,30 @@ fn restore(cx: &mut Cx) -> Reply {
         ev.emit(notify::GENERIC, "restore", key);
     }
     Reply::OK
+}
+
+/// The idle seconds `OBJECT IDLETIME` reports after `RESTORE .. IDLETIME idle`: Redis keeps
+/// access times on a 24-bit seconds clock, so larger values wrap (and `idle * 1000`
+/// overflows as a C `long long` for the very largest, turning slightly negative).
+fn lru_idle(idle: i64) -> u64 {
+    const LRU_BITS: u32 = 24;
+    let scaled = idle.wrapping_mul(1000) / 1000;
+    let wrapped = if scaled >= 0 {
+        scaled.rem_euclid(1 << LRU_BITS)
+    } else {
+        (scaled - 1).rem_euclid(1 << LRU_BITS)
+    };
+    wrapped as u64
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn lru_idle_wraps_like_redis() {
+        // Observed on redis-server 7.0.15.
+        assert_eq!(super::lru_idle(5), 5);
+        assert_eq!(super::lru_idle(10_000_000), 10_000_000);
+        assert_eq!(super::lru_idle(99_999_999_999), 7_792_639);
+        assert_eq!(super::lru_idle(i64::MAX), 16_777_214);
+    }
 }
