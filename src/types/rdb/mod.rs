@@ -12,6 +12,7 @@ pub mod lzf;
 pub mod stream;
 pub mod value;
 pub mod ziplist;
+pub mod zipmap;
 
 /// Malformed serialized data (`-ERR Bad data format`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

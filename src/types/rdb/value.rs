@@ -6,7 +6,7 @@
 //! configured thresholds), so `OBJECT ENCODING` agrees.
 
 use super::listpack::{self, Entry};
-use super::{intset, types as t, ziplist, Bad, PayloadError, Reader, Writer};
+use super::{intset, types as t, ziplist, zipmap, Bad, PayloadError, Reader, Writer};
 use crate::engine::value::{StrVal, Value};
 use crate::types::hash::{self, HashValue};
 use crate::types::list::List;
@@ -320,6 +320,39 @@ fn load(ty: u8, r: &mut Reader, lim: &Limits) -> Result<Value, Bad> {
             };
             for (f, v) in pairs {
                 h.set_bytes(&f, Bytes::from(v), unlimited);
+            }
+            Value::Hash(h)
+        }
+        t::HASH_ZIPMAP => {
+            let blob = r.string()?;
+            let pairs = zipmap::parse(&blob)?;
+            let mut seen = std::collections::HashSet::with_capacity(pairs.len());
+            let mut longest = 0;
+            for (f, v) in &pairs {
+                if !seen.insert(*f) {
+                    return Err(Bad);
+                }
+                longest = longest.max(f.len()).max(v.len());
+            }
+            let mut h = HashValue::new();
+            // Unlike the listpack types, zipmaps also convert on their longest element.
+            if pairs.len() > lim.hash.max_entries || longest > lim.hash.max_value {
+                h.prepare(
+                    0,
+                    usize::MAX,
+                    0,
+                    hash::Limits {
+                        max_value: 0,
+                        ..lim.hash
+                    },
+                );
+            }
+            let unlimited = hash::Limits {
+                max_entries: usize::MAX,
+                max_value: usize::MAX,
+            };
+            for (f, v) in pairs {
+                h.set(f, v, unlimited);
             }
             Value::Hash(h)
         }

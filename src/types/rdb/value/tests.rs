@@ -284,6 +284,22 @@ fn legacy_types_load() {
     assert_eq!(z.score(b"c"), Some(-2.0));
     assert_eq!(v.encoding(), "listpack");
 
+    // HASH_ZIPMAP (Redis 2.4); a value over hash-max-listpack-value converts.
+    let v = restore(&wrap(t::HASH_ZIPMAP, b"\x01\x01f\x02\x00vv\xff"), &l).unwrap();
+    assert_eq!(v.encoding(), "listpack");
+    let long = [&b"\x01\x01f\x50\x00"[..], &[b'v'; 80], b"\xff"].concat();
+    assert_eq!(
+        restore(&wrap(t::HASH_ZIPMAP, &long), &l)
+            .unwrap()
+            .encoding(),
+        "hashtable"
+    );
+    let dup = b"\x02\x01f\x01\x00a\x01f\x01\x00b\xff";
+    assert_eq!(
+        restore(&wrap(t::HASH_ZIPMAP, dup), &l),
+        Err(RestoreError::Bad)
+    );
+
     // SET_LISTPACK (Redis 7.2).
     let mut lp = listpack::Builder::new();
     lp.push_bytes(b"a");
