@@ -8,6 +8,7 @@
 
 pub mod listpack;
 pub mod lzf;
+pub mod stream;
 
 /// Malformed serialized data (`-ERR Bad data format`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
