@@ -8,8 +8,8 @@
 //! consumers (name, seen time, [active time in type 21], the IDs they own).
 //!
 //! Each node's listpack is: the master entry `count deleted nfields f1..fn 0`, then per
-//! entry `flags ms-delta seq-delta [nfields f1..fn] v1..vn lp-count`, where entries whose
-//! field names equal the master's carry the SAMEFIELDS flag and omit them.
+//! entry `flags ms-delta seq-delta v1..vn lp-count` when its field names are the master's
+//! (flag SAMEFIELDS), else `flags ms-delta seq-delta nfields f1 v1 .. fn vn lp-count`.
 //!
 //! respite keeps Redis's node boundaries and sizes but not the entries Redis only flags
 //! deleted, so a node is saved with its live entries (and a zero deleted count): for a
@@ -52,14 +52,15 @@ fn save_as(s: &Stream, w: &mut Writer, rdb_type: u8) {
             lp.push_int(if same { FLAG_SAMEFIELDS } else { 0 });
             lp.push_int(id.ms.wrapping_sub(node.master.ms) as i64);
             lp.push_int(id.seq.wrapping_sub(node.master.seq) as i64);
-            if !same {
+            if same {
+                for v in fields.iter().skip(1).step_by(2) {
+                    lp.push_bytes(v);
+                }
+            } else {
                 lp.push_int(n as i64);
-                for f in fields.iter().step_by(2) {
+                for f in fields.iter() {
                     lp.push_bytes(f);
                 }
-            }
-            for v in fields.iter().skip(1).step_by(2) {
-                lp.push_bytes(v);
             }
             // Elements of the entry before this one, for walking backwards.
             let lp_count = if same { n + 3 } else { 2 * n + 4 };
@@ -224,25 +225,22 @@ fn load_node(s: &mut Stream, master: StreamId, lp: &[u8]) -> Result<StreamId, Ba
         }
         last = Some(id);
         let same = flags & FLAG_SAMEFIELDS != 0;
-        let (n, own_names) = if same {
-            (master_fields.len() as u64, None)
-        } else {
-            let n = el.count()?;
-            let mut v = Vec::new();
-            for _ in 0..n {
-                v.push(el.bytes()?);
-            }
-            (n, Some(v))
-        };
         let mut fields = Vec::new();
-        for i in 0..n as usize {
-            let name = match &own_names {
-                Some(v) => v.get(i),
-                None => master_fields.get(i),
-            };
-            fields.push(name.ok_or(Bad)?.clone());
-            fields.push(el.bytes()?);
-        }
+        let n = if same {
+            for name in master_fields.iter() {
+                fields.push(name.clone());
+                fields.push(el.bytes()?);
+            }
+            master_fields.len() as u64
+        } else {
+            // Field-value pairs follow the field count.
+            let n = el.count()?;
+            for _ in 0..n {
+                fields.push(el.bytes()?);
+                fields.push(el.bytes()?);
+            }
+            n
+        };
         let extra = if same { 3 } else { n.saturating_add(4) };
         if el.int()? as u64 != n.saturating_add(extra) {
             return Err(Bad);
