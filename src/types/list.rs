@@ -431,6 +431,67 @@ impl List {
         self.data_bytes -= freed;
     }
 
+    /// Entry counts of the listpack nodes Redis would hold this list in (one node for a
+    /// listpack-encoded list): `DUMP` saves one RDB quicklist node per entry.
+    pub(crate) fn node_counts(&self) -> Vec<usize> {
+        match &self.shape {
+            Shape::Listpack { .. } => vec![self.items.len()],
+            Shape::Quicklist { nodes, .. } => nodes.iter().map(|n| n.count).collect(),
+        }
+    }
+
+    /// A list loaded from RDB quicklist nodes (`rdbLoadObject`): one node per non-empty
+    /// group, then `listTypeTryConversionRaw(LIST_CONV_AUTO)`: a single node within the
+    /// limits of `fill` becomes a listpack.
+    pub(crate) fn from_nodes(groups: Vec<Vec<Bytes>>, fill: i32) -> List {
+        let mut items = VecDeque::new();
+        let mut nodes = VecDeque::new();
+        let mut data_bytes = 0;
+        for g in groups.into_iter().filter(|g| !g.is_empty()) {
+            let sz = LP_OVERHEAD + g.iter().map(|e| lp_entry_size(e)).sum::<usize>();
+            nodes.push_back(Node { count: g.len(), sz });
+            data_bytes += g.iter().map(|e| e.len()).sum::<usize>();
+            items.extend(g);
+        }
+        let (sz_limit, count_limit) = node_limit(fill);
+        let shape = match nodes.front() {
+            Some(n) if nodes.len() == 1 && n.sz <= sz_limit && n.count <= count_limit => {
+                Shape::Listpack { bytes: n.sz }
+            }
+            _ => Shape::Quicklist { fill, nodes },
+        };
+        List {
+            items,
+            data_bytes,
+            shape,
+        }
+    }
+
+    /// A list loaded element by element into a fresh quicklist (the pre-quicklist RDB list
+    /// type), tail pushes as `quicklistPushTail`, then the same conversion as `from_nodes`.
+    pub(crate) fn from_pushes(elems: Vec<Bytes>, fill: i32) -> List {
+        let mut l = List {
+            items: VecDeque::new(),
+            data_bytes: 0,
+            shape: Shape::Quicklist {
+                fill,
+                nodes: VecDeque::new(),
+            },
+        };
+        for e in elems {
+            l.push(e, End::Tail);
+        }
+        let groups = {
+            let counts = l.node_counts();
+            let mut it = l.items.into_iter();
+            counts
+                .into_iter()
+                .map(|c| it.by_ref().take(c).collect())
+                .collect()
+        };
+        List::from_nodes(groups, fill)
+    }
+
     /// LPOS: the positions of elements equal to `v`, scanning from the head (or from the
     /// tail when `rank` is negative), skipping the first `|rank| - 1` matches, stopping after
     /// `limit` matches (0 = all) or after comparing `maxlen` elements (0 = all).

@@ -6,9 +6,12 @@
 //! Every reader returns `Result<_, Bad>` and checks each length against the bytes left
 //! before allocating, so a hostile payload can only ever produce `-ERR Bad data format`.
 
+pub mod intset;
 pub mod listpack;
 pub mod lzf;
 pub mod stream;
+pub mod value;
+pub mod ziplist;
 
 /// Malformed serialized data (`-ERR Bad data format`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
