@@ -234,3 +234,63 @@ fn deleted_entries_cross_restore() {
     // Same nodes (only their tombstones differ), counters and edges.
     assert_eq!(ia, im);
 }
+
+fn run(c: &mut Conn, line: &str) -> Frame {
+    let args: Vec<&[u8]> = line.split(' ').map(str::as_bytes).collect();
+    let f = call(c, &args);
+    assert!(!matches!(f, Frame::Error(_)), "{line} -> {f}");
+    f
+}
+
+/// Consumer groups, PELs and consumers as Redis builds them: respite loads Redis's
+/// payload and saves it back byte for byte, and that payload RESTOREs in Redis to the
+/// same XINFO STREAM FULL.
+#[test]
+fn consumer_groups_round_trip_through_redis_payloads() {
+    let (_srv, mut c) = redis();
+    for i in 1..=120 {
+        run(&mut c, &format!("XADD g {i}-1 f {i} g x"));
+    }
+    run(&mut c, "XGROUP CREATE g grp 0");
+    run(&mut c, "XGROUP CREATE g late $ ENTRIESREAD 120");
+    run(&mut c, "XGROUP CREATE g mid 50-1");
+    run(&mut c, "XREADGROUP GROUP grp alice COUNT 5 STREAMS g >");
+    run(&mut c, "XREADGROUP GROUP grp bob COUNT 3 STREAMS g >");
+    run(&mut c, "XREADGROUP GROUP grp alice COUNT 2 STREAMS g 0");
+    run(&mut c, "XACK g grp 2-1 7-1");
+    run(&mut c, "XCLAIM g grp bob 0 3-1 RETRYCOUNT 9");
+    run(&mut c, "XGROUP CREATECONSUMER g grp idle");
+    run(&mut c, "XREADGROUP GROUP mid carol COUNT 1 STREAMS g >");
+    run(&mut c, "XDEL g 4-1");
+
+    let theirs = dump(&mut c, "g");
+    let s = load(&theirs);
+    assert_eq!(s.groups.len(), 3);
+    let grp = &s.groups[&b"grp"[..]];
+    assert_eq!(grp.entries_read, 8);
+    assert_eq!(grp.pel.len(), 6);
+    assert_eq!(grp.pel[&StreamId::new(3, 1)].consumer, &b"bob"[..]);
+    assert_eq!(grp.pel[&StreamId::new(3, 1)].delivery_count, 9);
+    assert_eq!(grp.consumers[&b"idle"[..]].pel.len(), 0);
+    assert_eq!(s.groups[&b"late"[..]].entries_read, 120);
+    // The tombstone of 4-1 is the only thing respite drops: the rest is Redis's bytes.
+    let ours = save(&s);
+    assert_ne!(ours, theirs);
+    ok(&mut c, &[b"RESTORE", b"copy", b"0", &ours]);
+    assert_eq!(dump(&mut c, "copy"), ours);
+    let full = |c: &mut Conn, k: &str| run(c, &format!("XINFO STREAM {k} FULL"));
+    assert_eq!(full(&mut c, "g"), full(&mut c, "copy"));
+    assert_eq!(load(&ours), load(&dump(&mut c, "copy")));
+
+    // Without tombstones the bytes are Redis's.
+    run(&mut c, "XADD h 1-1 a 1");
+    run(&mut c, "XADD h 2-1 a 2");
+    run(&mut c, "XGROUP CREATE h g1 0");
+    run(&mut c, "XREADGROUP GROUP g1 c1 STREAMS h >");
+    run(&mut c, "XGROUP CREATECONSUMER h g1 c2");
+    run(&mut c, "XGROUP CREATE h g0 $ ENTRIESREAD 0");
+    run(&mut c, "XGROUP SETID h g0 1-1");
+    let theirs = dump(&mut c, "h");
+    assert_eq!(save(&load(&theirs)), theirs);
+    assert_eq!(load(&theirs).groups[&b"g0"[..]].entries_read, -1);
+}
