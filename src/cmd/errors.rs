@@ -284,3 +284,11 @@ fn cstr_lossy(b: &[u8]) -> String {
 // Pub/Sub (pubsub.c).
 pub const SSUBSCRIBE_DENY_BLOCKING: &str =
     "ERR SSUBSCRIBE isn't allowed for a DENY BLOCKING client";
+
+// DUMP / RESTORE
+pub const BUSYKEY: &str = "BUSYKEY Target key name already exists.";
+pub const DUMP_PAYLOAD: &str = "ERR DUMP payload version or checksum are wrong";
+pub const BAD_DATA_FORMAT: &str = "ERR Bad data format";
+pub const INVALID_TTL: &str = "ERR Invalid TTL value, must be >= 0";
+pub const INVALID_IDLETIME: &str = "ERR Invalid IDLETIME value, must be >= 0";
+pub const INVALID_FREQ: &str = "ERR Invalid FREQ value, must be >= 0 and <= 255";

@@ -12,6 +12,7 @@ pub mod admin;
 pub mod client;
 pub mod command;
 pub mod connection;
+pub mod dump;
 pub mod hashes;
 pub mod keys;
 pub mod lists;
@@ -50,7 +51,7 @@ impl Cx<'_, '_> {
 }
 
 /// Every family's top-level commands, in one place.
-fn families() -> [&'static [CommandSpec]; 15] {
+fn families() -> [&'static [CommandSpec]; 16] {
     [
         strings::COMMANDS,
         keys::COMMANDS,
@@ -67,6 +68,7 @@ fn families() -> [&'static [CommandSpec]; 15] {
         streams::COMMANDS,
         pubsub::COMMANDS,
         admin::COMMANDS,
+        dump::COMMANDS,
     ]
 }
 
