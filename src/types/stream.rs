@@ -56,6 +56,13 @@ struct Node {
     last: StreamId,
 }
 
+/// One listpack node seen from outside (see [`Stream::node_views`]).
+pub(crate) struct NodeView<'a> {
+    pub master: StreamId,
+    pub master_fields: &'a [Bytes],
+    pub entries: std::collections::btree_map::Range<'a, StreamId, Fields>,
+}
+
 /// How XADD names the new entry.
 #[derive(Clone, Copy, Debug)]
 pub enum NewId {
@@ -494,6 +501,67 @@ impl Stream {
             g.entries_read = r;
         }
         g.last_id = id;
+    }
+
+    /// The listpack nodes in ID order, as an RDB payload stores them (`rdb::stream::save`):
+    /// master ID, master field names and the node's live entries.
+    pub(crate) fn node_views(&self) -> impl Iterator<Item = NodeView<'_>> {
+        let mut it = self.nodes.iter().peekable();
+        std::iter::from_fn(move || {
+            let (master, node) = it.next()?;
+            let upper = match it.peek() {
+                Some((next, _)) => Bound::Excluded(**next),
+                None => Bound::Unbounded,
+            };
+            Some(NodeView {
+                master: *master,
+                master_fields: &node.master_fields,
+                entries: self.entries.range((Bound::Included(*master), upper)),
+            })
+        })
+    }
+
+    /// Appends a listpack node read from an RDB payload (`rdb::stream::load`), keeping
+    /// the payload's node boundaries as Redis's RESTORE does. `live` holds the node's
+    /// live entries in increasing ID order, `deleted` counts its tombstones, `bytes` is
+    /// the listpack's size and `last` its last entry's ID (live or deleted). Returns
+    /// false, changing nothing, unless every ID lies in `master..=last` and above every
+    /// ID of the nodes already present. The counters (`last_id`, ...) are left to the
+    /// caller.
+    pub(crate) fn push_loaded_node(
+        &mut self,
+        master: StreamId,
+        master_fields: Box<[Bytes]>,
+        live: Vec<(StreamId, Fields)>,
+        deleted: u64,
+        bytes: usize,
+        last: StreamId,
+    ) -> bool {
+        let after_tail = self
+            .nodes
+            .iter()
+            .next_back()
+            .is_none_or(|(_, n)| n.last < master);
+        let mut prev: Option<StreamId> = None;
+        let ordered = live.iter().all(|(id, _)| {
+            let ok = *id >= master && *id <= last && prev.is_none_or(|p| p < *id);
+            prev = Some(*id);
+            ok
+        });
+        if !after_tail || master > last || !ordered {
+            return false;
+        }
+        let node = Node {
+            count: live.len() as u64,
+            deleted,
+            bytes,
+            master_fields,
+            last,
+        };
+        self.nodes.insert(master, node);
+        self.lp_bytes += bytes;
+        self.entries.extend(live);
+        true
     }
 
     /// `XSETID`'s checks pass: sets the counters.
