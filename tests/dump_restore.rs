@@ -653,7 +653,6 @@ fn restore_notifies() {
 /// Streams cross both ways too (entries, deletions, trimming, consumer groups and PELs).
 /// Needs the real `src/types/rdb/stream.rs` from the rdb-stream branch.
 #[test]
-#[ignore = "needs the rdb-stream branch (src/types/rdb/stream.rs)"]
 fn streams_cross_between_redis_and_respite() {
     let mut sv = servers();
     let many: Vec<String> = (1..=250).map(|i| i.to_string()).collect();

@@ -29,10 +29,19 @@ fn free_port() -> u16 {
 
 impl Node {
     fn start(password: Option<&'static str>) -> Node {
-        let port = free_port();
         let mut cmd = Command::new("redis-server");
-        cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no", "--daemonize", "no"]);
+        cmd.args(["--save", "", "--appendonly", "no", "--daemonize", "no"]);
+        Node::spawn(cmd, password)
+    }
+
+    /// A respite server instead (memory engine).
+    fn start_respite() -> Node {
+        Node::spawn(Command::new(env!("CARGO_BIN_EXE_respite")), None)
+    }
+
+    fn spawn(mut cmd: Command, password: Option<&'static str>) -> Node {
+        let port = free_port();
+        cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1"]);
         if let Some(pw) = password {
             cmd.args(["--requirepass", pw]);
         }
@@ -40,10 +49,10 @@ impl Node {
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .expect("redis-server is installed");
+            .expect("the server binary is installed");
         let deadline = Instant::now() + Duration::from_secs(10);
         while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "redis-server did not start");
+            assert!(Instant::now() < deadline, "the server did not start");
             std::thread::sleep(Duration::from_millis(10));
         }
         Node {
@@ -330,9 +339,33 @@ fn growing_three_nodes_to_four_moves_a_quarter_resumably() {
     readable_through_a_proxy(new, &snap);
 }
 
+/// A fleet of respite servers grows the same way: they DUMP and RESTORE as Redis does, so
+/// every key moves with its exact payload and TTL.
+#[test]
+fn a_respite_fleet_grows_three_to_four() {
+    let servers: Vec<Node> = (0..4).map(|_| Node::start_respite()).collect();
+    let ids = ["node-a", "node-b", "node-c", "node-d"];
+    let members: Vec<Member> = servers
+        .iter()
+        .zip(ids)
+        .map(|(s, id)| member(s, id, 0))
+        .collect();
+    let all: Vec<&Member> = members.iter().collect();
+    let (old, new) = (&all[..3], &all[..]);
+    const N: usize = 2_000;
+    populate(old, N);
+    let snap = snapshot(old, N);
+    assert_eq!(snap.len(), N);
+    let sum = rebalance(opts(old, new, 200)).unwrap();
+    assert!(sum.complete, "{sum}");
+    assert_eq!((sum.failed, sum.stray), (0, 0), "{sum}");
+    assert!(sum.moved > 0, "{sum}");
+    check_layout(&all, new, &snap);
+    readable_through_a_proxy(new, &snap);
+}
+
 /// Every key answers through a `respite proxy` configured with `fleet`, with the content its
-/// owning node holds. (The proxy routes by respite's command table, which has no DUMP, so
-/// values are read per type.)
+/// owning node holds, read per type and as its DUMP payload (equal to the snapshot's).
 fn readable_through_a_proxy(fleet: &[&Member], snap: &Snapshot) {
     let cfg = respite::proxy::config::ProxyConfig {
         port: 0,
@@ -378,6 +411,8 @@ fn readable_through_a_proxy(fleet: &[&Member], snap: &Snapshot) {
         let want = read(&mut direct[place.owner(k.as_bytes())], k);
         assert_eq!(got, want, "{k} through the proxy");
         assert_ne!(got, redis::Value::Nil, "{k} missing");
+        let dump: Vec<u8> = redis::cmd("DUMP").arg(k).query(&mut via).unwrap();
+        assert_eq!(dump, snap[k].0, "{k}: DUMP through the proxy");
     }
     let n: usize = redis::cmd("DBSIZE").query(&mut via).unwrap();
     assert_eq!(n, snap.len());

@@ -548,3 +548,33 @@ both_protocols!(
     groups_served_independently,
     group_destroyed_and_multi,
 );
+
+/// `XGROUP SETID … ENTRIESREAD` takes any non-negative value; delivering past i64::MAX
+/// wraps the counter as Redis's C counter does instead of panicking.
+#[test]
+fn entries_read_at_i64_max_does_not_overflow() {
+    let srv = respite::TestServer::start().unwrap();
+    assert!(srv
+        .run_text(&["XADD", "s", "1-1", "f", "v"])
+        .contains("1-1"));
+    assert_eq!(
+        srv.run_text(&[
+            "XGROUP",
+            "CREATE",
+            "s",
+            "g",
+            "0",
+            "ENTRIESREAD",
+            "9223372036854775807"
+        ]),
+        "OK"
+    );
+    let read = srv.run_text(&["XREADGROUP", "GROUP", "g", "c", "STREAMS", "s", ">"]);
+    assert!(read.contains("1-1"), "{read}");
+    let info = srv.run_text(&["XINFO", "GROUPS", "s"]);
+    // redis-server 7.0.15 answers exactly this (its counter wraps; lag = 1 - i64::MIN wraps).
+    assert!(
+        info.contains("entries-read -9223372036854775808 lag -9223372036854775807"),
+        "{info}"
+    );
+}

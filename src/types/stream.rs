@@ -471,7 +471,9 @@ impl Stream {
         if self.entries_added == 0 {
             return Some(0);
         }
-        if g.entries_read >= 0 && !self.range_has_tombstones(g.last_id, StreamId::MAX) {
+        if g.entries_read != group::INVALID_ENTRIES_READ
+            && !self.range_has_tombstones(g.last_id, StreamId::MAX)
+        {
             return Some(self.entries_added.wrapping_sub(g.entries_read as u64));
         }
         self.estimate_distance(g.last_id)
@@ -488,9 +490,14 @@ impl Stream {
             return;
         }
         let read = g.entries_read;
-        // Redis 7.2: counting on is safe when no tombstone lies at or after `id`.
-        let new_read = if read >= 0 && !self.range_has_tombstones(id, StreamId::MAX) {
-            Some(read + 1)
+        // Redis 7.2: counting on is safe when no tombstone lies at or after `id` (-1 is
+        // "unknown", SCG_INVALID_ENTRIES_READ).
+        let new_read = if read != group::INVALID_ENTRIES_READ
+            && !self.range_has_tombstones(id, StreamId::MAX)
+        {
+            // Wraps at i64::MAX as the C counter does (`XGROUP SETID … ENTRIESREAD` and RESTORE
+            // accept any non-negative value).
+            Some(read.wrapping_add(1))
         } else if self.entries_added > 0 {
             Some(self.estimate_distance(id).map_or(-1, |d| d as i64))
         } else {

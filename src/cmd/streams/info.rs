@@ -21,7 +21,7 @@ fn opt_int(v: Option<u64>) -> Reply {
 }
 
 fn entries_read(g: &Group) -> Reply {
-    if g.entries_read >= 0 {
+    if g.entries_read != crate::types::stream::group::INVALID_ENTRIES_READ {
         Reply::Int(g.entries_read)
     } else {
         Reply::Nil
