@@ -108,7 +108,8 @@ fn restore(cx: &mut Cx) -> Reply {
     }
     let key = &a[1];
     let db = cx.ks.db;
-    if !replace && cx.ks.lookup_write_in(db, key).is_some() {
+    // (Not `lookup_write_in`: that would journal the untouched key on a durable server.)
+    if !replace && cx.ks.exists_in(db, key) {
         return errors::err(errors::BUSYKEY);
     }
     let ttl = match args::int(&a[2]) {
