@@ -265,7 +265,17 @@ fn offered(cx: &Cx) -> impl Iterator<Item = &'static CommandSpec> {
     let test = cx.srv.test_commands;
     registry()
         .top_level()
-        .filter(move |s| test || s.name != "respite")
+        .filter(move |s| test || !is_test_family(s))
+}
+
+/// `respite` and its subcommands (`respite|clock`, …).
+fn is_test_family(s: &CommandSpec) -> bool {
+    s.name == "respite" || s.name.starts_with("respite|")
+}
+
+/// [`lookup`], hiding the test family unless it is enabled.
+fn lookup_offered(cx: &Cx, name: &[u8]) -> Option<&'static CommandSpec> {
+    lookup(name).filter(|s| cx.srv.test_commands || !is_test_family(s))
 }
 
 fn command(cx: &mut Cx) -> Reply {
@@ -283,7 +293,7 @@ fn command_info(cx: &mut Cx) -> Reply {
     Reply::Array(
         cx.args[2..]
             .iter()
-            .map(|n| lookup(n).map_or(Reply::Nil, info_entry))
+            .map(|n| lookup_offered(cx, n).map_or(Reply::Nil, info_entry))
             .collect(),
     )
 }
@@ -292,7 +302,10 @@ fn command_docs(cx: &mut Cx) -> Reply {
     let specs: Vec<&'static CommandSpec> = if cx.args.len() == 2 {
         offered(cx).collect()
     } else {
-        cx.args[2..].iter().filter_map(|n| lookup(n)).collect()
+        cx.args[2..]
+            .iter()
+            .filter_map(|n| lookup_offered(cx, n))
+            .collect()
     };
     Reply::Map(
         specs
@@ -335,11 +348,12 @@ fn command_list(cx: &mut Cx) -> Reply {
         ListFilter::AclCat(cat) => s.acl.iter().any(|c| is(cat, c)),
         ListFilter::Pattern(p) => glob_match(p, s.name.as_bytes(), true),
     };
+    let test = cx.srv.test_commands;
     Reply::Array(
         registry()
             .specs
             .iter()
-            .filter(|s| keep(s))
+            .filter(|s| keep(s) && (test || !is_test_family(s)))
             .map(|s| Reply::bulk_static(s.name))
             .collect(),
     )
@@ -561,6 +575,15 @@ mod tests {
         };
         assert_eq!(n as usize, registry().top_level().count() - 1);
         assert!(!c.srv.test_commands);
+        for line in [
+            "COMMAND LIST",
+            "COMMAND LIST FILTERBY PATTERN resp*",
+            "COMMAND INFO respite",
+            "COMMAND DOCS respite",
+        ] {
+            let r = format!("{:?}", c.line(line));
+            assert!(!r.to_lowercase().contains("respite"), "{line}: {r}");
+        }
     }
 
     #[test]
