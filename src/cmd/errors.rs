@@ -14,6 +14,8 @@ pub const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is
 pub const EXECABORT: &str = "EXECABORT Transaction discarded because of previous errors.";
 pub const INVALID_EXPIRE: &str = "ERR invalid expire time in '{}' command";
 pub const STRING_TOO_LONG: &str = "ERR string exceeds maximum allowed size (proto-max-bulk-len)";
+pub const HLL_WRONGTYPE: &str = "WRONGTYPE Key is not a valid HyperLogLog string value.";
+pub const HLL_CORRUPT: &str = "INVALIDOBJ Corrupted HLL object detected";
 
 pub fn err(s: &'static str) -> Reply {
     Reply::error(s)

@@ -14,6 +14,7 @@ pub mod command;
 pub mod connection;
 pub mod dump;
 pub mod hashes;
+pub mod hll;
 pub mod keys;
 pub mod lists;
 pub mod pubsub;
@@ -51,7 +52,7 @@ impl Cx<'_, '_> {
 }
 
 /// Every family's top-level commands, in one place.
-fn families() -> [&'static [CommandSpec]; 16] {
+fn families() -> [&'static [CommandSpec]; 17] {
     [
         strings::COMMANDS,
         keys::COMMANDS,
@@ -69,6 +70,7 @@ fn families() -> [&'static [CommandSpec]; 16] {
         pubsub::COMMANDS,
         admin::COMMANDS,
         dump::COMMANDS,
+        hll::COMMANDS,
     ]
 }
 

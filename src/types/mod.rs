@@ -2,6 +2,7 @@
 
 pub mod glob;
 pub mod hash;
+pub mod hll;
 pub mod list;
 pub mod long_double;
 pub mod placement;
