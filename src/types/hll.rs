@@ -201,8 +201,9 @@ pub fn sparse_to_dense(s: &mut Vec<u8>) -> Result<(), Corrupt> {
             p += 2;
         } else {
             let (len, v) = (val_len(b), val_value(b));
+            // Redis ≥ 7.0.x rejects a VAL past the last register (it used to stop there).
             if idx + len > REGISTERS {
-                break;
+                return Err(Corrupt);
             }
             for i in idx..idx + len {
                 dense_put(&mut dense[HDR..], i, v);
@@ -415,7 +416,7 @@ pub fn merge_into(max: &mut [u8], s: &[u8]) -> Result<(), Corrupt> {
         } else {
             let (len, v) = (val_len(b), val_value(b));
             if i + len > REGISTERS {
-                break;
+                return Err(Corrupt);
             }
             for m in &mut max[i..i + len] {
                 *m = (*m).max(v);
@@ -577,11 +578,11 @@ mod tests {
         s.truncate(HDR + 1); // XZERO cut in half: reads a 0 past the end
         assert_eq!(count(&s), Err(Corrupt));
         let mut s = new_sparse();
-        s.push(0x80); // one register too many: only the histogram notices a trailing VAL
+        s.push(0x80); // one register too many
         assert_eq!(count(&s), Err(Corrupt));
         let mut max = vec![0u8; REGISTERS];
-        assert_eq!(merge_into(&mut max, &s), Ok(()));
-        assert_eq!(sparse_to_dense(&mut s.clone()), Ok(()));
+        assert_eq!(merge_into(&mut max, &s), Err(Corrupt));
+        assert_eq!(sparse_to_dense(&mut s.clone()), Err(Corrupt));
         let mut s = new_sparse();
         s.push(0x00); // a trailing ZERO is caught everywhere
         assert_eq!(count(&s), Err(Corrupt));
