@@ -9,6 +9,7 @@ pub mod table;
 pub mod testing;
 
 pub mod admin;
+pub mod bitmaps;
 pub mod client;
 pub mod command;
 pub mod connection;
@@ -51,7 +52,7 @@ impl Cx<'_, '_> {
 }
 
 /// Every family's top-level commands, in one place.
-fn families() -> [&'static [CommandSpec]; 16] {
+fn families() -> [&'static [CommandSpec]; 17] {
     [
         strings::COMMANDS,
         keys::COMMANDS,
@@ -69,6 +70,7 @@ fn families() -> [&'static [CommandSpec]; 16] {
         pubsub::COMMANDS,
         admin::COMMANDS,
         dump::COMMANDS,
+        bitmaps::COMMANDS,
     ]
 }
 
