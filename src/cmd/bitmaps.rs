@@ -359,3 +359,44 @@ fn bitop(cx: &mut Cx) -> Reply {
     }
     Reply::Int(len as i64)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// SETBIT's edit path: an unshared buffer is edited and grown in place (no copy per bit),
+    /// with sds-like headroom so growing bit by bit reallocates rarely.
+    #[test]
+    fn setbit_edits_in_place() {
+        let mut s = StrVal::raw(Bytes::from(vec![0u8; 4096]));
+        let mut reallocs = 0;
+        let mut last = std::ptr::null();
+        for byte in 4096..200_000usize {
+            let mut buf = take_mut(&mut s);
+            if buf.as_ptr() != last {
+                reallocs += 1;
+            }
+            grow_zero(&mut buf, byte + 1);
+            buf[byte] |= 1;
+            last = buf.as_ptr();
+            s = StrVal::raw(buf.freeze());
+        }
+        assert!(reallocs < 20, "{reallocs} reallocations");
+        assert_eq!(s.len(), 200_000);
+        // A shared buffer is copied, never modified under its other owner.
+        let other = s.to_bytes();
+        let mut buf = take_mut(&mut s);
+        buf[0] = 0xff;
+        assert_eq!(other[0], 0);
+    }
+
+    #[test]
+    fn unshare_makes_raw() {
+        let mut s = StrVal::Int(42);
+        unshare(&mut s);
+        assert_eq!(s, StrVal::raw(Bytes::from_static(b"42")));
+        let mut s = StrVal::from_set(Bytes::from_static(b"abc"));
+        unshare(&mut s);
+        assert_eq!(s.encoding(), "raw");
+    }
+}

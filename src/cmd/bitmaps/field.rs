@@ -95,16 +95,17 @@ fn get(op: &Op, buf: &[u8]) -> Reply {
     }
 }
 
-/// Runs one operation on `buf` (already grown to cover every write).
-fn run(op: &Op, buf: &mut [u8]) -> Reply {
+/// Runs one operation on `buf` (already grown to cover every write); also says whether the
+/// stored bits changed.
+fn run(op: &Op, buf: &mut [u8]) -> (Reply, bool) {
     let (off, n, ow) = (op.offset, op.bits, op.overflow);
     if let Kind::Get = op.kind {
-        return get(op, buf);
+        return (get(op, buf), false);
     }
     if op.signed {
         let old = bits::get_signed(buf, off, n);
         let (new, ret) = match op.kind {
-            Kind::Get => return Reply::Int(old),
+            Kind::Get => return (Reply::Int(old), false),
             Kind::Set(v) => match bits::signed_overflow(v, 0, n, ow) {
                 None => (Some(v), old),
                 Some(w) => (w, old),
@@ -116,14 +117,14 @@ fn run(op: &Op, buf: &mut [u8]) -> Reply {
             },
         };
         let Some(new) = new else {
-            return Reply::Nil;
+            return (Reply::Nil, false);
         };
         bits::set_unsigned(buf, off, n, new as u64);
-        Reply::Int(ret)
+        (Reply::Int(ret), new != old)
     } else {
         let old = bits::get_unsigned(buf, off, n);
         let (new, ret) = match op.kind {
-            Kind::Get => return Reply::Int(old as i64),
+            Kind::Get => return (Reply::Int(old as i64), false),
             Kind::Set(v) => match bits::unsigned_overflow(v as u64, 0, n, ow) {
                 None => (Some(v as u64), old),
                 Some(w) => (w, old),
@@ -137,10 +138,10 @@ fn run(op: &Op, buf: &mut [u8]) -> Reply {
             },
         };
         let Some(new) = new else {
-            return Reply::Nil;
+            return (Reply::Nil, false);
         };
         bits::set_unsigned(buf, off, n, new);
-        Reply::Int(ret as i64)
+        (Reply::Int(ret as i64), new != old)
     }
 }
 
@@ -163,29 +164,56 @@ fn generic(cx: &mut Cx, read_only: bool) -> Reply {
     }
     let need = (highest >> 3) as usize + 1;
     let db = cx.ks.db;
-    let replies = match cx.ks.lookup_elems_in(db, key) {
+    // Type check first, so a wrong-type key is not journaled.
+    if let Some(e) = cx.ks.lookup_elems_in(db, key) {
+        if !matches!(e.value, Value::Str(_)) {
+            return errors::wrongtype();
+        }
+    }
+    // (replies, some write altered bits, some write did not fail on overflow)
+    let run_all = |buf: &mut [u8]| -> (Vec<Reply>, bool, bool) {
+        let mut altered = false;
+        let mut wrote = false;
+        let replies = ops
+            .iter()
+            .map(|op| {
+                let (r, c) = run(op, buf);
+                altered |= c;
+                wrote |= !matches!(op.kind, Kind::Get) && !matches!(r, Reply::Nil);
+                r
+            })
+            .collect();
+        (replies, altered, wrote)
+    };
+    // Redis 7 counts a SET/INCRBY as a change only if it altered the bits, or grew the string
+    // and did not fail on overflow: otherwise no WATCH signal and no `setbit` event.
+    // `lookup_write_in` journals the key's final state even when nothing counts as a change
+    // (a failed write may still have zero-padded it).
+    let (replies, changed) = match cx.ks.lookup_write_in(db, key) {
         None => {
             let mut buf = vec![0u8; need];
-            let replies: Vec<Reply> = ops.iter().map(|op| run(op, &mut buf)).collect();
+            let (replies, _, wrote) = run_all(&mut buf);
             cx.ks
                 .set(key, Value::Str(StrVal::raw(Bytes::from(buf))), None);
             notify::key(cx, notify::NEW, "new", key);
-            replies
+            (replies, wrote)
         }
         Some(e) => {
             let Some(s) = as_str_mut(&mut e.value) else {
                 return errors::wrongtype();
             };
             let mut buf = take_mut(s);
+            let grown = buf.len() < need;
             grow_zero(&mut buf, need);
-            let replies = ops.iter().map(|op| run(op, &mut buf)).collect();
+            let (replies, altered, wrote) = run_all(&mut buf);
             *s = StrVal::raw(buf.freeze());
-            cx.ks.modified_in(db, key);
-            replies
+            (replies, altered || (grown && wrote))
         }
     };
-    // Redis 7 counts every SET/INCRBY as a change, even one that failed on overflow.
-    notify::key(cx, notify::STRING, "setbit", key);
+    if changed {
+        cx.ks.modified_in(db, key);
+        notify::key(cx, notify::STRING, "setbit", key);
+    }
     Reply::Array(replies)
 }
 
