@@ -294,3 +294,13 @@ pub const BAD_DATA_FORMAT: &str = "ERR Bad data format";
 pub const INVALID_TTL: &str = "ERR Invalid TTL value, must be >= 0";
 pub const INVALID_IDLETIME: &str = "ERR Invalid IDLETIME value, must be >= 0";
 pub const INVALID_FREQ: &str = "ERR Invalid FREQ value, must be >= 0 and <= 255";
+
+// Bitmaps (bitops.c).
+pub const BIT_OFFSET: &str = "ERR bit offset is not an integer or out of range";
+pub const BIT_VALUE: &str = "ERR bit is not an integer or out of range";
+pub const BITPOS_BIT: &str = "ERR The bit argument must be 1 or 0.";
+pub const BITOP_NOT: &str = "ERR BITOP NOT must be called with a single source key.";
+pub const BITFIELD_TYPE: &str = "ERR Invalid bitfield type. Use something like i16 u8. \
+Note that u64 is not supported but i64 is.";
+pub const BITFIELD_OVERFLOW: &str = "ERR Invalid OVERFLOW type specified";
+pub const BITFIELD_RO: &str = "ERR BITFIELD_RO only supports the GET subcommand";

@@ -9,6 +9,7 @@ pub mod table;
 pub mod testing;
 
 pub mod admin;
+pub mod bitmaps;
 pub mod client;
 pub mod command;
 pub mod connection;
@@ -52,7 +53,7 @@ impl Cx<'_, '_> {
 }
 
 /// Every family's top-level commands, in one place.
-fn families() -> [&'static [CommandSpec]; 17] {
+fn families() -> [&'static [CommandSpec]; 18] {
     [
         strings::COMMANDS,
         keys::COMMANDS,
@@ -71,6 +72,7 @@ fn families() -> [&'static [CommandSpec]; 17] {
         admin::COMMANDS,
         dump::COMMANDS,
         hll::COMMANDS,
+        bitmaps::COMMANDS,
     ]
 }
 

@@ -1,0 +1,170 @@
+//! Bitmap commands beyond the differential cases: values built by SETBIT, BITFIELD and BITOP
+//! survive a durable restart byte for byte (TTLs included), and WATCH from another client
+//! sees a SETBIT/BITFIELD that changes the string but not one that leaves it alone.
+
+mod support;
+
+use respite::TestServer;
+use support::{Conn, Frame};
+
+fn durable(dir: &std::path::Path) -> TestServer {
+    TestServer::builder()
+        .redb(dir)
+        .param("appendfsync", "always")
+        .start()
+        .expect("start durable server")
+}
+
+fn call(c: &mut Conn, args: &[&[u8]]) -> Frame {
+    let v: Vec<Vec<u8>> = args.iter().map(|a| a.to_vec()).collect();
+    c.call(&v).expect("reply")
+}
+
+fn get(c: &mut Conn, key: &str) -> Frame {
+    c.cmd(&format!("GET {key}"))
+}
+
+#[test]
+fn bitmaps_survive_a_durable_restart() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let keys = ["sb", "grown", "ttl", "bf", "bf_fail", "op", "int"];
+    let before: Vec<Frame>;
+    {
+        let srv = durable(dir.path());
+        let mut c = Conn::connect(srv.port()).expect("connect");
+        for off in [0u32, 7, 9, 100, 1000, 4095] {
+            assert_eq!(c.cmd(&format!("SETBIT sb {off} 1")), Frame::Int(0));
+        }
+        assert_eq!(c.cmd("SETBIT sb 7 0"), Frame::Int(1));
+        call(&mut c, &[b"SET", b"grown", b"ab\x00c"]);
+        for off in (0..20_000).step_by(3) {
+            c.cmd(&format!("SETBIT grown {off} 1"));
+        }
+        c.cmd("SET ttl hello EX 1000");
+        c.cmd("SETBIT ttl 64 1");
+        c.cmd("BITFIELD bf SET u8 0 200 INCRBY i5 #3 -7 SET i64 64 -2 INCRBY u63 200 12345");
+        c.cmd("BITFIELD bf OVERFLOW SAT INCRBY u8 0 100");
+        // A write that fails on overflow still zero-pads the string.
+        c.cmd("SET bf_fail x");
+        c.cmd("BITFIELD bf_fail OVERFLOW FAIL INCRBY u8 64 300");
+        c.cmd("BITOP XOR op sb bf");
+        c.cmd("SET int 12345");
+        c.cmd("SETBIT int 2 1");
+        before = keys.iter().map(|k| get(&mut c, k)).collect();
+        assert_eq!(c.cmd("STRLEN bf_fail"), Frame::Int(9));
+        assert!(matches!(&before[1], Frame::Bulk(b) if b.len() == 2500));
+    }
+    let srv = durable(dir.path());
+    let mut c = Conn::connect(srv.port()).expect("connect");
+    let after: Vec<Frame> = keys.iter().map(|k| get(&mut c, k)).collect();
+    assert_eq!(before, after);
+    assert!(matches!(c.cmd("TTL ttl"), Frame::Int(t) if t > 900));
+    assert_eq!(c.cmd("BITCOUNT sb"), Frame::Int(5));
+    assert_eq!(
+        c.cmd("BITFIELD bf GET u8 0"),
+        Frame::Array(vec![Frame::Int(255)])
+    );
+    // Keep editing after the reload: still in place and still durable.
+    c.cmd("SETBIT sb 5000 1");
+    drop(c);
+    drop(srv);
+    let srv = durable(dir.path());
+    let mut c = Conn::connect(srv.port()).expect("connect");
+    assert_eq!(c.cmd("GETBIT sb 5000"), Frame::Int(1));
+    assert_eq!(c.cmd("BITCOUNT sb"), Frame::Int(6));
+}
+
+/// WATCH on `k` by `a`, `cmd` by `b`, then `a`'s transaction: true if EXEC ran.
+fn exec_runs(a: &mut Conn, b: &mut Conn, cmd: &str) -> bool {
+    assert_eq!(a.cmd("WATCH k"), Frame::Simple("OK".into()));
+    b.cmd(cmd);
+    a.cmd("MULTI");
+    a.cmd("GET k");
+    match a.cmd("EXEC") {
+        Frame::NullArray | Frame::Null => false,
+        Frame::Array(_) => true,
+        other => panic!("EXEC: {other:?}"),
+    }
+}
+
+#[test]
+fn watch_sees_bit_writes_from_other_clients() {
+    let srv = TestServer::builder().start().expect("start");
+    let mut a = Conn::connect(srv.port()).expect("connect");
+    let mut b = Conn::connect(srv.port()).expect("connect");
+    assert!(!exec_runs(&mut a, &mut b, "SETBIT k 3 1"), "new key");
+    assert!(!exec_runs(&mut a, &mut b, "SETBIT k 4 1"), "bit flipped");
+    assert!(exec_runs(&mut a, &mut b, "SETBIT k 4 1"), "same bit");
+    assert!(exec_runs(&mut a, &mut b, "GETBIT k 4"), "read");
+    assert!(!exec_runs(&mut a, &mut b, "SETBIT k 100 0"), "grown");
+    assert!(
+        !exec_runs(&mut a, &mut b, "BITFIELD k INCRBY u8 0 1"),
+        "bitfield"
+    );
+    assert!(
+        exec_runs(&mut a, &mut b, "BITFIELD k SET u8 0 25"),
+        "same value"
+    );
+    assert!(exec_runs(&mut a, &mut b, "BITCOUNT k"), "bitcount");
+    assert!(!exec_runs(&mut a, &mut b, "BITOP NOT k k"), "bitop");
+}
+
+/// The keyspace events `script` produces on the server at `port` (`event key` lines), read
+/// by a PSUBSCRIBE connection up to a sentinel publication.
+fn events(port: u16, script: &[&str]) -> Vec<String> {
+    let mut sub = Conn::connect(port).expect("connect");
+    let mut c = Conn::connect(port).expect("connect");
+    c.cmd("FLUSHALL");
+    c.cmd("CONFIG SET notify-keyspace-events KEAn");
+    sub.cmd("PSUBSCRIBE __keyevent@0__:*");
+    sub.cmd("SUBSCRIBE end");
+    for line in script {
+        c.cmd(line);
+    }
+    c.cmd("PUBLISH end x");
+    c.cmd("CONFIG SET notify-keyspace-events \"\"");
+    let mut out = Vec::new();
+    loop {
+        let Frame::Array(parts) = sub.read().expect("message") else {
+            panic!("not a message");
+        };
+        let text: Vec<String> = parts
+            .iter()
+            .map(|p| match p {
+                Frame::Bulk(b) => String::from_utf8_lossy(b).into_owned(),
+                other => format!("{other:?}"),
+            })
+            .collect();
+        if text.first().map(String::as_str) == Some("message") {
+            break;
+        }
+        out.push(format!("{} {}", text[2], text[3]));
+    }
+    out
+}
+
+#[test]
+fn keyspace_events_match_redis() {
+    let script = [
+        "SETBIT a 3 1",
+        "SETBIT a 3 1",
+        "SETBIT a 3 0",
+        "SETBIT a 100 0",
+        "BITFIELD b SET u8 0 7",
+        "BITFIELD b SET u8 0 7",
+        "BITFIELD b INCRBY u8 0 1 GET u8 0",
+        "BITFIELD b GET u8 0",
+        "BITFIELD c OVERFLOW FAIL INCRBY u2 0 9",
+        "BITOP OR d a b",
+        "BITOP AND d a b",
+        "BITOP OR d nx1 nx2",
+        "BITOP OR d nx1 nx2",
+        "GETBIT a 3",
+        "BITCOUNT a",
+    ];
+    let redis = support::RedisServer::start();
+    let expected = events(redis.port, &script);
+    assert!(expected.len() >= 8, "{expected:?}");
+    let srv = TestServer::builder().start().expect("start");
+    assert_eq!(events(srv.port(), &script), expected);
+}
