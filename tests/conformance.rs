@@ -383,7 +383,7 @@ fn random_command(r: &mut Rng) -> (Vec<String>, Mode) {
     if r.below(2) == 0 {
         return random_collection_command(r);
     }
-    match r.below(34) {
+    match r.below(42) {
         0..=3 => vec![s("GET"), k(r)]
             .into_iter()
             .map(|x| (x, Mode::Exact))
@@ -462,6 +462,62 @@ fn random_command(r: &mut Rng) -> (Vec<String>, Mode) {
         ),
         31 => (vec![s("COPY"), k(r), k(r), s("REPLACE")], Mode::Exact),
         32 => (vec![s("GETEX"), k(r), s("PERSIST")], Mode::Exact),
+        // Bitmaps and HyperLogLog over the same keys (strings of every shape, other types).
+        33 => (
+            vec![
+                s("SETBIT"),
+                k(r),
+                s(r.pick(&["0", "7", "100", "4294967295", "-1"])),
+                s(r.pick(&["0", "1", "2"])),
+            ],
+            Mode::Exact,
+        ),
+        34 => (
+            vec![s("GETBIT"), k(r), s(r.pick(&["0", "3", "1000"]))],
+            Mode::Exact,
+        ),
+        35 => (
+            vec![
+                s("BITCOUNT"),
+                k(r),
+                s(r.pick(&["0", "-2", "1"])),
+                s(r.pick(&["-1", "3"])),
+                s(r.pick(&["BYTE", "BIT"])),
+            ],
+            Mode::Exact,
+        ),
+        36 => (
+            vec![
+                s("BITPOS"),
+                k(r),
+                s(r.pick(&["0", "1"])),
+                s(r.pick(&["0", "2", "-1"])),
+            ],
+            Mode::Exact,
+        ),
+        37 => (
+            vec![
+                s("BITOP"),
+                s(r.pick(&["AND", "OR", "XOR"])),
+                k(r),
+                k(r),
+                k(r),
+            ],
+            Mode::Exact,
+        ),
+        38 => (
+            vec![
+                s("BITFIELD"),
+                k(r),
+                s(r.pick(&["INCRBY", "SET", "GET"])),
+                s(r.pick(&["u8", "i5", "u63", "i64"])),
+                s(r.pick(&["0", "#1", "13"])),
+                s(r.pick(&["1", "-100", "300"])),
+            ],
+            Mode::Exact,
+        ),
+        39 => (vec![s("PFADD"), k(r), v(r), v(r)], Mode::Exact),
+        40 => (vec![s("PFCOUNT"), k(r), k(r)], Mode::Exact),
         _ => (vec![s("SELECT"), s(r.pick(&["0", "1", "0"]))], Mode::Exact),
     }
 }
