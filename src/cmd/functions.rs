@@ -224,16 +224,17 @@ fn function_flush(cx: &mut Cx) -> Reply {
         2 => {}
         3 if args::is(&cx.args[2], "ASYNC") || args::is(&cx.args[2], "SYNC") => {}
         3 => return errors::err("ERR FUNCTION FLUSH only supports SYNC|ASYNC option"),
-        _ => return subcommand_syntax("flush"),
+        _ => return subcommand_syntax(&cx.args[1]),
     }
     functions::flush(cx.srv);
     Reply::OK
 }
 
-/// Redis `addReplySubcommandSyntaxError`.
-fn subcommand_syntax(sub: &str) -> Reply {
+/// Redis `addReplySubcommandSyntaxError`: names the subcommand as the client typed it.
+fn subcommand_syntax(sub: &[u8]) -> Reply {
     Reply::error(format!(
-        "ERR unknown subcommand or wrong number of arguments for '{sub}'. Try FUNCTION HELP."
+        "ERR unknown subcommand or wrong number of arguments for '{}'. Try FUNCTION HELP.",
+        String::from_utf8_lossy(sub)
     ))
 }
 
@@ -253,7 +254,7 @@ fn function_dump(cx: &mut Cx) -> Reply {
 
 fn function_restore(cx: &mut Cx) -> Reply {
     if cx.args.len() > 4 {
-        return subcommand_syntax("restore");
+        return subcommand_syntax(&cx.args[1]);
     }
     let policy =
         match cx.args.get(3) {

@@ -456,9 +456,10 @@ pub fn restore_codes(payload: &[u8]) -> Result<Vec<Vec<u8>>, String> {
     if version > RDB_VERSION_MAX || crc64(0, &payload[..n - 8]) != crc {
         return Err(bad_frame());
     }
-    let mut r = Reader::new(&payload[..n - 10]);
+    // As Redis's rio over the whole buffer: a library read may run into the trailer.
+    let mut r = Reader::new(payload);
     let mut out = Vec::new();
-    while !r.is_empty() {
+    while r.remaining() > 10 {
         let t = r.byte().map_err(|_| "can not read data type".to_string())?;
         if t == OPCODE_FUNCTION_PRE_GA {
             return Err("Pre-GA function format not supported".into());
