@@ -1009,6 +1009,25 @@ mod tests {
     }
 
     #[test]
+    fn fcall_write_declaration() {
+        let srv = Arc::new(Shared::new(
+            crate::Config::default(),
+            crate::clock::Clock::manual(),
+        ));
+        let writes = |v: &[&str]| eval_shebang_writes(&srv, &words(v));
+        assert_eq!(writes(&["FCALL", "w", "0"]), None);
+        let code = "#!lua name=l\nredis.register_function('w', function() end)\n\
+                    redis.register_function{function_name='r', flags={'no-writes'}, \
+                    callback=function() end}";
+        let loaded = super::super::functions::load(&srv, code.as_bytes(), false);
+        assert_eq!(loaded, Reply::bulk("l"));
+        assert_eq!(writes(&["FCALL", "W", "0"]), Some(true));
+        assert_eq!(writes(&["fcall_ro", "w", "0"]), Some(true));
+        assert_eq!(writes(&["FCALL", "r", "0"]), Some(false));
+        assert_eq!(writes(&["FCALL", "nope", "0"]), None);
+    }
+
+    #[test]
     fn reseed_restarts_the_sequence() {
         let s = Scripts::new();
         s.reseed(5);
