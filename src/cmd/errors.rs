@@ -182,6 +182,14 @@ pub const NOTBUSY: &str = "NOTBUSY No scripts in execution right now.";
 pub const UNKILLABLE: &str = "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or terminate the server in an hard way using the SHUTDOWN NOSAVE command.";
 pub const BUSY: &str =
     "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
+pub const BUSY_FUNCTION: &str =
+    "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.";
+pub const FUNCTION_NOT_FOUND: &str = "ERR Function not found";
+pub const LIBRARY_NOT_FOUND: &str = "ERR Library not found";
+pub const FCALL_BAD_NUMKEYS: &str = "ERR Bad number of keys provided";
+pub const FUNCTION_LOAD_TIMEOUT: &str = "ERR FUNCTION LOAD timeout";
+/// Redis uses this text for library and function names alike.
+pub const FUNCTION_NAME_RULES: &str = "Library names can only contain letters, numbers, or underscores(_) and must be at least one character long";
 pub const SCRIPT_KILLED: &str = "ERR Script killed by user with SCRIPT KILL...";
 pub const SCRIPT_ARG_TYPE: &str = "ERR Lua redis lib command arguments must be strings or integers";
 pub const SCRIPT_NO_CLUSTER: &str = "ERR Can not run script on cluster, 'no-cluster' flag is set.";

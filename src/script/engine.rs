@@ -44,6 +44,12 @@ pub struct Scripts {
     /// `math.random`'s generator state: one per server, as Redis's is process-wide and
     /// never reset between scripts.
     rand: AtomicU64,
+    /// FUNCTION libraries (Redis Functions), swapped as a whole under this lock.
+    pub(crate) functions: Mutex<super::functions::Libraries>,
+    next_lib_id: AtomicU64,
+    /// The running function's name and command line (FUNCTION STATS); `None` while an
+    /// EVAL script (or nothing) runs.
+    running_fn: Mutex<Option<(String, Vec<Bytes>)>>,
 }
 
 impl Scripts {
@@ -57,6 +63,9 @@ impl Scripts {
             kill: AtomicBool::new(false),
             handed_off_at: AtomicU64::new(0),
             rand: AtomicU64::new(rand48::INITIAL),
+            functions: Mutex::new(Default::default()),
+            next_lib_id: AtomicU64::new(1),
+            running_fn: Mutex::new(None),
         }
     }
 
@@ -102,14 +111,35 @@ impl Scripts {
 
     /// SCRIPT KILL.
     pub fn kill(&self) -> Reply {
+        self.kill_kind(true)
+    }
+
+    /// SCRIPT KILL (`eval`) or FUNCTION KILL: each kills only its own kind of script.
+    pub fn kill_kind(&self, eval: bool) -> Reply {
         if self.running_for_ms().is_none() {
             return errors::err(errors::NOTBUSY);
         }
         if self.wrote.load(Ordering::Acquire) {
             return errors::err(errors::UNKILLABLE);
         }
+        let is_fn = self.running_fn.lock().is_some();
+        if eval && is_fn {
+            return errors::err(errors::BUSY_FUNCTION);
+        }
+        if !eval && !is_fn {
+            return errors::err(errors::BUSY);
+        }
         self.kill.store(true, Ordering::Release);
         Reply::OK
+    }
+
+    /// Whether the running script (if any) is a function.
+    pub fn running_function(&self) -> Option<(String, Vec<Bytes>)> {
+        self.running_fn.lock().clone()
+    }
+
+    pub(crate) fn next_library_id(&self) -> u64 {
+        self.next_lib_id.fetch_add(1, Ordering::AcqRel)
     }
 }
 
@@ -140,6 +170,9 @@ pub fn eval_shebang_writes(srv: &Shared, args: &[Bytes]) -> Option<bool> {
         let sha = String::from_utf8_lossy(script).to_ascii_lowercase();
         let found = registered(srv).and_then(|s| s.bodies.lock().get(&sha).cloned());
         found?
+    } else if name.eq_ignore_ascii_case(b"fcall") || name.eq_ignore_ascii_case(b"fcall_ro") {
+        let (_, f) = registered(srv)?.functions.lock().find(script)?;
+        return Some(!f.flags.has(Flags::NO_WRITES));
     } else {
         return None;
     };
@@ -187,17 +220,25 @@ struct Compiled {
     flags: Option<Flags>,
 }
 
-struct Interp {
+/// A library's functions compiled in one interpreter, with the library id they came from.
+type CompiledLib = (u64, HashMap<String, Function>);
+
+pub(super) struct Interp {
     lua: Lua,
     env: Table,
     run: Function,
+    load_library: Function,
+    run_fn: Function,
+    libs: RefCell<HashMap<String, CompiledLib>>,
+    /// Set while library code runs: FUNCTION LOAD's 500 ms budget.
+    load_deadline: Rc<Cell<Option<Instant>>>,
     funcs: RefCell<HashMap<String, Compiled>>,
     generation: Cell<u64>,
     resp3: Rc<Cell<bool>>,
     scripts: Arc<Scripts>,
 }
 
-fn interp(srv: &Arc<Shared>) -> Result<Rc<Interp>, String> {
+pub(super) fn interp(srv: &Arc<Shared>) -> Result<Rc<Interp>, String> {
     INTERPS.with(|cell| {
         let mut v = cell.borrow_mut();
         if let Some((_, i)) = v.iter().find(|(w, _)| w.as_ptr() == Arc::as_ptr(srv)) {
@@ -283,7 +324,7 @@ impl Interp {
             .split('.')
             .filter_map(|p| p.parse::<i64>().ok())
             .fold(0i64, |acc, p| acc * 256 + p);
-        let (env, run): (Table, Function) = lua
+        let (env, run, load_library, run_fn): (Table, Function, Function, Function) = lua
             .load(include_str!("lib.lua"))
             .set_name("=redis_lib")
             .call((
@@ -299,9 +340,19 @@ impl Interp {
                 randomseed,
             ))?;
         let killer = scripts.clone();
+        let load_deadline: Rc<Cell<Option<Instant>>> = Rc::new(Cell::new(None));
+        let deadline = load_deadline.clone();
         lua.set_hook(
             HookTriggers::new().every_nth_instruction(HOOK_EVERY),
             move |_, _| {
+                if let Some(d) = deadline.get() {
+                    if Instant::now() > d {
+                        return Err(mlua::Error::RuntimeError(
+                            errors::FUNCTION_LOAD_TIMEOUT.into(),
+                        ));
+                    }
+                    return Ok(mlua::VmState::Continue);
+                }
                 if killer.kill.load(Ordering::Acquire) {
                     return Err(mlua::Error::RuntimeError(errors::SCRIPT_KILLED.into()));
                 }
@@ -319,6 +370,10 @@ impl Interp {
             lua,
             env,
             run,
+            load_library,
+            run_fn,
+            libs: RefCell::new(HashMap::new()),
+            load_deadline,
             funcs: RefCell::new(HashMap::new()),
             generation: Cell::new(0),
             resp3,
@@ -370,6 +425,142 @@ impl Interp {
                 };
                 Reply::error(format!("ERR Error compiling script (new function): {msg}"))
             })
+    }
+}
+
+/// One function registered by library code.
+pub(super) struct Registered {
+    pub name: String,
+    pub func: Function,
+    pub desc: Option<Bytes>,
+    pub flags: Flags,
+}
+
+/// FUNCTION LOAD's budget for running library code (Redis `LOAD_TIMEOUT_MS`).
+const LOAD_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(500);
+
+impl Interp {
+    /// Runs library code (the part after its shebang line) in the load environment and
+    /// returns what it registered. Errors are full reply texts.
+    pub(super) fn run_library(&self, code: &[u8]) -> Result<Vec<Registered>, String> {
+        let chunk = self
+            .lua
+            .load(code)
+            .set_name("@user_function")
+            .into_function()
+            .map_err(|e| {
+                let msg = match e {
+                    mlua::Error::SyntaxError { message, .. } => message,
+                    other => other.to_string(),
+                };
+                format!("ERR Error compiling function: {msg}")
+            })?;
+        self.load_deadline.set(Some(Instant::now() + LOAD_TIMEOUT));
+        let r = self.load_library.call::<(bool, Value)>(chunk);
+        self.load_deadline.set(None);
+        let registering = |m: &str| format!("ERR Error registering functions: {m}");
+        let (ok, v) = r.map_err(|e| registering(&e.to_string()))?;
+        let list = match v {
+            Value::Table(t) if ok => t,
+            Value::String(m) => return Err(registering(&m.to_string_lossy())),
+            _ => return Err(registering("(null)")),
+        };
+        let mut out = Vec::new();
+        for entry in list.sequence_values::<Table>() {
+            let entry = entry.map_err(|e| registering(&e.to_string()))?;
+            let get = || -> mlua::Result<Registered> {
+                let desc: Option<mlua::LuaString> = entry.raw_get(3)?;
+                Ok(Registered {
+                    name: entry.raw_get::<mlua::LuaString>(1)?.to_string_lossy(),
+                    func: entry.raw_get(2)?,
+                    desc: desc.map(|d| Bytes::copy_from_slice(&d.as_bytes())),
+                    flags: Flags::from_bits(entry.raw_get::<u8>(4)?),
+                })
+            };
+            out.push(get().map_err(|e| registering(&e.to_string()))?);
+        }
+        Ok(out)
+    }
+
+    /// Keeps a library's compiled functions for later FCALLs on this thread.
+    pub(super) fn cache_library(&self, lib: &str, id: u64, funcs: Vec<Registered>) {
+        let map = funcs.into_iter().map(|r| (r.name, r.func)).collect();
+        self.libs.borrow_mut().insert(lib.to_string(), (id, map));
+    }
+
+    /// A library function compiled in this interpreter, compiling the library first when
+    /// this thread has not seen this version of it.
+    fn library_function(
+        &self,
+        lib: &super::functions::Library,
+        name: &str,
+    ) -> Result<Function, Reply> {
+        if let Some((id, fs)) = self.libs.borrow().get(&lib.name) {
+            if *id == lib.id {
+                if let Some(f) = fs.get(name) {
+                    return Ok(f.clone());
+                }
+            }
+        }
+        let body = lib.code.get(lib.code_at..).unwrap_or_default();
+        let regs = self.run_library(body).map_err(Reply::error)?;
+        let f = regs.iter().find(|r| r.name == name).map(|r| r.func.clone());
+        self.cache_library(&lib.name, lib.id, regs);
+        f.ok_or_else(|| errors::err(errors::FUNCTION_NOT_FOUND))
+    }
+
+    /// Drops compiled libraries no longer registered (deleted, flushed).
+    fn prune_libraries(&self, live: &super::functions::Libraries) {
+        let mut libs = self.libs.borrow_mut();
+        if libs.len() > live.len() {
+            libs.retain(|name, (id, _)| live.get(name).is_some_and(|l| l.id == *id));
+        }
+    }
+}
+
+/// FCALL / FCALL_RO. `cx.args`: name, function, numkeys, keys…, args….
+pub fn fcall(cx: &mut Cx, read_only: bool) -> Reply {
+    let s = scripts(cx.srv);
+    let found = {
+        let libs = s.functions.lock();
+        let found = libs.find(&cx.args[1]);
+        if let Ok(it) = interp(cx.srv) {
+            it.prune_libraries(&libs);
+        }
+        found
+    };
+    let Some((lib, info)) = found else {
+        return errors::err(errors::FUNCTION_NOT_FOUND);
+    };
+    let Some(numkeys) = crate::protocol::parse::parse_i64(&cx.args[2]) else {
+        return errors::err(errors::FCALL_BAD_NUMKEYS);
+    };
+    if numkeys > (cx.args.len() - 3) as i64 {
+        return errors::err(errors::NUMKEYS_TOO_MANY);
+    }
+    if numkeys < 0 {
+        return errors::err(errors::NUMKEYS_NEGATIVE);
+    }
+    if info.flags.has(Flags::NO_CLUSTER) && cx.srv.config.get_bool("cluster-enabled") {
+        return errors::err(errors::SCRIPT_NO_CLUSTER);
+    }
+    if !info.flags.has(Flags::NO_WRITES) && read_only {
+        return errors::err(errors::SCRIPT_WRITE_FLAG_RO);
+    }
+    let read_only = read_only || info.flags.has(Flags::NO_WRITES);
+    let it = match interp(cx.srv) {
+        Ok(i) => i,
+        Err(e) => return Reply::error(format!("ERR {e}")),
+    };
+    let func = match it.library_function(&lib, &info.name) {
+        Ok(f) => f,
+        Err(e) => return e,
+    };
+    let split = 3 + numkeys as usize;
+    match call(cx, &it, &func, split, read_only, Some(&info.name)) {
+        Ok(Ok(v)) => lua_to_reply(&v, it.resp3.get(), 0),
+        Ok(Err(v)) => error_reply(&v, &info.name),
+        Err(e) => Reply::error(format!("ERR Error running script {}, {e}", info.name)),
     }
 }
 
@@ -550,7 +741,7 @@ pub fn eval(cx: &mut Cx, source: Source, read_only: bool) -> Reply {
     }
     let func = script.func;
     let split = 3 + numkeys as usize;
-    match call(cx, &it, &func, split, read_only) {
+    match call(cx, &it, &func, split, read_only, None) {
         Ok(Ok(v)) => lua_to_reply(&v, it.resp3.get(), 0),
         Ok(Err(v)) => error_reply(&v, sha),
         Err(e) => Reply::error(format!("ERR Error running script {sha}, {e}")),
@@ -593,6 +784,7 @@ fn call(
     func: &Function,
     split: usize,
     read_only: bool,
+    function: Option<&str>,
 ) -> mlua::Result<Result<Value, Value>> {
     let args: &[Bytes] = cx.args;
     it.resp3.set(false);
@@ -604,6 +796,9 @@ fn call(
     scripts
         .running_since
         .store(scripts.now_ms(), Ordering::Release);
+    if let Some(name) = function {
+        *scripts.running_fn.lock() = Some((name.to_string(), args.to_vec()));
+    }
     RUNNING.fetch_add(1, Ordering::AcqRel);
     let saved_db = cx.sess.db;
     let saved_resp3 = cx.sess.resp3;
@@ -628,24 +823,53 @@ fn call(
         // (run and func pushed as arguments), within the stack space it checks; Lua errors
         // raised here (out of memory) are caught by `exec_raw`'s protection.
         unsafe {
-            it.lua
-                .exec_raw::<MultiValue>((it.run.clone(), func.clone()), |state| {
-                    set_array_global(state, c"KEYS", &args[3..split]);
-                    set_array_global(state, c"ARGV", &args[split..]);
-                    mlua::ffi::lua_call(state, 1, 2);
-                })
+            match function {
+                None => it
+                    .lua
+                    .exec_raw::<MultiValue>((it.run.clone(), func.clone()), |state| {
+                        set_array_global(state, c"KEYS", &args[3..split]);
+                        set_array_global(state, c"ARGV", &args[split..]);
+                        mlua::ffi::lua_call(state, 1, 2);
+                    }),
+                // Functions get KEYS and ARGV as their two arguments, not as globals.
+                Some(_) => {
+                    it.lua
+                        .exec_raw::<MultiValue>((it.run_fn.clone(), func.clone()), |state| {
+                            mlua::ffi::luaL_checkstack(state, 4, std::ptr::null());
+                            push_array(state, &args[3..split]);
+                            push_array(state, &args[split..]);
+                            mlua::ffi::lua_call(state, 3, 2);
+                        })
+                }
+            }
         }
     };
     cx.sess.in_exec = saved_in_exec;
     cx.sess.resp3 = saved_resp3;
     cx.sess.db = saved_db;
     scripts.running_since.store(0, Ordering::Release);
+    if function.is_some() {
+        *scripts.running_fn.lock() = None;
+    }
     RUNNING.fetch_sub(1, Ordering::AcqRel);
     scripts.kill.store(false, Ordering::Release);
     let mut vals = result?.into_iter();
     let ok = matches!(vals.next(), Some(Value::Boolean(true)));
     let v = vals.next().unwrap_or(Value::Nil);
     Ok(if ok { Ok(v) } else { Err(v) })
+}
+
+/// Pushes a new array of `items` (Lua strings).
+///
+/// # Safety
+/// `state` must be a valid Lua state inside a protected call with 2 free stack slots.
+unsafe fn push_array(state: *mut mlua::ffi::lua_State, items: &[Bytes]) {
+    use mlua::ffi;
+    ffi::lua_createtable(state, items.len().min(i32::MAX as usize) as c_int, 0);
+    for (i, item) in items.iter().enumerate() {
+        ffi::lua_pushlstring(state, item.as_ptr().cast(), item.len());
+        ffi::lua_rawseti(state, -2, (i + 1) as mlua::ffi::lua_Integer);
+    }
 }
 
 /// Sets global `name` to a new array of `items` (Lua strings), with raw access.
@@ -782,6 +1006,25 @@ mod tests {
             Some(true)
         );
         assert_eq!(writes(&["evalsha_ro", &sha, "0"]), Some(true));
+    }
+
+    #[test]
+    fn fcall_write_declaration() {
+        let srv = Arc::new(Shared::new(
+            crate::Config::default(),
+            crate::clock::Clock::manual(),
+        ));
+        let writes = |v: &[&str]| eval_shebang_writes(&srv, &words(v));
+        assert_eq!(writes(&["FCALL", "w", "0"]), None);
+        let code = "#!lua name=l\nredis.register_function('w', function() end)\n\
+                    redis.register_function{function_name='r', flags={'no-writes'}, \
+                    callback=function() end}";
+        let loaded = super::super::functions::load(&srv, code.as_bytes(), false);
+        assert_eq!(loaded, Reply::bulk("l"));
+        assert_eq!(writes(&["FCALL", "W", "0"]), Some(true));
+        assert_eq!(writes(&["fcall_ro", "w", "0"]), Some(true));
+        assert_eq!(writes(&["FCALL", "r", "0"]), Some(false));
+        assert_eq!(writes(&["FCALL", "nope", "0"]), None);
     }
 
     #[test]

@@ -5,6 +5,8 @@ local rawcall, sha1raw, lograw, setresp_raw, version, version_num, known_cmd, ra
   rand_raw, seed_raw = ...
 local G = _G
 local dbg = debug
+local setfenv_, pcall_, next_, tostring_ = setfenv, pcall, next, tostring
+local lower, find = string.lower, string.find
 local error, type, tostring, select, rawget, rawset, setmetatable =
   error, type, tostring, select, rawget, rawset, setmetatable
 
@@ -141,6 +143,133 @@ local env = setmetatable({}, {__index = G, __newindex = ro_error, __metatable = 
 readonly[env] = true
 rawset(G, '_G', env)
 
+-- Redis Functions (FUNCTION LOAD). Library code runs once per interpreter in its own
+-- environment: while loading, only `redis.register_function`, `redis.log`, the log levels
+-- and the version are visible (Redis's LIBRARY_API); afterwards the library's functions
+-- see the regular globals, without EVAL's KEYS/ARGV.
+local function nonexistent(k)
+  return "Script attempted to access nonexistent global variable '" .. tostring_(k) .. "'"
+end
+local loading = nil
+local flag_bits = {['no-writes'] = 1, ['allow-oom'] = 2, ['allow-stale'] = 4,
+  ['no-cluster'] = 8, ['allow-cross-slot-keys'] = 16}
+local function lib_fail(msg) error({err = 'ERR ' .. msg}) end
+-- lua_isstring: strings and numbers.
+local function isstr(v) local t = type(v) return t == 'string' or t == 'number' end
+local function register_function(...)
+  if not loading then
+    lib_fail('redis.register_function can only be called on FUNCTION LOAD command')
+  end
+  local n = select('#', ...)
+  if n < 1 or n > 2 then lib_fail('wrong number of arguments to redis.register_function') end
+  local name, cb, desc
+  local flags = {}
+  if n == 1 then
+    local t = ...
+    if type(t) ~= 'table' then
+      lib_fail('calling redis.register_function with a single argument is only applicable to Lua table (representing named arguments).')
+    end
+    for k, v in next_, t do
+      if not isstr(k) then
+        lib_fail('named argument key given to redis.register_function is not a string')
+      end
+      local key = lower(tostring_(k))
+      if key == 'function_name' then
+        if not isstr(v) then
+          lib_fail('function_name argument given to redis.register_function must be a string')
+        end
+        name = tostring_(v)
+      elseif key == 'description' then
+        if not isstr(v) then
+          lib_fail('description argument given to redis.register_function must be a string')
+        end
+        desc = tostring_(v)
+      elseif key == 'callback' then
+        if type(v) ~= 'function' then
+          lib_fail('callback argument given to redis.register_function must be a function')
+        end
+        cb = v
+      elseif key == 'flags' then
+        if type(v) ~= 'table' then
+          lib_fail('flags argument to redis.register_function must be a table representing function flags')
+        end
+        flags = {}
+        local j = 1
+        while true do
+          local f = v[j]
+          if f == nil then break end
+          local bit = isstr(f) and flag_bits[lower(tostring_(f))]
+          if not bit then lib_fail('unknown flag given') end
+          flags[bit] = true
+          j = j + 1
+        end
+      else
+        lib_fail('unknown argument given to redis.register_function')
+      end
+    end
+    if not name then lib_fail('redis.register_function must get a function name argument') end
+    if not cb then lib_fail('redis.register_function must get a callback argument') end
+  else
+    local a, b = ...
+    if not isstr(a) then lib_fail('first argument to redis.register_function must be a string') end
+    if type(b) ~= 'function' then
+      lib_fail('second argument to redis.register_function must be a function')
+    end
+    name, cb = tostring_(a), b
+  end
+  if name == '' or find(name, '[^%w_]') then
+    lib_fail('Library names can only contain letters, numbers, or underscores(_) and must be at least one character long')
+  end
+  if loading.names[name] then lib_fail('Function already exists in the library') end
+  loading.names[name] = true
+  local bits = 0
+  for b in next_, flags do bits = bits + b end
+  loading.list[#loading.list + 1] = {name, cb, desc, bits}
+end
+local load_redis_t = {register_function = register_function, log = redis.log,
+  LOG_DEBUG = 0, LOG_VERBOSE = 1, LOG_NOTICE = 2, LOG_WARNING = 3,
+  REDIS_VERSION = version, REDIS_VERSION_NUM = version_num}
+local load_redis = setmetatable({}, {
+  __index = function(_, k)
+    local v = rawget(load_redis_t, k)
+    if v == nil then error(nonexistent(k), 2) end
+    return v
+  end,
+  __newindex = function() error('Attempt to modify a readonly table', 2) end,
+  __metatable = false,
+})
+local function load_index(_, k)
+  if k == 'redis' then return load_redis end
+  error(nonexistent(k), 2)
+end
+local function run_index(_, k)
+  local v = rawget(G, k)
+  if v == nil or k == 'KEYS' or k == 'ARGV' then error(nonexistent(k), 2) end
+  return v
+end
+-- Runs a compiled library chunk: true and the registered {name, callback, description,
+-- flag bits} list, or false and the error text.
+local function load_library(chunk)
+  local meta = {__index = load_index, __metatable = false,
+    __newindex = function() error('Attempt to modify a readonly table', 2) end}
+  setfenv_(chunk, setmetatable({}, meta))
+  loading = {names = {}, list = {}}
+  local ok, err = pcall_(chunk)
+  local got = loading.list
+  loading = nil
+  meta.__index = run_index
+  if ok then return true, got end
+  if type(err) == 'table' then
+    local e = rawget(err, 'err')
+    return false, isstr(e) and tostring_(e) or '(null)'
+  elseif type(err) == 'userdata' then
+    -- A Rust error (the load-time hook's timeout), as mlua renders it.
+    local msg = tostring_(err)
+    return false, (msg:gsub('^runtime error: ', ''))
+  end
+  return false, 'ERR ' .. tostring_(err)
+end
+
 local function handler(err)
   local lvl = 2
   local i = dbg.getinfo(lvl, 'nSl')
@@ -162,4 +291,7 @@ end
 
 local xpcall = xpcall
 local function run(f) return xpcall(f, handler) end
-return env, run
+local function run_fn(f, keys, args)
+  return xpcall(function() return f(keys, args) end, handler)
+end
+return env, run, load_library, run_fn

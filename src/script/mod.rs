@@ -7,12 +7,13 @@ pub mod cjson;
 pub mod cmsgpack;
 pub mod convert;
 pub mod engine;
+pub mod functions;
 pub mod rand48;
 pub mod sha1;
 pub mod shebang;
 pub mod structlib;
 
-pub use engine::{eval, eval_shebang_writes, load, scripts, Scripts, Source};
+pub use engine::{eval, eval_shebang_writes, fcall, load, scripts, Scripts, Source};
 
 /// Registers the extra libraries Redis ships with its Lua, before the sandbox is sealed.
 /// Each library module provides `pub fn open(lua: &mlua::Lua) -> mlua::Result<()>`.
@@ -36,12 +37,19 @@ pub fn before_lock(
     }
     let s = scripts(srv);
     let ran = s.running_for_ms()?;
-    if spec.name == "script|kill" {
-        return Some(s.kill());
+    match spec.name {
+        "script|kill" => return Some(s.kill()),
+        "function|kill" => return Some(s.kill_kind(false)),
+        "function|stats" => return Some(functions::stats(srv)),
+        _ => {}
     }
     let limit = srv.config.get_i64("lua-time-limit");
     if limit <= 0 || ran < limit as u64 || spec.has_flag("allow_busy") {
         return None;
     }
-    Some(crate::cmd::errors::err(crate::cmd::errors::BUSY))
+    let busy = match s.running_function() {
+        Some(_) => crate::cmd::errors::BUSY_FUNCTION,
+        None => crate::cmd::errors::BUSY,
+    };
+    Some(crate::cmd::errors::err(busy))
 }

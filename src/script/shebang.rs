@@ -17,6 +17,19 @@ impl Flags {
     pub fn has(self, f: Flags) -> bool {
         self.0 & f.0 != 0
     }
+
+    /// Flags from their bit set (unknown bits dropped).
+    pub fn from_bits(bits: u8) -> Flags {
+        Flags(bits & 31)
+    }
+
+    /// The flag names set, in Redis's `scripts_flags_def` order.
+    pub fn names(self) -> impl Iterator<Item = &'static str> {
+        NAMES
+            .iter()
+            .filter(move |(_, f)| self.has(*f))
+            .map(|(n, _)| std::str::from_utf8(n).unwrap_or_default())
+    }
 }
 
 /// Redis's `scripts_flags_def`, in its order.
