@@ -14,6 +14,7 @@ pub mod client;
 pub mod command;
 pub mod connection;
 pub mod dump;
+pub mod geo;
 pub mod hashes;
 pub mod hll;
 pub mod keys;
@@ -53,7 +54,7 @@ impl Cx<'_, '_> {
 }
 
 /// Every family's top-level commands, in one place.
-fn families() -> [&'static [CommandSpec]; 18] {
+fn families() -> [&'static [CommandSpec]; 19] {
     [
         strings::COMMANDS,
         keys::COMMANDS,
@@ -73,6 +74,7 @@ fn families() -> [&'static [CommandSpec]; 18] {
         dump::COMMANDS,
         hll::COMMANDS,
         bitmaps::COMMANDS,
+        geo::COMMANDS,
     ]
 }
 
