@@ -8,6 +8,7 @@ use crate::protocol::Reply;
 use crate::types::geo::{self, Search, Shape};
 use crate::types::zset::{ScoreRange, ZSet};
 use bytes::Bytes;
+use std::cmp::Ordering;
 
 // Redis's command variants (`RADIUS_COORDS`, ...).
 const COORDS: u8 = 1;
@@ -342,15 +343,29 @@ fn generic(cx: &mut Cx, src: usize, flags: u8) -> Reply {
     if points.is_empty() && req.store.is_none() {
         return Reply::Array(Vec::new());
     }
-    // A stable sort, as glibc's merge-sort `qsort`.
-    match sort {
-        Sort::Asc => points.sort_by(|a, b| a.dist.total_cmp(&b.dist)),
-        Sort::Desc => points.sort_by(|a, b| b.dist.total_cmp(&a.dist)),
-        Sort::None => {}
+    let returned = match usize::try_from(req.count) {
+        Ok(c) if c > 0 && c < points.len() => c,
+        _ => points.len(),
+    };
+    if sort != Sort::None {
+        // `sort_gp_asc`/`sort_gp_desc` (distances are never NaN).
+        let desc = sort == Sort::Desc;
+        let cmp = |a: &Point, b: &Point| {
+            let o = a.dist.partial_cmp(&b.dist).unwrap_or(Ordering::Equal);
+            if desc {
+                o.reverse()
+            } else {
+                o
+            }
+        };
+        if returned == points.len() {
+            // glibc's `qsort` is a stable merge sort, as `sort_by` is.
+            points.sort_by(cmp);
+        } else {
+            geo::pqsort(&mut points, &cmp, 0, returned - 1);
+        }
     }
-    if req.count > 0 {
-        points.truncate(usize::try_from(req.count).unwrap_or(usize::MAX));
-    }
+    points.truncate(returned);
     for p in &mut points {
         p.dist /= req.conversion;
     }
