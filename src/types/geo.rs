@@ -58,7 +58,8 @@ impl Hash {
 
     /// `geohashAlign52Bits`.
     pub fn align52(&self) -> u64 {
-        self.bits << (52 - u32::from(self.step) * 2)
+        // Steps never exceed 26 here (C would shift by a negative amount).
+        self.bits << 52u32.saturating_sub(u32::from(self.step) * 2)
     }
 }
 

@@ -244,13 +244,15 @@ fn find(z: &ZSet, search: &Search, limit: usize) -> Vec<Point> {
     let boxes = search.boxes();
     let mut out: Vec<Point> = Vec::new();
     let full = |out: &Vec<Point>| limit != 0 && out.len() >= limit;
-    let mut last: Option<usize> = None;
+    // Redis's `last_processed`: 0 (the centre) also means "none yet", so a box equal to the
+    // centre is never skipped.
+    let mut last = 0usize;
     for (i, b) in boxes.iter().enumerate() {
         if b.is_zero() {
             continue;
         }
         // Huge radii make neighbouring boxes coincide: skip a repeat of the last one.
-        if last.is_some_and(|l| boxes[l] == *b) {
+        if last != 0 && boxes[last] == *b {
             continue;
         }
         if full(&out) {
@@ -283,7 +285,7 @@ fn find(z: &ZSet, search: &Search, limit: usize) -> Vec<Point> {
                 }
             }
         }
-        last = Some(i);
+        last = i;
     }
     out
 }
@@ -407,4 +409,44 @@ fn generic(cx: &mut Cx, src: usize, flags: u8) -> Reply {
         })
         .collect();
     Reply::Array(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(s: &str) -> Vec<Bytes> {
+        s.split(' ')
+            .map(|w| Bytes::copy_from_slice(w.as_bytes()))
+            .collect()
+    }
+
+    #[test]
+    fn radius_keys_take_the_last_store() {
+        assert_eq!(georadius_keys(&args("GEORADIUS k 0 0 1 km")), vec![1]);
+        assert_eq!(
+            georadius_keys(&args("GEORADIUS k 0 0 1 km STORE d")),
+            vec![1, 7]
+        );
+        assert_eq!(
+            georadius_keys(&args("GEORADIUS k 0 0 1 km store a STOREDIST b")),
+            vec![1, 9]
+        );
+        assert_eq!(
+            georadius_keys(&args("GEORADIUSBYMEMBER k m 1 km STORE")),
+            vec![1]
+        );
+        assert_eq!(
+            georadius_keys(&args("GEORADIUSBYMEMBER k m 1 km storedist d")),
+            vec![1, 6]
+        );
+    }
+
+    #[test]
+    fn hash_replies_truncate_like_c() {
+        assert_eq!(score_to_i64(3479099956230698.0), 3479099956230698);
+        assert_eq!(score_to_i64(1.5), 1);
+        assert_eq!(score_to_i64(1e300), i64::MIN);
+        assert_eq!(score_to_i64(-1e300), i64::MIN);
+    }
 }
