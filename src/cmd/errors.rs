@@ -312,3 +312,21 @@ pub const BITFIELD_TYPE: &str = "ERR Invalid bitfield type. Use something like i
 Note that u64 is not supported but i64 is.";
 pub const BITFIELD_OVERFLOW: &str = "ERR Invalid OVERFLOW type specified";
 pub const BITFIELD_RO: &str = "ERR BITFIELD_RO only supports the GET subcommand";
+
+// Geo (geo.c).
+pub const GEO_UNIT: &str = "ERR unsupported unit provided. please use M, KM, FT, MI";
+pub const GEO_NEED_RADIUS: &str = "ERR need numeric radius";
+pub const GEO_NEED_WIDTH: &str = "ERR need numeric width";
+pub const GEO_NEED_HEIGHT: &str = "ERR need numeric height";
+pub const GEO_RADIUS_NEGATIVE: &str = "ERR radius cannot be negative";
+pub const GEO_BOX_NEGATIVE: &str = "ERR height or width cannot be negative";
+pub const GEO_MEMBER: &str = "ERR could not decode requested zset member";
+pub const GEO_COUNT: &str = "ERR COUNT must be > 0";
+pub const GEO_ANY: &str = "ERR the ANY argument requires COUNT argument";
+
+/// `invalid longitude,latitude pair %f,%f`.
+pub fn geo_lonlat(long: f64, lat: f64) -> Reply {
+    Reply::error(format!(
+        "ERR invalid longitude,latitude pair {long:.6},{lat:.6}"
+    ))
+}

@@ -15,6 +15,7 @@ pub mod command;
 pub mod connection;
 pub mod dump;
 pub mod functions;
+pub mod geo;
 pub mod hashes;
 pub mod hll;
 pub mod keys;
@@ -54,7 +55,7 @@ impl Cx<'_, '_> {
 }
 
 /// Every family's top-level commands, in one place.
-fn families() -> [&'static [CommandSpec]; 19] {
+fn families() -> [&'static [CommandSpec]; 20] {
     [
         strings::COMMANDS,
         keys::COMMANDS,
@@ -75,6 +76,7 @@ fn families() -> [&'static [CommandSpec]; 19] {
         hll::COMMANDS,
         bitmaps::COMMANDS,
         functions::COMMANDS,
+        geo::COMMANDS,
     ]
 }
 

@@ -14,6 +14,18 @@ mod table;
 
 pub use table::COMMANDS;
 
+/// For GEOADD, which runs ZADD over a rewritten argument vector (Redis's `geoaddCommand`).
+pub(crate) use basic::zadd;
+/// Redis's `getDoubleFromObject` (GEO* coordinates and distances).
+pub(crate) use parse::string2d;
+
+/// For GEORADIUS STORE and GEOSEARCHSTORE: stores a result set built from scratch under
+/// `dst` (or deletes `dst` when it is empty) like the ZSET *STORE commands; replies its size.
+pub(crate) fn store_result(cx: &mut Cx, dst: &[u8], z: ZSet, event: &str) -> Reply {
+    let z = finish_new(cx, z);
+    store(cx, dst, z, event)
+}
+
 use super::{errors, Cx};
 use crate::config::{lookup, ParamRef};
 use crate::engine::Value;

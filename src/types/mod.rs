@@ -1,5 +1,6 @@
 //! Pure data structures and algorithms with no I/O and no knowledge of the server.
 
+pub mod geo;
 pub mod glob;
 pub mod hash;
 pub mod hll;
