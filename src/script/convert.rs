@@ -135,6 +135,8 @@ fn parse_one(buf: &[u8], pos: &mut usize, depth: usize) -> Option<Reply> {
         b'-' => Reply::Error(String::from_utf8_lossy(body).into_owned().into()),
         b':' => Reply::Int(num()?),
         b'_' => Reply::Nil,
+        // A RESP3 double pre-encoded by a command (GEOPOS coordinates keep Redis's text).
+        b',' => Reply::Double(std::str::from_utf8(body).ok()?.parse().ok()?),
         b'$' => {
             let n = num()?;
             if n < 0 {
