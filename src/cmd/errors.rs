@@ -304,3 +304,4 @@ pub const BITFIELD_TYPE: &str = "ERR Invalid bitfield type. Use something like i
 Note that u64 is not supported but i64 is.";
 pub const BITFIELD_OVERFLOW: &str = "ERR Invalid OVERFLOW type specified";
 pub const BITFIELD_RO: &str = "ERR BITFIELD_RO only supports the GET subcommand";
+pub const SORT_NOT_DOUBLE: &str = "ERR One or more scores can't be converted into double";

@@ -22,6 +22,7 @@ pub mod pubsub;
 pub mod scripting;
 pub mod server;
 pub mod sets;
+pub mod sort;
 pub mod streams;
 pub mod strings;
 pub mod transactions;
@@ -53,7 +54,7 @@ impl Cx<'_, '_> {
 }
 
 /// Every family's top-level commands, in one place.
-fn families() -> [&'static [CommandSpec]; 18] {
+fn families() -> [&'static [CommandSpec]; 19] {
     [
         strings::COMMANDS,
         keys::COMMANDS,
@@ -73,6 +74,7 @@ fn families() -> [&'static [CommandSpec]; 18] {
         dump::COMMANDS,
         hll::COMMANDS,
         bitmaps::COMMANDS,
+        sort::COMMANDS,
     ]
 }
 
