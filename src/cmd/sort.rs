@@ -4,8 +4,8 @@
 //! STORE into a list.
 //!
 //! Locking: BY and GET patterns read keys that no key spec can declare, so both commands
-//! run with `Lock::All`. (The table's lock is static; choosing it per call would need
-//! dispatch support: see the module's report.)
+//! run with `Lock::All`. The table's lock is static; `reads_pattern_keys` tells which calls
+//! really need it, for a dispatcher that can pick the lock per call.
 
 mod strtod;
 
@@ -93,6 +93,32 @@ fn sort_ro_keys(args: &[Bytes]) -> Vec<usize> {
     vec![1]
 }
 
+/// Whether a SORT/SORT_RO call reads keys beyond its key spec: a BY pattern with a `*`, or a
+/// GET pattern other than `#` with a `*`. Only those need the whole keyspace; with a lock
+/// chosen per call (not supported by the table yet) every other call could take
+/// `Lock::Keys`. Bad option lists say true: the handler reports the error either way.
+pub fn reads_pattern_keys(args: &[Bytes]) -> bool {
+    let mut j = 2;
+    while j < args.len() {
+        let a = &args[j][..];
+        let next = args.get(j + 1).map(|p| cstr(p));
+        if is_cstr(a, "limit") {
+            j += 3;
+            continue;
+        }
+        if is_cstr(a, "by") || is_cstr(a, "get") || is_cstr(a, "store") {
+            let Some(p) = next else { return true };
+            if !is_cstr(a, "store") && p != b"#" && p.contains(&b'*') {
+                return true;
+            }
+            j += 2;
+            continue;
+        }
+        j += 1;
+    }
+    false
+}
+
 fn sort(cx: &mut Cx) -> Reply {
     sort_generic(cx, false)
 }
@@ -144,7 +170,10 @@ fn parse_opts(args: &[Bytes], readonly: bool) -> Result<Opts<'_>, Reply> {
         } else if is_cstr(a, "by") && left >= 1 {
             let p = &args[j + 1][..];
             o.by = Some(p);
-            o.dontsort = !cstr(p).contains(&b'*');
+            // Never reset: `BY nosort BY w_*` still does not sort (as sort.c).
+            if !cstr(p).contains(&b'*') {
+                o.dontsort = true;
+            }
             j += 1;
         } else if is_cstr(a, "get") && left >= 1 {
             o.gets.push(&args[j + 1][..]);
@@ -523,7 +552,7 @@ mod tests {
         assert_eq!(limit_range(5, 3, 100), (3, 4));
         assert_eq!(limit_range(5, 5, 1), (4, 3));
         assert_eq!(limit_range(5, 2, 0), (2, 1));
-        assert_eq!(limit_range(0, 0, -1), (0, -1));
+        assert_eq!(limit_range(0, 0, -1), (-1, -2));
         assert_eq!(limit_range(5, i64::MAX, i64::MAX), (4, 3));
         assert_eq!(limit_range(5, i64::MIN, i64::MIN), (0, 4));
     }
@@ -563,6 +592,25 @@ mod tests {
         assert_eq!(sort_keys(&b(&["sort", "k", "get", "store", "x"])), vec![1]);
         assert_eq!(sort_keys(&b(&["sort", "k", "store", "store"])), vec![1, 3]);
         assert_eq!(sort_ro_keys(&b(&["sort_ro", "k", "store", "d"])), vec![1]);
+    }
+
+    #[test]
+    fn pattern_reads() {
+        assert!(!reads_pattern_keys(&b(&["sort", "k"])));
+        assert!(!reads_pattern_keys(&b(&[
+            "sort", "k", "by", "nosort", "get", "#"
+        ])));
+        assert!(!reads_pattern_keys(&b(&[
+            "sort", "k", "get", "const", "store", "d*"
+        ])));
+        assert!(!reads_pattern_keys(&b(&[
+            "sort", "k", "limit", "0", "1", "alpha"
+        ])));
+        assert!(reads_pattern_keys(&b(&["sort", "k", "by", "w_*"])));
+        assert!(reads_pattern_keys(&b(&[
+            "sort", "k", "desc", "get", "o_*->f"
+        ])));
+        assert!(reads_pattern_keys(&b(&["sort", "k", "get"])));
     }
 
     #[test]

@@ -119,7 +119,11 @@ pub fn strtod(s: &[u8]) -> Strtod {
     Strtod {
         value: sign(v),
         used: i + j,
-        range_err: v.is_infinite() || (v == 0.0 && nonzero),
+        // glibc reports ERANGE for an inexact subnormal too, and a decimal subnormal
+        // is never exact.
+        range_err: v.is_infinite()
+            || (v == 0.0 && nonzero)
+            || v.abs() < f64::MIN_POSITIVE && v != 0.0,
     }
 }
 
