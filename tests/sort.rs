@@ -162,3 +162,17 @@ fn store_events_match_redis() {
     let srv = TestServer::builder().start().expect("start");
     assert_eq!(events(srv.port(), &script), expected);
 }
+
+#[test]
+fn store_wakes_a_blocked_pop() {
+    let srv = TestServer::builder().start().expect("start");
+    let mut a = Conn::connect(srv.port()).expect("connect");
+    let mut b = Conn::connect(srv.port()).expect("connect");
+    b.cmd("RPUSH src 3 1 2");
+    a.send_line("BLPOP dst 5").expect("send");
+    // Let BLPOP block before the store.
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    assert_eq!(b.cmd("SORT src STORE dst"), Frame::Int(3));
+    assert_eq!(a.read().expect("reply"), bulks(&["dst", "1"]));
+    assert_eq!(b.cmd("LRANGE dst 0 -1"), bulks(&["2", "3"]));
+}

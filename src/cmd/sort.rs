@@ -7,6 +7,7 @@
 //! run with `Lock::All`. The table's lock is static; `reads_pattern_keys` tells which calls
 //! really need it, for a dispatcher that can pick the lock per call.
 
+mod pqsort;
 mod strtod;
 
 use super::args::is_cstr;
@@ -422,15 +423,23 @@ fn sort_generic(cx: &mut Cx, readonly: bool) -> Reply {
             }
         }
         let (alpha, by, store, desc) = (o.alpha, o.by.is_some(), o.store.is_some(), o.desc);
-        // A stable sort, as glibc's qsort (a merge sort) is: ties keep the loaded order.
-        items.sort_by(|a, b| {
+        let cmp = |a: &Item, b: &Item| {
             let c = compare(a, b, alpha, by, store);
             if desc {
                 c.reverse()
             } else {
                 c
             }
-        });
+        };
+        if by && (start != 0 || end != items.len() as i64 - 1) {
+            // Redis's partial quicksort; an empty window is never read.
+            if end >= start {
+                pqsort::pqsort(&mut items, start as usize, end as usize, &cmp);
+            }
+        } else {
+            // A stable sort, as glibc's qsort (a merge sort) is: ties keep the loaded order.
+            items.sort_by(cmp);
+        }
     }
     if conversion_error {
         return errors::err(errors::SORT_NOT_DOUBLE);
