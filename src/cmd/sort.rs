@@ -306,16 +306,12 @@ struct Item {
     cmp: Option<Bytes>,
 }
 
-/// The elements to sort, as Redis loads them (`None`: the key holds another type). For
+/// The elements to sort, as Redis loads them (WRONGTYPE for other types), and the output
+/// range within them. For
 /// lists and sorted sets under `dontsort` only the LIMIT window is loaded, in the requested
 /// direction; the returned range is then relative to it.
-fn load(
-    cx: &mut Cx,
-    key: &[u8],
-    o: &Opts,
-    dontsort: bool,
-) -> Result<(Vec<Bytes>, (i64, i64)), Reply> {
-    let db = cx.ks.db;
+fn load(cx: &mut Cx, key: &[u8], o: &Opts) -> Result<(Vec<Bytes>, (i64, i64)), Reply> {
+    let (db, dontsort) = (cx.ks.db, o.dontsort);
     let (len, is_zset) = match cx.ks.get(key).map(|e| &e.value) {
         None => return Ok((Vec::new(), limit_range(0, o.limit.0, o.limit.1))),
         Some(Value::List(l)) => (l.len(), false),
@@ -389,7 +385,7 @@ fn sort_generic(cx: &mut Cx, readonly: bool) -> Reply {
             o.by = None;
         }
     }
-    let (elems, (start, end)) = match load(cx, key, &o, o.dontsort) {
+    let (elems, (start, end)) = match load(cx, key, &o) {
         Ok(v) => v,
         Err(e) => return e,
     };
