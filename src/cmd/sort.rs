@@ -307,9 +307,8 @@ struct Item {
 }
 
 /// The elements to sort, as Redis loads them (WRONGTYPE for other types), and the output
-/// range within them. For
-/// lists and sorted sets under `dontsort` only the LIMIT window is loaded, in the requested
-/// direction; the returned range is then relative to it.
+/// range within them. For lists and sorted sets under `dontsort` only the LIMIT window is
+/// loaded, in the requested direction; the returned range is then relative to it.
 fn load(cx: &mut Cx, key: &[u8], o: &Opts) -> Result<(Vec<Bytes>, (i64, i64)), Reply> {
     let (db, dontsort) = (cx.ks.db, o.dontsort);
     let (len, is_zset) = match cx.ks.get(key).map(|e| &e.value) {
