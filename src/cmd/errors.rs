@@ -330,3 +330,4 @@ pub fn geo_lonlat(long: f64, lat: f64) -> Reply {
         "ERR invalid longitude,latitude pair {long:.6},{lat:.6}"
     ))
 }
+pub const SORT_NOT_DOUBLE: &str = "ERR One or more scores can't be converted into double";

@@ -24,6 +24,7 @@ pub mod pubsub;
 pub mod scripting;
 pub mod server;
 pub mod sets;
+pub mod sort;
 pub mod streams;
 pub mod strings;
 pub mod transactions;
@@ -55,7 +56,7 @@ impl Cx<'_, '_> {
 }
 
 /// Every family's top-level commands, in one place.
-fn families() -> [&'static [CommandSpec]; 20] {
+fn families() -> [&'static [CommandSpec]; 21] {
     [
         strings::COMMANDS,
         keys::COMMANDS,
@@ -77,6 +78,7 @@ fn families() -> [&'static [CommandSpec]; 20] {
         bitmaps::COMMANDS,
         functions::COMMANDS,
         geo::COMMANDS,
+        sort::COMMANDS,
     ]
 }
 

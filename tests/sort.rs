@@ -1,0 +1,178 @@
+//! SORT beyond the differential cases: a STORE destination survives a durable restart (and an
+//! empty result's deletion too), WATCH sees STORE writes but not plain sorts, and STORE
+//! publishes the same keyspace events as redis-server 7.0.
+
+mod support;
+
+use respite::TestServer;
+use support::{Conn, Frame};
+
+fn durable(dir: &std::path::Path) -> TestServer {
+    TestServer::builder()
+        .redb(dir)
+        .param("appendfsync", "always")
+        .start()
+        .expect("start durable server")
+}
+
+fn bulks(items: &[&str]) -> Frame {
+    Frame::Array(
+        items
+            .iter()
+            .map(|s| Frame::Bulk(s.as_bytes().to_vec()))
+            .collect(),
+    )
+}
+
+#[test]
+fn store_survives_a_durable_restart() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    {
+        let srv = durable(dir.path());
+        let mut c = Conn::connect(srv.port()).expect("connect");
+        c.cmd("RPUSH src 3 1 2");
+        c.cmd("MSET o_1 a o_2 b");
+        assert_eq!(c.cmd("SORT src STORE dst"), Frame::Int(3));
+        c.cmd("SET over x EX 1000");
+        assert_eq!(
+            c.cmd("SORT src DESC GET # GET o_* STORE over"),
+            Frame::Int(6)
+        );
+        c.cmd("SET gone x");
+        assert_eq!(c.cmd("SORT nokey STORE gone"), Frame::Int(0));
+        // Store onto the source itself.
+        c.cmd("SADD s c a b");
+        assert_eq!(c.cmd("SORT s ALPHA STORE s"), Frame::Int(3));
+        // A large result (quicklist-sized).
+        let many: Vec<String> = (0..1000).rev().map(|i| i.to_string()).collect();
+        c.cmd(&format!("RPUSH big {}", many.join(" ")));
+        assert_eq!(c.cmd("SORT big STORE bigsorted"), Frame::Int(1000));
+    }
+    let srv = durable(dir.path());
+    let mut c = Conn::connect(srv.port()).expect("connect");
+    assert_eq!(c.cmd("LRANGE dst 0 -1"), bulks(&["1", "2", "3"]));
+    assert_eq!(
+        c.cmd("LRANGE over 0 -1"),
+        bulks(&["3", "", "2", "b", "1", "a"])
+    );
+    assert_eq!(c.cmd("TTL over"), Frame::Int(-1));
+    assert_eq!(c.cmd("EXISTS gone"), Frame::Int(0));
+    assert_eq!(c.cmd("TYPE s"), Frame::Simple("list".into()));
+    assert_eq!(c.cmd("LRANGE s 0 -1"), bulks(&["a", "b", "c"]));
+    assert_eq!(c.cmd("LLEN bigsorted"), Frame::Int(1000));
+    assert_eq!(c.cmd("LRANGE bigsorted 0 2"), bulks(&["0", "1", "2"]));
+    assert_eq!(c.cmd("LINDEX bigsorted -1"), Frame::Bulk(b"999".to_vec()));
+    // The sorted set SORT converted in place is still whole after a restart.
+    drop(c);
+    drop(srv);
+    let srv = durable(dir.path());
+    let mut c = Conn::connect(srv.port()).expect("connect");
+    c.cmd("ZADD z 2 b 1 a");
+    assert_eq!(c.cmd("SORT z ALPHA STORE zs"), Frame::Int(2));
+    drop(c);
+    drop(srv);
+    let srv = durable(dir.path());
+    let mut c = Conn::connect(srv.port()).expect("connect");
+    assert_eq!(c.cmd("ZRANGE z 0 -1"), bulks(&["a", "b"]));
+    assert_eq!(c.cmd("LRANGE zs 0 -1"), bulks(&["a", "b"]));
+}
+
+/// WATCH on `k` by `a`, `cmd` by `b`, then `a`'s transaction: true if EXEC ran.
+fn exec_runs(a: &mut Conn, b: &mut Conn, cmd: &str) -> bool {
+    assert_eq!(a.cmd("WATCH k"), Frame::Simple("OK".into()));
+    b.cmd(cmd);
+    a.cmd("MULTI");
+    a.cmd("GET x");
+    match a.cmd("EXEC") {
+        Frame::NullArray | Frame::Null => false,
+        Frame::Array(_) => true,
+        other => panic!("EXEC: {other:?}"),
+    }
+}
+
+#[test]
+fn watch_sees_store_but_not_reads() {
+    let srv = TestServer::builder().start().expect("start");
+    let mut a = Conn::connect(srv.port()).expect("connect");
+    let mut b = Conn::connect(srv.port()).expect("connect");
+    b.cmd("RPUSH l 2 1");
+    assert!(!exec_runs(&mut a, &mut b, "SORT l STORE k"), "created");
+    assert!(!exec_runs(&mut a, &mut b, "SORT l STORE k"), "replaced");
+    assert!(exec_runs(&mut a, &mut b, "SORT k"), "sorting k reads it");
+    assert!(exec_runs(&mut a, &mut b, "SORT_RO k BY nosort"), "sort_ro");
+    assert!(!exec_runs(&mut a, &mut b, "SORT nokey STORE k"), "deleted");
+    assert!(
+        exec_runs(&mut a, &mut b, "SORT nokey STORE k"),
+        "nothing to delete"
+    );
+    // A sorted set converted for SORT is not modified as far as WATCH goes.
+    b.cmd("ZADD k 1 a");
+    assert!(exec_runs(&mut a, &mut b, "SORT k ALPHA"), "zset conversion");
+}
+
+/// The keyspace events `script` produces on the server at `port` (`event key` lines).
+fn events(port: u16, script: &[&str]) -> Vec<String> {
+    let mut sub = Conn::connect(port).expect("connect");
+    let mut c = Conn::connect(port).expect("connect");
+    c.cmd("FLUSHALL");
+    c.cmd("CONFIG SET notify-keyspace-events KEA");
+    sub.cmd("PSUBSCRIBE __keyevent@0__:*");
+    sub.cmd("SUBSCRIBE end");
+    for line in script {
+        c.cmd(line);
+    }
+    c.cmd("PUBLISH end x");
+    c.cmd("CONFIG SET notify-keyspace-events \"\"");
+    let mut out = Vec::new();
+    loop {
+        let Frame::Array(parts) = sub.read().expect("message") else {
+            panic!("not a message");
+        };
+        let text: Vec<String> = parts
+            .iter()
+            .map(|p| match p {
+                Frame::Bulk(b) => String::from_utf8_lossy(b).into_owned(),
+                other => format!("{other:?}"),
+            })
+            .collect();
+        if text.first().map(String::as_str) == Some("message") {
+            break;
+        }
+        out.push(format!("{} {}", text[2], text[3]));
+    }
+    out
+}
+
+#[test]
+fn store_events_match_redis() {
+    let script = [
+        "RPUSH l 2 1",
+        "SORT l STORE d",
+        "SORT l DESC STORE d",
+        "SORT l LIMIT 0 0 STORE d",
+        "SORT l LIMIT 0 0 STORE d",
+        "SET s x",
+        "SORT l STORE s",
+        "SORT l",
+        "SORT_RO l",
+    ];
+    let redis = support::RedisServer::start();
+    let expected = events(redis.port, &script);
+    assert!(expected.len() >= 5, "{expected:?}");
+    let srv = TestServer::builder().start().expect("start");
+    assert_eq!(events(srv.port(), &script), expected);
+}
+
+#[test]
+fn store_wakes_a_blocked_pop() {
+    let srv = TestServer::builder().start().expect("start");
+    let mut a = Conn::connect(srv.port()).expect("connect");
+    let mut b = Conn::connect(srv.port()).expect("connect");
+    b.cmd("RPUSH src 3 1 2");
+    a.send_line("BLPOP dst 5").expect("send");
+    // Let BLPOP block before the store.
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    assert_eq!(b.cmd("SORT src STORE dst"), Frame::Int(3));
+    assert_eq!(a.read().expect("reply"), bulks(&["dst", "1"]));
+    assert_eq!(b.cmd("LRANGE dst 0 -1"), bulks(&["2", "3"]));
+}
