@@ -218,10 +218,7 @@ fn scripts_load_everywhere_and_survive_noscript(kind: NodeKind) {
     let script = redis::Script::new("return redis.call('get', KEYS[1])");
     let v: Option<String> = script.key(&k).invoke(&mut c).unwrap();
     assert_eq!(v.as_deref(), Some("2"));
-    // respite has no FUNCTION/FCALL yet: functions are checked on redis-server nodes.
-    if f.kind() == NodeKind::Redis {
-        functions_on_every_node(&f, &mut c);
-    }
+    functions_on_every_node(&f, &mut c);
     // Unknown sha without a body: the node's NOSCRIPT passes through.
     let e = err_text(q::<()>(&mut c, &["EVALSHA", &"f".repeat(40), "0"]).unwrap_err());
     assert!(e.contains("NOSCRIPT"), "{e}");
