@@ -27,6 +27,7 @@ pub mod sets;
 pub mod sort;
 pub mod streams;
 pub mod strings;
+pub mod strtod;
 pub mod transactions;
 pub mod zsets;
 

@@ -7,9 +7,6 @@
 //! run with `Lock::All`. The table's lock is static; `reads_pattern_keys` tells which calls
 //! really need it, for a dispatcher that can pick the lock per call.
 
-mod pqsort;
-mod strtod;
-
 use super::args::is_cstr;
 use super::errors;
 use super::{CommandSpec, Cx, KeySpec, Lock};
@@ -288,7 +285,7 @@ fn weight(v: &Found) -> Option<f64> {
         Found::Int(i) => Some(*i as f64),
         Found::Bytes(b) => {
             let c = cstr(b);
-            let r = strtod::strtod(c);
+            let r = super::strtod::strtod(c);
             (r.used == c.len() && !r.range_err && !r.value.is_nan()).then_some(r.value)
         }
     }
@@ -429,7 +426,7 @@ fn sort_generic(cx: &mut Cx, readonly: bool) -> Reply {
         if by && (start != 0 || end != items.len() as i64 - 1) {
             // Redis's partial quicksort; an empty window is never read.
             if end >= start {
-                pqsort::pqsort(&mut items, start as usize, end as usize, &cmp);
+                crate::types::pqsort::pqsort(&mut items, start as usize, end as usize, &cmp);
             }
         } else {
             // A stable sort, as glibc's qsort (a merge sort) is: ties keep the loaded order.

@@ -4,9 +4,6 @@
 //! Redis's earth radius. Every step is the same `f64` arithmetic in the same order, so
 //! results are bit-identical to Redis's.
 
-mod pqsort;
-pub use pqsort::pqsort;
-
 pub const LONG_MIN: f64 = -180.0;
 pub const LONG_MAX: f64 = 180.0;
 pub const LAT_MIN: f64 = -85.05112878;

@@ -7,6 +7,7 @@ pub mod hll;
 pub mod list;
 pub mod long_double;
 pub mod placement;
+pub mod pqsort;
 pub mod rdb;
 pub mod set;
 pub mod stream;

@@ -364,7 +364,7 @@ fn generic(cx: &mut Cx, src: usize, flags: u8) -> Reply {
             // glibc's `qsort` is a stable merge sort, as `sort_by` is.
             points.sort_by(cmp);
         } else {
-            geo::pqsort(&mut points, &cmp, 0, returned - 1);
+            crate::types::pqsort::pqsort(&mut points, 0, returned - 1, &cmp);
         }
     }
     points.truncate(returned);

@@ -1,6 +1,6 @@
 //! C `strtod` on a byte string, as glibc parses it (leading spaces, sign, decimal and hex
-//! floats, `inf`/`infinity`, `nan`). The same routine as src/cmd/zsets/parse.rs, which keeps
-//! its copy private; the two should become one shared function.
+//! floats, `inf`/`infinity`, `nan`), for the commands whose Redis code calls it: sorted-set
+//! scores and ranges (zsets/parse.rs, under `string2d`'s checks) and SORT weights.
 
 /// Result of C `strtod` on a byte string: the value, how many bytes it consumed (0 when no
 /// conversion happened) and whether it overflowed or underflowed to zero (`ERANGE`).
@@ -10,7 +10,7 @@ pub struct Strtod {
     pub range_err: bool,
 }
 
-fn is_c_space(b: u8) -> bool {
+pub fn is_c_space(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | b'\x0b' | b'\x0c' | b'\r')
 }
 
