@@ -11,7 +11,7 @@
 mod support;
 
 use respite::protocol::parse::split_args;
-use support::{Conn, Frame, RedisServer};
+use support::{Conn, Frame, RedisServer, Rng};
 
 fn cases_dir() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("conformance/cases")
@@ -338,15 +338,8 @@ fn command_table_matches_redis() {
     );
 }
 
-/// xorshift64*: deterministic across platforms and crate versions.
-struct Rng(u64);
+/// Extra draws on the shared xorshift64* (`support::Rng`).
 impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545F4914F6CDD1D)
-    }
     fn below(&mut self, n: usize) -> usize {
         (self.next() % n as u64) as usize
     }

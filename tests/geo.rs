@@ -6,19 +6,10 @@
 mod support;
 
 use respite::TestServer;
-use support::{Conn, Frame, RedisServer};
+use support::{keyevents, Conn, Frame, RedisServer, Rng};
 
-/// xorshift64*: deterministic, so failures replay.
-struct Rng(u64);
-
+/// Extra draws on the shared xorshift64* (`support::Rng`).
 impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
     /// Uniform in [0, 1).
     fn unit(&mut self) -> f64 {
         (self.next() >> 11) as f64 / (1u64 << 53) as f64
@@ -373,39 +364,6 @@ fn watch_sees_geo_writes() {
     );
 }
 
-/// The keyspace events `script` produces on the server at `port` (`event key` lines).
-fn events(port: u16, script: &[&str]) -> Vec<String> {
-    let mut sub = Conn::connect(port).expect("connect");
-    let mut c = Conn::connect(port).expect("connect");
-    c.cmd("FLUSHALL");
-    c.cmd("CONFIG SET notify-keyspace-events KEA");
-    sub.cmd("PSUBSCRIBE __keyevent@0__:*");
-    sub.cmd("SUBSCRIBE end");
-    for line in script {
-        c.cmd(line);
-    }
-    c.cmd("PUBLISH end x");
-    c.cmd("CONFIG SET notify-keyspace-events \"\"");
-    let mut out = Vec::new();
-    loop {
-        let Frame::Array(parts) = sub.read().expect("message") else {
-            panic!("not a message");
-        };
-        let text: Vec<String> = parts
-            .iter()
-            .map(|p| match p {
-                Frame::Bulk(b) => String::from_utf8_lossy(b).into_owned(),
-                other => format!("{other:?}"),
-            })
-            .collect();
-        if text.first().map(String::as_str) == Some("message") {
-            break;
-        }
-        out.push(format!("{} {}", text[2], text[3]));
-    }
-    out
-}
-
 #[test]
 fn keyspace_events_match_redis() {
     let script = [
@@ -421,8 +379,8 @@ fn keyspace_events_match_redis() {
         "GEOSEARCH k FROMMEMBER a BYRADIUS 1 km",
     ];
     let redis = RedisServer::start();
-    let expected = events(redis.port, &script);
+    let expected = keyevents(redis.port, "KEA", &script);
     assert!(expected.len() >= 6, "{expected:?}");
     let srv = TestServer::builder().start().expect("start");
-    assert_eq!(events(srv.port(), &script), expected);
+    assert_eq!(keyevents(srv.port(), "KEA", &script), expected);
 }

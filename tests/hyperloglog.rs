@@ -6,19 +6,10 @@
 mod support;
 
 use respite::TestServer;
-use support::{Conn, Frame, RedisServer};
+use support::{Conn, Frame, RedisServer, Rng};
 
-/// xorshift64*: deterministic, so failures replay.
-struct Rng(u64);
-
+/// Extra draws on the shared xorshift64* (`support::Rng`).
 impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
     fn element(&mut self) -> Vec<u8> {
         let len = (self.next() % 24) as usize;
         (0..len).map(|_| self.next() as u8).collect()

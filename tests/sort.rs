@@ -5,7 +5,7 @@
 mod support;
 
 use respite::TestServer;
-use support::{Conn, Frame};
+use support::{keyevents, Conn, Frame};
 
 fn durable(dir: &std::path::Path) -> TestServer {
     TestServer::builder()
@@ -110,39 +110,6 @@ fn watch_sees_store_but_not_reads() {
     assert!(exec_runs(&mut a, &mut b, "SORT k ALPHA"), "zset conversion");
 }
 
-/// The keyspace events `script` produces on the server at `port` (`event key` lines).
-fn events(port: u16, script: &[&str]) -> Vec<String> {
-    let mut sub = Conn::connect(port).expect("connect");
-    let mut c = Conn::connect(port).expect("connect");
-    c.cmd("FLUSHALL");
-    c.cmd("CONFIG SET notify-keyspace-events KEA");
-    sub.cmd("PSUBSCRIBE __keyevent@0__:*");
-    sub.cmd("SUBSCRIBE end");
-    for line in script {
-        c.cmd(line);
-    }
-    c.cmd("PUBLISH end x");
-    c.cmd("CONFIG SET notify-keyspace-events \"\"");
-    let mut out = Vec::new();
-    loop {
-        let Frame::Array(parts) = sub.read().expect("message") else {
-            panic!("not a message");
-        };
-        let text: Vec<String> = parts
-            .iter()
-            .map(|p| match p {
-                Frame::Bulk(b) => String::from_utf8_lossy(b).into_owned(),
-                other => format!("{other:?}"),
-            })
-            .collect();
-        if text.first().map(String::as_str) == Some("message") {
-            break;
-        }
-        out.push(format!("{} {}", text[2], text[3]));
-    }
-    out
-}
-
 #[test]
 fn store_events_match_redis() {
     let script = [
@@ -157,10 +124,10 @@ fn store_events_match_redis() {
         "SORT_RO l",
     ];
     let redis = support::RedisServer::start();
-    let expected = events(redis.port, &script);
+    let expected = keyevents(redis.port, "KEA", &script);
     assert!(expected.len() >= 5, "{expected:?}");
     let srv = TestServer::builder().start().expect("start");
-    assert_eq!(events(srv.port(), &script), expected);
+    assert_eq!(keyevents(srv.port(), "KEA", &script), expected);
 }
 
 #[test]

@@ -78,7 +78,9 @@ pub struct Conn {
 impl Conn {
     pub fn connect(port: u16) -> std::io::Result<Conn> {
         let s = TcpStream::connect(("127.0.0.1", port))?;
-        s.set_read_timeout(Some(Duration::from_secs(10)))?;
+        // A hang guard, not a performance bound: debug builds on 2 loaded cores (the
+        // differential suites run side by side) can take seconds on a big case.
+        s.set_read_timeout(Some(Duration::from_secs(30)))?;
         s.set_nodelay(true)?;
         Ok(Conn {
             r: BufReader::new(s.try_clone()?),
@@ -86,7 +88,7 @@ impl Conn {
         })
     }
 
-    /// How long `read` waits for a reply (default 10 s).
+    /// How long `read` waits for a reply (default 30 s).
     pub fn set_timeout(&mut self, t: Duration) {
         let _ = self.w.set_read_timeout(Some(t));
     }
@@ -259,5 +261,53 @@ impl Drop for RedisServer {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// The keyspace events `script` produces on the server at `port` with
+/// `notify-keyspace-events` set to `flags` (`event key` lines), read by a PSUBSCRIBE
+/// connection up to a sentinel publication; for comparing a command's events with Redis's.
+pub fn keyevents(port: u16, flags: &str, script: &[&str]) -> Vec<String> {
+    let mut sub = Conn::connect(port).expect("connect");
+    let mut c = Conn::connect(port).expect("connect");
+    c.cmd("FLUSHALL");
+    c.cmd(&format!("CONFIG SET notify-keyspace-events {flags}"));
+    sub.cmd("PSUBSCRIBE __keyevent@0__:*");
+    sub.cmd("SUBSCRIBE end");
+    for line in script {
+        c.cmd(line);
+    }
+    c.cmd("PUBLISH end x");
+    c.cmd("CONFIG SET notify-keyspace-events \"\"");
+    let mut out = Vec::new();
+    loop {
+        let Frame::Array(parts) = sub.read().expect("message") else {
+            panic!("not a message");
+        };
+        let text: Vec<String> = parts
+            .iter()
+            .map(|p| match p {
+                Frame::Bulk(b) => String::from_utf8_lossy(b).into_owned(),
+                other => format!("{other:?}"),
+            })
+            .collect();
+        if text.first().map(String::as_str) == Some("message") {
+            break;
+        }
+        out.push(format!("{} {}", text[2], text[3]));
+    }
+    out
+}
+
+/// xorshift64*: deterministic across platforms and crate versions, so a failing seed
+/// replays. Suites add their own draws in `impl Rng` blocks.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
     }
 }
