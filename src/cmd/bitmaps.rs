@@ -7,6 +7,7 @@ mod field;
 use super::args::is_cstr;
 use super::errors;
 use super::{CommandSpec, Cx, KeySpec};
+use crate::engine::value::sds_reserve;
 use crate::engine::{StrVal, Value};
 use crate::protocol::parse::parse_i64;
 use crate::protocol::Reply;
@@ -133,33 +134,13 @@ fn read(cx: &mut Cx, key: &[u8]) -> Result<Option<Bytes>, Reply> {
     }
 }
 
-/// Takes a string's bytes for in-place editing: no copy when the buffer is not shared, so
-/// SETBIT on a large string stays O(1) like Redis's sds.
-fn take_mut(s: &mut StrVal) -> BytesMut {
-    match std::mem::replace(s, StrVal::Int(0)) {
-        StrVal::Int(i) => BytesMut::from(itoa::Buffer::new().format(i).as_bytes()),
-        StrVal::Bytes { data, .. } => data
-            .try_into_mut()
-            .unwrap_or_else(|shared| BytesMut::from(&shared[..])),
+/// Zero-pads `buf` to `len` bytes, growing greedily as `sdsgrowzero` does, so bit-by-bit
+/// growth stays amortised O(1).
+pub(super) fn grow_zero(buf: &mut BytesMut, len: usize) {
+    if buf.len() < len {
+        sds_reserve(buf, len);
+        buf.resize(len, 0);
     }
-}
-
-/// Zero-pads `buf` to `len` bytes, growing greedily as `sdsgrowzero` does (double while
-/// small, then 1 MB of headroom) so bit-by-bit growth stays amortised O(1).
-fn grow_zero(buf: &mut BytesMut, len: usize) {
-    const MAX_PREALLOC: usize = 1 << 20;
-    if buf.len() >= len {
-        return;
-    }
-    if buf.capacity() < len {
-        let extra = if len < MAX_PREALLOC {
-            len
-        } else {
-            MAX_PREALLOC
-        };
-        buf.reserve(len + extra - buf.len());
-    }
-    buf.resize(len, 0);
 }
 
 /// Redis's `dbUnshareStringValue` on a value it then leaves unchanged: the string becomes a
@@ -229,7 +210,7 @@ fn setbit(cx: &mut Cx) -> Reply {
                 unshare(s);
                 return Reply::Int(i64::from(cur));
             }
-            let mut buf = take_mut(s);
+            let mut buf = s.take_mut();
             grow_zero(&mut buf, byte + 1);
             buf[byte] = (buf[byte] & !(1 << shift)) | (on << shift);
             *s = StrVal::raw(buf.freeze());
@@ -372,7 +353,7 @@ mod tests {
         let mut reallocs = 0;
         let mut last = std::ptr::null();
         for byte in 4096..200_000usize {
-            let mut buf = take_mut(&mut s);
+            let mut buf = s.take_mut();
             if buf.as_ptr() != last {
                 reallocs += 1;
             }
@@ -385,7 +366,7 @@ mod tests {
         assert_eq!(s.len(), 200_000);
         // A shared buffer is copied, never modified under its other owner.
         let other = s.to_bytes();
-        let mut buf = take_mut(&mut s);
+        let mut buf = s.take_mut();
         buf[0] = 0xff;
         assert_eq!(other[0], 0);
     }

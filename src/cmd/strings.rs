@@ -7,6 +7,7 @@ use crate::types::long_double as ld;
 use super::args::{self, is};
 use super::errors;
 use super::{CommandSpec, Cx, KeySpec};
+use crate::engine::value::sds_reserve;
 use crate::engine::{Entry, StrVal, Value};
 use crate::protocol::Reply;
 use crate::server::notify;
@@ -347,33 +348,6 @@ fn max_string_len(cx: &Cx) -> u64 {
     cx.srv.config.get_i64("proto-max-bulk-len").max(0) as u64
 }
 
-/// Takes a string's bytes for in-place editing: no copy when the buffer is not shared, so
-/// repeated APPENDs stay amortised O(1) like Redis's sds.
-fn take_mut(s: &mut StrVal) -> BytesMut {
-    match std::mem::replace(s, StrVal::Int(0)) {
-        StrVal::Int(i) => BytesMut::from(itoa::Buffer::new().format(i).as_bytes()),
-        StrVal::Bytes { data, .. } => data
-            .try_into_mut()
-            .unwrap_or_else(|shared| BytesMut::from(&shared[..])),
-    }
-}
-
-/// Makes room for `need` bytes the way sds does (`sdsMakeRoomFor`): double while small, then
-/// 1 MB of headroom at most, so a huge string never reserves as much again.
-fn reserve_like_sds(buf: &mut BytesMut, need: usize) {
-    const MAX_PREALLOC: usize = 1 << 20;
-    if buf.capacity() >= need {
-        return;
-    }
-    if need < MAX_PREALLOC {
-        buf.reserve(need * 2 - buf.len());
-    } else {
-        let mut grown = BytesMut::with_capacity(need + MAX_PREALLOC);
-        grown.extend_from_slice(buf);
-        *buf = grown;
-    }
-}
-
 fn new_value(data: &[u8]) -> Value {
     Value::Str(StrVal::from_set(Bytes::copy_from_slice(data)))
 }
@@ -672,7 +646,7 @@ fn append(cx: &mut Cx) -> Reply {
         return errors::err(errors::STRING_TOO_LONG);
     }
     let reply = edit(cx, key, |buf| {
-        reserve_like_sds(buf, buf.len() + tail.len());
+        sds_reserve(buf, buf.len() + tail.len());
         buf.extend_from_slice(tail);
     });
     notify::key(cx, notify::STRING, "append", key);
@@ -685,7 +659,7 @@ fn edit(cx: &mut Cx, key: &[u8], f: impl FnOnce(&mut BytesMut)) -> Reply {
     let Some(s) = cx.ks.get_mut(key).and_then(|e| as_str_mut(&mut e.value)) else {
         return errors::wrongtype();
     };
-    let mut buf = take_mut(s);
+    let mut buf = s.take_mut();
     f(&mut buf);
     let len = buf.len();
     *s = StrVal::raw(buf.freeze());
@@ -718,7 +692,7 @@ fn setrange(cx: &mut Cx) -> Reply {
     let (offset, end) = (offset as usize, end as usize);
     let write = |buf: &mut BytesMut| {
         if buf.len() < end {
-            reserve_like_sds(buf, end);
+            sds_reserve(buf, end);
             buf.resize(end, 0);
         }
         buf[offset..end].copy_from_slice(value);
@@ -1039,21 +1013,21 @@ mod tests {
     #[test]
     fn in_place_growth_is_amortised_and_bounded() {
         let mut s = StrVal::from_set(Bytes::copy_from_slice(b"abc"));
-        let mut buf = take_mut(&mut s);
-        reserve_like_sds(&mut buf, 4);
+        let mut buf = s.take_mut();
+        sds_reserve(&mut buf, 4);
         assert_eq!(buf.capacity(), 8);
         let mut big = BytesMut::from(&vec![0u8; 2 << 20][..]);
-        reserve_like_sds(&mut big, (2 << 20) + 1);
+        sds_reserve(&mut big, (2 << 20) + 1);
         assert_eq!(big.capacity(), (2 << 20) + 1 + (1 << 20));
         assert_eq!(big.len(), 2 << 20);
         // An unshared buffer is reused, a shared one copied.
         let frozen = buf.freeze();
         let ptr = frozen.as_ptr();
         let mut unique = StrVal::raw(frozen);
-        assert_eq!(take_mut(&mut unique).as_ptr(), ptr);
+        assert_eq!(unique.take_mut().as_ptr(), ptr);
         let shared = Bytes::copy_from_slice(b"xyz");
         let mut held = StrVal::raw(shared.clone());
-        assert_ne!(take_mut(&mut held).as_ptr(), shared.as_ptr());
-        assert_eq!(take_mut(&mut StrVal::Int(-42)), &b"-42"[..]);
+        assert_ne!(held.take_mut().as_ptr(), shared.as_ptr());
+        assert_eq!(StrVal::Int(-42).take_mut(), &b"-42"[..]);
     }
 }

@@ -1,6 +1,6 @@
 //! Stored values. Keys and values are bytes, never `String`.
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 
 /// A string value. Integers are kept as integers (Redis's `int` encoding) so `INCR` works in
 /// place; `raw` marks strings Redis would report as `raw` rather than `embstr`.
@@ -145,5 +145,35 @@ impl StrVal {
     pub fn text(data: Bytes) -> StrVal {
         let raw = data.len() > EMBSTR_MAX;
         StrVal::Bytes { data, raw }
+    }
+}
+
+impl StrVal {
+    /// Takes the string's bytes for in-place editing (APPEND, SETRANGE, SETBIT, BITFIELD):
+    /// no copy when the buffer is not shared, so repeated edits stay amortised O(1) like
+    /// Redis's sds. Leaves `Int(0)` behind; the caller stores the edited bytes back.
+    pub fn take_mut(&mut self) -> BytesMut {
+        match std::mem::replace(self, StrVal::Int(0)) {
+            StrVal::Int(i) => BytesMut::from(itoa::Buffer::new().format(i).as_bytes()),
+            StrVal::Bytes { data, .. } => data
+                .try_into_mut()
+                .unwrap_or_else(|shared| BytesMut::from(&shared[..])),
+        }
+    }
+}
+
+/// Makes room for `need` bytes the way sds does (`sdsMakeRoomFor`): double while small, then
+/// 1 MB of headroom at most, so a huge string never reserves as much again.
+pub fn sds_reserve(buf: &mut BytesMut, need: usize) {
+    const MAX_PREALLOC: usize = 1 << 20;
+    if buf.capacity() >= need {
+        return;
+    }
+    if need < MAX_PREALLOC {
+        buf.reserve(need * 2 - buf.len());
+    } else {
+        let mut grown = BytesMut::with_capacity(need + MAX_PREALLOC);
+        grown.extend_from_slice(buf);
+        *buf = grown;
     }
 }

@@ -2,7 +2,7 @@
 //! anything runs, then the operations run in order on one buffer.
 
 use super::bits::{self, Overflow};
-use super::{as_str_mut, grow_zero, int, max_bulk, read, take_mut};
+use super::{as_str_mut, grow_zero, int, max_bulk, read};
 use crate::cmd::args::is_cstr;
 use crate::cmd::errors;
 use crate::cmd::Cx;
@@ -202,7 +202,7 @@ fn generic(cx: &mut Cx, read_only: bool) -> Reply {
             let Some(s) = as_str_mut(&mut e.value) else {
                 return errors::wrongtype();
             };
-            let mut buf = take_mut(s);
+            let mut buf = s.take_mut();
             let grown = buf.len() < need;
             grow_zero(&mut buf, need);
             let (replies, altered, wrote) = run_all(&mut buf);
