@@ -248,15 +248,20 @@ fn opts(from: &[&Member], to: &[&Member], batch: usize) -> RebalanceOptions {
     }
 }
 
-#[test]
-fn growing_three_nodes_to_four_moves_a_quarter_resumably() {
-    let servers: Vec<Node> = (0..4).map(|_| Node::start(None)).collect();
+/// Members `node-a`..`node-d` on four servers, db 0.
+fn four_members(servers: &[Node]) -> Vec<Member<'_>> {
     let ids = ["node-a", "node-b", "node-c", "node-d"];
-    let members: Vec<Member> = servers
+    servers
         .iter()
         .zip(ids)
         .map(|(s, id)| member(s, id, 0))
-        .collect();
+        .collect()
+}
+
+#[test]
+fn growing_three_nodes_to_four_moves_a_quarter_resumably() {
+    let servers: Vec<Node> = (0..4).map(|_| Node::start(None)).collect();
+    let members = four_members(&servers);
     let all: Vec<&Member> = members.iter().collect();
     let (old, new) = (&all[..3], &all[..]);
     const N: usize = 6_000;
@@ -344,12 +349,7 @@ fn growing_three_nodes_to_four_moves_a_quarter_resumably() {
 #[test]
 fn a_respite_fleet_grows_three_to_four() {
     let servers: Vec<Node> = (0..4).map(|_| Node::start_respite()).collect();
-    let ids = ["node-a", "node-b", "node-c", "node-d"];
-    let members: Vec<Member> = servers
-        .iter()
-        .zip(ids)
-        .map(|(s, id)| member(s, id, 0))
-        .collect();
+    let members = four_members(&servers);
     let all: Vec<&Member> = members.iter().collect();
     let (old, new) = (&all[..3], &all[..]);
     const N: usize = 2_000;
