@@ -6,7 +6,7 @@
 mod support;
 
 use respite::TestServer;
-use support::{keyevents, Conn, Frame, RedisServer, Rng};
+use support::{keyevents, watched_exec_runs as exec_runs, Conn, Frame, RedisServer, Rng};
 
 /// Extra draws on the shared xorshift64* (`support::Rng`).
 impl Rng {
@@ -313,19 +313,6 @@ fn geo_sets_survive_a_durable_restart() {
     let mut c = Conn::connect(srv.port()).expect("connect");
     assert_eq!(c.cmd("ZCARD k"), Frame::Int(4));
     assert_eq!(c.cmd("EXISTS near"), Frame::Int(0));
-}
-
-/// WATCH on `k` by `a`, `cmd` by `b`, then `a`'s transaction: true if EXEC ran.
-fn exec_runs(a: &mut Conn, b: &mut Conn, cmd: &str) -> bool {
-    assert_eq!(a.cmd("WATCH k"), Frame::Simple("OK".into()));
-    b.cmd(cmd);
-    a.cmd("MULTI");
-    a.cmd("GET x");
-    match a.cmd("EXEC") {
-        Frame::NullArray | Frame::Null => false,
-        Frame::Array(_) => true,
-        other => panic!("EXEC: {other:?}"),
-    }
 }
 
 #[test]

@@ -5,7 +5,7 @@
 mod support;
 
 use respite::TestServer;
-use support::{keyevents, Conn, Frame};
+use support::{keyevents, watched_exec_runs as exec_runs, Conn, Frame};
 
 fn durable(dir: &std::path::Path) -> TestServer {
     TestServer::builder()
@@ -75,19 +75,6 @@ fn store_survives_a_durable_restart() {
     let mut c = Conn::connect(srv.port()).expect("connect");
     assert_eq!(c.cmd("ZRANGE z 0 -1"), bulks(&["a", "b"]));
     assert_eq!(c.cmd("LRANGE zs 0 -1"), bulks(&["a", "b"]));
-}
-
-/// WATCH on `k` by `a`, `cmd` by `b`, then `a`'s transaction: true if EXEC ran.
-fn exec_runs(a: &mut Conn, b: &mut Conn, cmd: &str) -> bool {
-    assert_eq!(a.cmd("WATCH k"), Frame::Simple("OK".into()));
-    b.cmd(cmd);
-    a.cmd("MULTI");
-    a.cmd("GET x");
-    match a.cmd("EXEC") {
-        Frame::NullArray | Frame::Null => false,
-        Frame::Array(_) => true,
-        other => panic!("EXEC: {other:?}"),
-    }
 }
 
 #[test]

@@ -311,3 +311,17 @@ impl Rng {
         self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
     }
 }
+
+/// WATCH on `k` by `a`, `cmd` by `b`, then a transaction on `a`: true if EXEC ran (so `cmd`
+/// did not touch `k` as far as WATCH is concerned).
+pub fn watched_exec_runs(a: &mut Conn, b: &mut Conn, cmd: &str) -> bool {
+    assert_eq!(a.cmd("WATCH k"), Frame::Simple("OK".into()));
+    b.cmd(cmd);
+    a.cmd("MULTI");
+    a.cmd("GET x");
+    match a.cmd("EXEC") {
+        Frame::NullArray | Frame::Null => false,
+        Frame::Array(_) => true,
+        other => panic!("EXEC: {other:?}"),
+    }
+}
