@@ -162,9 +162,134 @@ fn parse_one(buf: &[u8], pos: &mut usize, depth: usize) -> Option<Reply> {
     })
 }
 
+/// Nodes a reply may spend inside tables it already converted once (shared or cyclic
+/// tables), beyond `REPEAT_PER_FRESH` per node outside them: `t[1] = t; t[2] = t` would
+/// otherwise build 2^1000 nodes, while a table shared by every row of a big reply (say
+/// an empty placeholder) stays allowed.
+const REPEAT_BUDGET: usize = 1 << 18;
+const REPEAT_PER_FRESH: usize = 4;
+/// The error that replaces a reply over that budget.
+pub const REPLY_TOO_LARGE: &str =
+    "ERR Lua reply too large: a table is repeated in it too many times";
+/// Redis refuses to descend further than its reply nesting limit.
+const MAX_DEPTH: usize = 1000;
+
+/// A table being converted: its kind, the children still to convert and the replies of
+/// those done. The walk keeps these on a heap stack, not the thread's stack: a deeply
+/// nested reply (up to `MAX_DEPTH`) must not overflow a 2 MiB worker stack.
+struct Frame {
+    kind: Kind,
+    done: Vec<Reply>,
+    /// Whether this table had been entered before (it counts against the budget).
+    repeat: bool,
+}
+
+enum Kind {
+    /// A plain table read as an array: the next index to read.
+    Array(Table, i64),
+    /// `{map = ...}`: its keys and values, flattened, and the next to convert.
+    Map(Vec<Value>, usize),
+    /// `{set = ...}`: its members and the next to convert.
+    Set(Vec<Value>, usize),
+}
+
+impl Frame {
+    /// The next child to convert, or `None` when the table is done.
+    fn next_child(&mut self) -> Option<Value> {
+        match &mut self.kind {
+            Kind::Array(t, i) => match t.raw_get::<Value>(*i) {
+                Ok(Value::Nil) | Err(_) => None,
+                Ok(v) => {
+                    *i += 1;
+                    Some(v)
+                }
+            },
+            Kind::Map(items, i) | Kind::Set(items, i) => {
+                let v = items.get(*i).cloned();
+                *i += 1;
+                v
+            }
+        }
+    }
+
+    fn finish(self) -> Reply {
+        match self.kind {
+            Kind::Array(..) => Reply::Array(self.done),
+            Kind::Set(..) => Reply::Set(self.done),
+            Kind::Map(..) => {
+                let mut out = Vec::with_capacity(self.done.len() / 2);
+                let mut it = self.done.into_iter();
+                while let (Some(k), Some(v)) = (it.next(), it.next()) {
+                    out.push((k, v));
+                }
+                Reply::Map(out)
+            }
+        }
+    }
+}
+
 /// A script's return value as the client's reply (`luaReplyToRedisReply`). `resp3` is
 /// the script's `redis.setresp` choice: it decides how booleans come back.
-pub fn lua_to_reply(v: &Value, resp3: bool, depth: usize) -> Reply {
+pub fn lua_to_reply(v: &Value, resp3: bool) -> Reply {
+    let mut seen = std::collections::HashSet::new();
+    let mut stack: Vec<Frame> = Vec::new();
+    // Repeated tables on the stack, and nodes converted inside them.
+    let (mut in_repeat, mut repeated, mut fresh) = (0usize, 0usize, 0usize);
+    let mut pending = v.clone();
+    loop {
+        if in_repeat == 0 {
+            fresh += 1;
+        } else {
+            repeated += 1;
+            if repeated > REPEAT_BUDGET + fresh.saturating_mul(REPEAT_PER_FRESH) {
+                return Reply::error(REPLY_TOO_LARGE);
+            }
+        }
+        let reply = match pending {
+            Value::Table(t) if stack.len() > MAX_DEPTH => {
+                drop(t);
+                Some(Reply::error("ERR reached lua stack limit"))
+            }
+            Value::Table(t) => match leaf_or_kind(&t) {
+                Ok(r) => Some(r),
+                Err(kind) => {
+                    let repeat = !seen.insert(t.to_pointer() as usize);
+                    in_repeat += usize::from(repeat);
+                    stack.push(Frame {
+                        kind,
+                        done: Vec::new(),
+                        repeat,
+                    });
+                    None
+                }
+            },
+            other => Some(scalar(&other, resp3)),
+        };
+        if let Some(r) = reply {
+            match stack.last_mut() {
+                Some(top) => top.done.push(r),
+                None => return r,
+            }
+        }
+        // The next child of the innermost unfinished table; finished ones go up.
+        pending = loop {
+            let top = stack.last_mut().expect("a table is being converted");
+            if let Some(child) = top.next_child() {
+                break child;
+            }
+            let done = stack.pop().expect("non-empty");
+            in_repeat -= usize::from(done.repeat);
+            let r = done.finish();
+            match stack.last_mut() {
+                Some(parent) => parent.done.push(r),
+                None => return r,
+            }
+        };
+    }
+}
+
+/// A non-table value's reply.
+fn scalar(v: &Value, resp3: bool) -> Reply {
     match v {
         Value::Nil => Reply::Nil,
         Value::Boolean(b) if resp3 => Reply::Bool(*b),
@@ -173,9 +298,46 @@ pub fn lua_to_reply(v: &Value, resp3: bool, depth: usize) -> Reply {
         Value::Integer(i) => Reply::Int(*i),
         Value::Number(n) => Reply::Int(number_to_int(*n)),
         Value::String(s) => Reply::Bulk(Bytes::copy_from_slice(&s.as_bytes())),
-        Value::Table(t) => table_to_reply(t, resp3, depth),
         _ => Reply::Nil,
     }
+}
+
+/// A table that is a reply by itself (error, status, double, big number), or the kind
+/// of container it is.
+fn leaf_or_kind(t: &Table) -> Result<Reply, Kind> {
+    if let Ok(Value::String(e)) = t.raw_get::<Value>("err") {
+        let msg = String::from_utf8_lossy(&e.as_bytes()).into_owned();
+        return Ok(Reply::Error(sanitize(&msg).into()));
+    }
+    if let Ok(Value::String(s)) = t.raw_get::<Value>("ok") {
+        let msg = String::from_utf8_lossy(&s.as_bytes()).into_owned();
+        return Ok(Reply::Status(sanitize(&msg).into()));
+    }
+    match t.raw_get::<Value>("double") {
+        Ok(Value::Number(d)) => return Ok(Reply::Double(d)),
+        Ok(Value::Integer(d)) => return Ok(Reply::Double(d as f64)),
+        _ => {}
+    }
+    if let Ok(Value::String(s)) = t.raw_get::<Value>("big_number") {
+        return Ok(Reply::Bulk(Bytes::copy_from_slice(&s.as_bytes())));
+    }
+    if let Ok(Value::Table(m)) = t.raw_get::<Value>("map") {
+        let mut items = Vec::new();
+        for (k, v) in m.pairs::<Value, Value>().flatten() {
+            items.push(k);
+            items.push(v);
+        }
+        return Err(Kind::Map(items, 0));
+    }
+    if let Ok(Value::Table(s)) = t.raw_get::<Value>("set") {
+        let items = s
+            .pairs::<Value, Value>()
+            .flatten()
+            .map(|(k, _)| k)
+            .collect();
+        return Err(Kind::Set(items, 0));
+    }
+    Err(Kind::Array(t.clone(), 1))
 }
 
 /// C's `(long long)` cast of a Lua number: truncation toward zero (saturating here, where
@@ -188,57 +350,6 @@ pub fn number_to_int(n: f64) -> i64 {
     } else {
         n as i64
     }
-}
-
-fn table_to_reply(t: &Table, resp3: bool, depth: usize) -> Reply {
-    // Redis refuses to descend further than its reply nesting limit.
-    if depth > 1000 {
-        return Reply::error("ERR reached lua stack limit");
-    }
-    if let Ok(Value::String(e)) = t.raw_get::<Value>("err") {
-        let msg = String::from_utf8_lossy(&e.as_bytes()).into_owned();
-        return Reply::Error(sanitize(&msg).into());
-    }
-    if let Ok(Value::String(s)) = t.raw_get::<Value>("ok") {
-        let msg = String::from_utf8_lossy(&s.as_bytes()).into_owned();
-        return Reply::Status(sanitize(&msg).into());
-    }
-    if let Ok(Value::Number(d)) = t.raw_get::<Value>("double") {
-        return Reply::Double(d);
-    }
-    if let Ok(Value::Integer(d)) = t.raw_get::<Value>("double") {
-        return Reply::Double(d as f64);
-    }
-    if let Ok(Value::String(s)) = t.raw_get::<Value>("big_number") {
-        return Reply::Bulk(Bytes::copy_from_slice(&s.as_bytes()));
-    }
-    if let Ok(Value::Table(m)) = t.raw_get::<Value>("map") {
-        let mut out = Vec::new();
-        for (k, v) in m.pairs::<Value, Value>().flatten() {
-            out.push((
-                lua_to_reply(&k, resp3, depth + 1),
-                lua_to_reply(&v, resp3, depth + 1),
-            ));
-        }
-        return Reply::Map(out);
-    }
-    if let Ok(Value::Table(s)) = t.raw_get::<Value>("set") {
-        let mut out = Vec::new();
-        for (k, _) in s.pairs::<Value, Value>().flatten() {
-            out.push(lua_to_reply(&k, resp3, depth + 1));
-        }
-        return Reply::Set(out);
-    }
-    let mut items = Vec::new();
-    let mut i = 1i64;
-    loop {
-        match t.raw_get::<Value>(i) {
-            Ok(Value::Nil) | Err(_) => break,
-            Ok(v) => items.push(lua_to_reply(&v, resp3, depth + 1)),
-        }
-        i += 1;
-    }
-    Reply::Array(items)
 }
 
 /// Error and status lines cannot carry newlines: Redis turns them into spaces.

@@ -10,7 +10,7 @@ use crate::cmd::{errors, registry, Cx};
 use crate::protocol::Reply;
 use crate::server::state::Shared;
 use bytes::Bytes;
-use mlua::{Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, Value, Variadic};
+use mlua::{Function, Lua, LuaOptions, MultiValue, StdLib, Table, Value, Variadic};
 use parking_lot::Mutex;
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -23,7 +23,16 @@ use std::time::Instant;
 /// Lua heap ceiling: a runaway allocation fails the script, not the server.
 const MEMORY_LIMIT: usize = 1 << 30;
 /// Instructions between checks for SCRIPT KILL (Redis's count hook uses the same).
-const HOOK_EVERY: u32 = 100_000;
+const HOOK_EVERY: c_int = 100_000;
+/// Scripts between two incremental GC steps (Redis's `LUA_GC_CYCLE_PERIOD`).
+const GC_EVERY: u32 = 50;
+
+// The sandbox API of the patched Lua (vendor/lua-src): read-only tables and whether
+// `collectgarbage('stop')` is in effect.
+extern "C-unwind" {
+    fn lua_enablereadonlytable(state: *mut mlua::ffi::lua_State, idx: c_int, enabled: c_int);
+    fn lua_gcisstopped(state: *mut mlua::ffi::lua_State) -> c_int;
+}
 
 /// Scripts running on any server of this process: dispatch's BUSY check costs one atomic
 /// load while none runs.
@@ -32,7 +41,7 @@ pub static RUNNING: AtomicUsize = AtomicUsize::new(0);
 /// Per-server scripting state, shared by every worker thread.
 pub struct Scripts {
     bodies: Mutex<HashMap<String, Bytes>>,
-    /// Bumped by SCRIPT FLUSH: interpreters drop their compiled functions when it moves.
+    /// Bumped by SCRIPT FLUSH and FUNCTION FLUSH: interpreters are rebuilt when it moves.
     generation: AtomicU64,
     /// Milliseconds since `epoch` + 1 when the running script started; 0 when none runs.
     running_since: AtomicU64,
@@ -96,8 +105,15 @@ impl Scripts {
         self.bodies.lock().contains_key(&sha)
     }
 
+    /// SCRIPT FLUSH: forgets the scripts and recreates the interpreters, as Redis does.
     pub fn flush(&self) {
         self.bodies.lock().clear();
+        self.recreate_interpreters();
+    }
+
+    /// Every worker thread replaces its interpreter for this server with a fresh one
+    /// before its next script (see `interp`): globals, caches and library state go.
+    pub(crate) fn recreate_interpreters(&self) {
         self.generation.fetch_add(1, Ordering::AcqRel);
     }
 
@@ -202,6 +218,24 @@ thread_local! {
     static INTERPS: RefCell<Vec<(Weak<Shared>, Rc<Interp>)>> = const { RefCell::new(Vec::new()) };
     /// The running script's command bridge, set only while a script runs on this thread.
     static CURRENT: Cell<Option<*mut Exec<'static>>> = const { Cell::new(None) };
+    /// The interpreter running Lua code on this thread, for `script_hook`; null when none.
+    static HOOKED: Cell<*const Interp> = const { Cell::new(std::ptr::null()) };
+}
+
+/// Points `script_hook` at an interpreter while its Lua code runs; restores the previous
+/// one however the code ends.
+struct HookScope(*const Interp);
+
+impl HookScope {
+    fn enter(it: &Interp) -> HookScope {
+        HookScope(HOOKED.with(|h| h.replace(it)))
+    }
+}
+
+impl Drop for HookScope {
+    fn drop(&mut self) {
+        HOOKED.with(|h| h.set(self.0));
+    }
 }
 
 /// Clears `CURRENT` however the script ends.
@@ -233,7 +267,16 @@ pub(super) struct Interp {
     /// Set while library code runs: FUNCTION LOAD's 500 ms budget.
     load_deadline: Rc<Cell<Option<Instant>>>,
     funcs: RefCell<HashMap<String, Compiled>>,
-    generation: Cell<u64>,
+    /// The SCRIPT / FUNCTION FLUSH generation this interpreter was built for: a flush
+    /// replaces it with a fresh one (`interp`), as Redis recreates its Lua state.
+    generation: u64,
+    /// Scripts run since the last GC step.
+    gc_count: Cell<u32>,
+    /// Set by the hook once a kill or load timeout re-armed it to fire on every
+    /// instruction; the next run restores the count hook.
+    rearmed: Cell<bool>,
+    /// The Lua thread the current script started on (re-armed along with a coroutine).
+    run_state: Cell<*mut mlua::ffi::lua_State>,
     resp3: Rc<Cell<bool>>,
     scripts: Arc<Scripts>,
 }
@@ -241,8 +284,13 @@ pub(super) struct Interp {
 pub(super) fn interp(srv: &Arc<Shared>) -> Result<Rc<Interp>, String> {
     INTERPS.with(|cell| {
         let mut v = cell.borrow_mut();
-        if let Some((_, i)) = v.iter().find(|(w, _)| w.as_ptr() == Arc::as_ptr(srv)) {
-            return Ok(i.clone());
+        if let Some(pos) = v.iter().position(|(w, _)| w.as_ptr() == Arc::as_ptr(srv)) {
+            let i = &v[pos].1;
+            if i.generation == i.scripts.generation.load(Ordering::Acquire) {
+                return Ok(i.clone());
+            }
+            // Flushed: this server gets a fresh interpreter on this thread.
+            v.swap_remove(pos);
         }
         v.retain(|(w, _)| w.strong_count() > 0);
         let i = Rc::new(Interp::new(scripts(srv)).map_err(|e| e.to_string())?);
@@ -320,6 +368,12 @@ impl Interp {
                 Err(msg) => Ok((Value::Integer(1), msg)),
             },
         })?;
+        // SAFETY: pushes one C function (one stack slot).
+        let set_readonly = unsafe {
+            lua.exec_raw::<Function>((), |state| {
+                mlua::ffi::lua_pushcfunction(state, set_readonly_c);
+            })
+        }?;
         let version_num = crate::REDIS_VERSION
             .split('.')
             .filter_map(|p| p.parse::<i64>().ok())
@@ -338,34 +392,25 @@ impl Interp {
                 raising,
                 rand,
                 randomseed,
+                set_readonly,
             ))?;
-        let killer = scripts.clone();
         let load_deadline: Rc<Cell<Option<Instant>>> = Rc::new(Cell::new(None));
-        let deadline = load_deadline.clone();
-        lua.set_hook(
-            HookTriggers::new().every_nth_instruction(HOOK_EVERY),
-            move |_, _| {
-                if let Some(d) = deadline.get() {
-                    if Instant::now() > d {
-                        return Err(mlua::Error::RuntimeError(
-                            errors::FUNCTION_LOAD_TIMEOUT.into(),
-                        ));
-                    }
-                    return Ok(mlua::VmState::Continue);
-                }
-                if killer.kill.load(Ordering::Acquire) {
-                    return Err(mlua::Error::RuntimeError(errors::SCRIPT_KILLED.into()));
-                }
-                let ran = killer.running_for_ms().unwrap_or(0);
-                let last = killer.handed_off_at.load(Ordering::Acquire);
-                if ran >= HANDOFF_AFTER_MS && (last == 0 || ran - last >= HANDOFF_RETRY_MS) {
-                    killer.handed_off_at.store(ran, Ordering::Release);
-                    hand_off_worker();
-                }
-                Ok(mlua::VmState::Continue)
-            },
-        )?;
+        // Our own C hook rather than mlua's: mlua keeps hooks per thread and drops them
+        // in coroutines, where a runaway loop would then be unkillable. Coroutines
+        // inherit this one (`lua_newthread` copies the hook).
+        // SAFETY: sets the hook of the main state; no stack use.
+        unsafe {
+            lua.exec_raw::<()>((), |state| {
+                mlua::ffi::lua_sethook(
+                    state,
+                    Some(script_hook),
+                    mlua::ffi::LUA_MASKCOUNT,
+                    HOOK_EVERY,
+                );
+            })
+        }?;
         lua.set_memory_limit(MEMORY_LIMIT)?;
+        let generation = scripts.generation.load(Ordering::Acquire);
         Ok(Interp {
             lua,
             env,
@@ -375,7 +420,10 @@ impl Interp {
             libs: RefCell::new(HashMap::new()),
             load_deadline,
             funcs: RefCell::new(HashMap::new()),
-            generation: Cell::new(0),
+            generation,
+            gc_count: Cell::new(0),
+            rearmed: Cell::new(false),
+            run_state: Cell::new(std::ptr::null_mut()),
             resp3,
             scripts,
         })
@@ -383,11 +431,6 @@ impl Interp {
 
     /// The compiled function of a script, compiling and caching it on first use.
     fn function(&self, sha: &str, body: Option<&[u8]>) -> Result<Option<Compiled>, Reply> {
-        let g = self.scripts.generation.load(Ordering::Acquire);
-        if self.generation.get() != g {
-            self.funcs.borrow_mut().clear();
-            self.generation.set(g);
-        }
         if let Some(f) = self.funcs.borrow().get(sha) {
             return Ok(Some(f.clone()));
         }
@@ -456,7 +499,10 @@ impl Interp {
                 format!("ERR Error compiling function: {msg}")
             })?;
         self.load_deadline.set(Some(Instant::now() + LOAD_TIMEOUT));
-        let r = self.load_library.call::<(bool, Value)>(chunk);
+        let r = {
+            let _hook = HookScope::enter(self);
+            self.load_library.call::<(bool, Value)>(chunk)
+        };
         self.load_deadline.set(None);
         let registering = |m: &str| format!("ERR Error registering functions: {m}");
         let (ok, v) = r.map_err(|e| registering(&e.to_string()))?;
@@ -558,7 +604,7 @@ pub fn fcall(cx: &mut Cx, read_only: bool) -> Reply {
     };
     let split = 3 + numkeys as usize;
     match call(cx, &it, &func, split, read_only, Some(&info.name)) {
-        Ok(Ok(v)) => lua_to_reply(&v, it.resp3.get(), 0),
+        Ok(Ok(v)) => lua_to_reply(&v, it.resp3.get()),
         Ok(Err(v)) => error_reply(&v, &info.name),
         Err(e) => Reply::error(format!("ERR Error running script {}, {e}", info.name)),
     }
@@ -742,7 +788,7 @@ pub fn eval(cx: &mut Cx, source: Source, read_only: bool) -> Reply {
     let func = script.func;
     let split = 3 + numkeys as usize;
     match call(cx, &it, &func, split, read_only, None) {
-        Ok(Ok(v)) => lua_to_reply(&v, it.resp3.get(), 0),
+        Ok(Ok(v)) => lua_to_reply(&v, it.resp3.get()),
         Ok(Err(v)) => error_reply(&v, sha),
         Err(e) => Reply::error(format!("ERR Error running script {sha}, {e}")),
     }
@@ -816,6 +862,13 @@ fn call(
         let ptr: *mut Exec<'static> = unsafe { std::mem::transmute(ptr) };
         CURRENT.with(|c| c.set(Some(ptr)));
         let _guard = CurrentGuard;
+        let _hook = HookScope::enter(it);
+        let rearmed = it.rearmed.replace(false);
+        let gc_step = {
+            let n = it.gc_count.get() + 1;
+            it.gc_count.set(if n >= GC_EVERY { 0 } else { n });
+            n >= GC_EVERY
+        };
         // One protected raw call builds KEYS and ARGV and runs the script: through
         // mlua's safe API (with a memory limit set) every table and string would cost a
         // protected call of its own, more than the script itself for small scripts.
@@ -827,18 +880,29 @@ fn call(
                 None => it
                     .lua
                     .exec_raw::<MultiValue>((it.run.clone(), func.clone()), |state| {
-                        set_array_global(state, c"KEYS", &args[3..split]);
-                        set_array_global(state, c"ARGV", &args[split..]);
+                        before_run(it, state, rearmed);
+                        set_array_global(state, c"KEYS", Some(&args[3..split]));
+                        set_array_global(state, c"ARGV", Some(&args[split..]));
                         mlua::ffi::lua_call(state, 1, 2);
+                        // Not left for the next script (a function could read them
+                        // through a loadstring chunk, whose environment is the globals).
+                        set_array_global(state, c"KEYS", None);
+                        set_array_global(state, c"ARGV", None);
+                        after_run(state, gc_step);
                     }),
                 // Functions get KEYS and ARGV as their two arguments, not as globals.
                 Some(_) => {
                     it.lua
                         .exec_raw::<MultiValue>((it.run_fn.clone(), func.clone()), |state| {
                             mlua::ffi::luaL_checkstack(state, 4, std::ptr::null());
+                            before_run(it, state, rearmed);
+                            // An EVAL that ended by an error past its runner left them.
+                            set_array_global(state, c"KEYS", None);
+                            set_array_global(state, c"ARGV", None);
                             push_array(state, &args[3..split]);
                             push_array(state, &args[split..]);
                             mlua::ffi::lua_call(state, 3, 2);
+                            after_run(state, gc_step);
                         })
                 }
             }
@@ -872,23 +936,145 @@ unsafe fn push_array(state: *mut mlua::ffi::lua_State, items: &[Bytes]) {
     }
 }
 
-/// Sets global `name` to a new array of `items` (Lua strings), with raw access.
+/// Sets global `name` to a new array of `items` (Lua strings), or removes it (`None`),
+/// with the globals' read-only flag lifted for the write, as Redis does for KEYS/ARGV.
 ///
 /// # Safety
 /// `state` must be a valid Lua state inside a protected call with 3 free stack slots.
 unsafe fn set_array_global(
     state: *mut mlua::ffi::lua_State,
     name: &std::ffi::CStr,
-    items: &[Bytes],
+    items: Option<&[Bytes]>,
 ) {
     use mlua::ffi;
     ffi::lua_pushstring(state, name.as_ptr());
-    ffi::lua_createtable(state, items.len().min(i32::MAX as usize) as c_int, 0);
-    for (i, item) in items.iter().enumerate() {
-        ffi::lua_pushlstring(state, item.as_ptr().cast(), item.len());
-        ffi::lua_rawseti(state, -2, (i + 1) as mlua::ffi::lua_Integer);
+    match items {
+        Some(items) => {
+            ffi::lua_createtable(state, items.len().min(i32::MAX as usize) as c_int, 0);
+            for (i, item) in items.iter().enumerate() {
+                ffi::lua_pushlstring(state, item.as_ptr().cast(), item.len());
+                ffi::lua_rawseti(state, -2, (i + 1) as mlua::ffi::lua_Integer);
+            }
+        }
+        None => ffi::lua_pushnil(state),
     }
+    // The table's creation may raise (out of memory) before the flag is lifted; nothing
+    // between lifting and restoring it can.
+    lua_enablereadonlytable(state, ffi::LUA_GLOBALSINDEX, 0);
     ffi::lua_rawset(state, ffi::LUA_GLOBALSINDEX);
+    lua_enablereadonlytable(state, ffi::LUA_GLOBALSINDEX, 1);
+}
+
+/// Before a script: a hook re-armed by the last kill goes back to the count hook.
+///
+/// # Safety
+/// `state` must be a valid Lua state.
+unsafe fn before_run(it: &Interp, state: *mut mlua::ffi::lua_State, rearmed: bool) {
+    it.run_state.set(state);
+    if rearmed {
+        mlua::ffi::lua_sethook(
+            state,
+            Some(script_hook),
+            mlua::ffi::LUA_MASKCOUNT,
+            HOOK_EVERY,
+        );
+    }
+}
+
+/// After a script: `collectgarbage('stop')` never outlives the script that ran it, and
+/// every `GC_EVERY` scripts the collector takes a step (Redis's `luaGC`), which also
+/// keeps a long-stopped collector from deferring all work to one huge cycle.
+///
+/// # Safety
+/// `state` must be a valid Lua state inside a protected call.
+unsafe fn after_run(state: *mut mlua::ffi::lua_State, gc_step: bool) {
+    if lua_gcisstopped(state) != 0 {
+        mlua::ffi::lua_gc(state, mlua::ffi::LUA_GCRESTART, 0);
+    }
+    if gc_step {
+        mlua::ffi::lua_gc(state, mlua::ffi::LUA_GCSTEP, GC_EVERY as c_int);
+    }
+}
+
+/// `set_readonly(t)` for lib.lua: sets the patched Lua's read-only flag on a table. Only
+/// lib.lua holds it (a local), so scripts cannot call it.
+unsafe extern "C-unwind" fn set_readonly_c(state: *mut mlua::ffi::lua_State) -> c_int {
+    mlua::ffi::luaL_checktype(state, 1, mlua::ffi::LUA_TTABLE);
+    lua_enablereadonlytable(state, 1, 1);
+    0
+}
+
+/// What the hook does at one call.
+enum Verdict {
+    Continue,
+    /// Raise this error (an `{err = ...}` table) and fire on every instruction from now
+    /// on, so `pcall` cannot absorb it: the error comes back at the first instruction
+    /// outside the protected call.
+    Stop(&'static std::ffi::CStr),
+}
+
+impl Interp {
+    fn hook_verdict(&self) -> Verdict {
+        if let Some(d) = self.load_deadline.get() {
+            if Instant::now() > d {
+                return Verdict::Stop(c"ERR FUNCTION LOAD timeout");
+            }
+            return Verdict::Continue;
+        }
+        let s = &self.scripts;
+        if s.kill.load(Ordering::Acquire) {
+            return Verdict::Stop(c"ERR Script killed by user with SCRIPT KILL...");
+        }
+        let ran = s.running_for_ms().unwrap_or(0);
+        let last = s.handed_off_at.load(Ordering::Acquire);
+        if ran >= HANDOFF_AFTER_MS && (last == 0 || ran - last >= HANDOFF_RETRY_MS) {
+            s.handed_off_at.store(ran, Ordering::Release);
+            hand_off_worker();
+        }
+        Verdict::Continue
+    }
+}
+
+/// The count hook of every interpreter (and of the coroutines its scripts create).
+unsafe extern "C-unwind" fn script_hook(
+    state: *mut mlua::ffi::lua_State,
+    ar: *mut mlua::ffi::lua_Debug,
+) {
+    use mlua::ffi;
+    let it = HOOKED.with(|h| h.get());
+    if it.is_null() {
+        return;
+    }
+    // SAFETY: `HOOKED` points at an interpreter only while a `HookScope` borrowing it
+    // lives on this thread, and hooks run synchronously on the thread running the code.
+    let it = &*it;
+    let verdict = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| it.hook_verdict()))
+        .unwrap_or(Verdict::Continue);
+    let Verdict::Stop(msg) = verdict else {
+        return;
+    };
+    // Hooks are per Lua thread: a coroutine re-arms itself and the script's own thread
+    // (whose new coroutines inherit it).
+    it.rearmed.set(true);
+    let every = ffi::LUA_MASKCOUNT | ffi::LUA_MASKLINE;
+    ffi::lua_sethook(state, Some(script_hook), every, 1);
+    let main = it.run_state.get();
+    if !main.is_null() && main != state {
+        ffi::lua_sethook(main, Some(script_hook), every, 1);
+    }
+    // The sandbox's own code (the error handler, the runners) must finish so the error
+    // reaches the caller: it is raised again at the next instruction of script code.
+    if ffi::lua_getinfo(state, c"S".as_ptr(), ar) != 0
+        && !(*ar).source.is_null()
+        && std::ffi::CStr::from_ptr((*ar).source).to_bytes() == b"=redis_lib"
+    {
+        return;
+    }
+    // No Rust value needing a destructor is live here: lua_error unwinds by longjmp.
+    ffi::lua_createtable(state, 0, 1);
+    ffi::lua_pushstring(state, msg.as_ptr());
+    ffi::lua_setfield(state, -2, c"err".as_ptr());
+    ffi::lua_error(state);
 }
 
 /// One `redis.call`: Redis's checks (`scriptCall`), then the command itself.

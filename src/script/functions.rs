@@ -303,9 +303,13 @@ pub fn restore(srv: &Arc<Shared>, payload: &[u8], policy: Policy) -> Reply {
     }
 }
 
-/// FUNCTION FLUSH.
+/// FUNCTION FLUSH: drops the libraries and, as SCRIPT FLUSH does, the interpreters
+/// (every thread builds a fresh one at its next script), so no state a library left in
+/// Lua survives it.
 pub fn flush(srv: &Arc<Shared>) {
-    *scripts(srv).functions.lock() = Libraries::default();
+    let s = scripts(srv);
+    *s.functions.lock() = Libraries::default();
+    s.recreate_interpreters();
 }
 
 /// FUNCTION DELETE name.

@@ -2,7 +2,7 @@
 -- Rust helpers return error texts; these wrappers raise them as Redis 7 does: as
 -- {err = ...} tables, so the error handler can add where the script failed.
 local rawcall, sha1raw, lograw, setresp_raw, version, version_num, known_cmd, raising,
-  rand_raw, seed_raw = ...
+  rand_raw, seed_raw, set_readonly = ...
 local G = _G
 local dbg = debug
 local setfenv_, pcall_, next_, tostring_ = setfenv, pcall, next, tostring
@@ -112,37 +112,28 @@ rawset(mathlib, 'randomseed', raising(function(...)
   if narg ~= nil then return nil, arg_error(narg, msg) end
 end))
 
--- Read-only views: stock Lua 5.1 has no read-only tables, so scripts see proxies whose
--- writes fail with Redis 7's message; rawset refuses them too.
-local readonly = setmetatable({}, {__mode = 'k'})
-local function ro_error() error('Attempt to modify a readonly table', 2) end
-local function protect(t)
-  local p = setmetatable({}, {__index = t, __newindex = ro_error, __metatable = false})
-  readonly[p] = true
-  return p
-end
-rawset(G, 'rawset', function(t, k, v)
-  if readonly[t] then error('Attempt to modify a readonly table', 0) end
-  return rawset(t, k, v)
-end)
-for _, name in ipairs({'redis', 'string', 'table', 'math', 'coroutine', 'cjson', 'cmsgpack',
-    'bit', 'struct'}) do
-  local t = rawget(G, name)
-  if type(t) == 'table' then rawset(G, name, protect(t)) end
+-- Read-only tables (the patched Lua's flag, as Redis 7): every write to them, by
+-- assignment, rawset, table.insert or setmetatable, fails with "Attempt to modify a
+-- readonly table", whichever chunk does it (loadstring chunks included).
+local function protect(t, seen)
+  if seen[t] then return end
+  seen[t] = true
+  for _, v in next_, t do
+    if type(v) == 'table' then protect(v, seen) end
+  end
+  local mt = dbg.getmetatable(t)
+  if type(mt) == 'table' then protect(mt, seen) end
+  set_readonly(t)
 end
 
--- Scripts see `env`: reads fall through to the real globals as a plain table chain (no
--- function call per global access); only a miss reaches the erroring __index on G.
+-- A global that does not exist is an error; reads of existing ones stay plain table
+-- reads (no function call per global access).
 setmetatable(G, {
   __index = function(_, k)
     error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
   end,
-  __metatable = false,
 })
-local env = setmetatable({}, {__index = G, __newindex = ro_error, __metatable = false})
-readonly[env] = true
-rawset(G, '_G', env)
-
+local env = G
 -- Redis Functions (FUNCTION LOAD). Library code runs once per interpreter in its own
 -- environment: while loading, only `redis.register_function`, `redis.log`, the log levels
 -- and the version are visible (Redis's LIBRARY_API); afterwards the library's functions
@@ -250,14 +241,17 @@ end
 -- Runs a compiled library chunk: true and the registered {name, callback, description,
 -- flag bits} list, or false and the error text.
 local function load_library(chunk)
-  local meta = {__index = load_index, __metatable = false,
-    __newindex = function() error('Attempt to modify a readonly table', 2) end}
-  setfenv_(chunk, setmetatable({}, meta))
+  local phase = load_index
+  local meta = {__index = function(t, k) return phase(t, k) end, __metatable = false}
+  local lib_env = setmetatable({}, meta)
+  set_readonly(meta)
+  set_readonly(lib_env)
+  setfenv_(chunk, lib_env)
   loading = {names = {}, list = {}}
   local ok, err = pcall_(chunk)
   local got = loading.list
   loading = nil
-  meta.__index = run_index
+  phase = run_index
   if ok then return true, got end
   if type(err) == 'table' then
     local e = rawget(err, 'err')
@@ -290,6 +284,21 @@ local function handler(err)
 end
 
 local xpcall = xpcall
+
+-- Seal: the globals, everything reachable from them (libraries and their metatables)
+-- and the basic types' metatables (the string one's __index is the string library:
+-- CVE-2025-46818) become read-only.
+local seen = {}
+protect(G, seen)
+local function probe() end
+for _, sample in next_, {'', 0, true, probe, coroutine.create(probe), false} do
+  local mt = dbg.getmetatable(sample)
+  if type(mt) == 'table' then protect(mt, seen) end
+end
+if type(dbg.getmetatable(nil)) == 'table' then protect(dbg.getmetatable(nil), seen) end
+protect(load_redis_t, seen)
+protect(load_redis, seen)
+protect(dbg.getmetatable(load_redis), seen)
 local function run(f) return xpcall(f, handler) end
 local function run_fn(f, keys, args)
   return xpcall(function() return f(keys, args) end, handler)

@@ -680,6 +680,8 @@ LUA_API void lua_rawset (lua_State *L, int idx) {
   api_checknelems(L, 2);
   t = index2adr(L, idx);
   api_check(L, ttistable(t));
+  if (hvalue(t)->readonly)  /* respite: read-only tables */
+    luaG_runerror(L, "Attempt to modify a readonly table");
   setobj2t(L, luaH_set(L, hvalue(t), L->top-2), L->top-1);
   luaC_barriert(L, hvalue(t), L->top-1);
   L->top -= 2;
@@ -693,6 +695,8 @@ LUA_API void lua_rawseti (lua_State *L, int idx, int n) {
   api_checknelems(L, 1);
   o = index2adr(L, idx);
   api_check(L, ttistable(o));
+  if (hvalue(o)->readonly)  /* respite: read-only tables */
+    luaG_runerror(L, "Attempt to modify a readonly table");
   setobj2t(L, luaH_setnum(L, hvalue(o), n), L->top-1);
   luaC_barriert(L, hvalue(o), L->top-1);
   L->top--;
@@ -715,6 +719,8 @@ LUA_API int lua_setmetatable (lua_State *L, int objindex) {
   }
   switch (ttype(obj)) {
     case LUA_TTABLE: {
+      if (hvalue(obj)->readonly)  /* respite: read-only tables */
+        luaG_runerror(L, "Attempt to modify a readonly table");
       hvalue(obj)->metatable = mt;
       if (mt)
         luaC_objbarriert(L, hvalue(obj), mt);
@@ -1091,3 +1097,25 @@ LUA_API const char *lua_setupvalue (lua_State *L, int funcindex, int n) {
   return name;
 }
 
+
+
+/* respite: read-only tables (Redis's deps/lua patch). Every write to a table
+   whose flag is set (assignment, rawset, rawseti, setmetatable) raises
+   "Attempt to modify a readonly table". Only the host can set or clear it. */
+LUA_API void lua_enablereadonlytable (lua_State *L, int objindex, int enabled) {
+  const TValue *o = index2adr(L, objindex);
+  api_check(L, ttistable(o));
+  hvalue(o)->readonly = enabled ? 1 : 0;
+}
+
+LUA_API int lua_isreadonlytable (lua_State *L, int objindex) {
+  const TValue *o = index2adr(L, objindex);
+  api_check(L, ttistable(o));
+  return hvalue(o)->readonly;
+}
+
+/* respite: whether collectgarbage("stop") is in effect, so the host can
+   restart the collector after the script that stopped it. */
+LUA_API int lua_gcisstopped (lua_State *L) {
+  return G(L)->GCthreshold == MAX_LUMEM;
+}

@@ -340,18 +340,21 @@ static int luaB_assert (lua_State *L) {
 
 
 static int luaB_unpack (lua_State *L) {
-  int i, e, n;
+  int i, e;
+  unsigned int n;
   luaL_checktype(L, 1, LUA_TTABLE);
   i = luaL_optint(L, 2, 1);
   e = luaL_opt(L, luaL_checkint, 3, luaL_getn(L, 1));
   if (i > e) return 0;  /* empty range */
-  n = e - i + 1;  /* number of elements */
-  if (n <= 0 || !lua_checkstack(L, n))  /* n <= 0 means arith. overflow */
+  /* respite: count in unsigned arithmetic, as Lua 5.2 does: the signed
+     `e - i + 1` overflows (undefined) for wide ranges (CVE-2025-46817). */
+  n = (unsigned int)e - (unsigned int)i;  /* number of elements minus 1 */
+  if (n >= (unsigned int)INT_MAX || !lua_checkstack(L, (int)(++n)))
     return luaL_error(L, "too many results to unpack");
-  lua_rawgeti(L, 1, i);  /* push arg[i] (avoiding overflow problems) */
-  while (i++ < e)  /* push arg[i + 1...e] */
+  for (; i < e; i++)  /* push arg[i..e - 1] (avoiding overflow of i) */
     lua_rawgeti(L, 1, i);
-  return n;
+  lua_rawgeti(L, 1, e);  /* push last element */
+  return (int)n;
 }
 
 

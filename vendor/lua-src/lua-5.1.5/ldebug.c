@@ -622,6 +622,11 @@ void luaG_errormsg (lua_State *L) {
     setobjs2s(L, L->top, L->top - 1);  /* move argument */
     setobjs2s(L, L->top - 1, errfunc);  /* push function */
     incr_top(L);
+    /* respite: an error raised by a hook (SCRIPT KILL) would otherwise run the
+       handler with hooks still disabled (allowhook is reset only when the hook
+       returns), so a handler looping forever could never be stopped. The error
+       leaves the hook for good: hooks are allowed again. */
+    L->allowhook = 1;
     luaD_call(L, L->top - 2, 1);  /* call it */
   }
   luaD_throw(L, LUA_ERRRUN);

@@ -172,6 +172,7 @@ typedef struct MatchState {
   const char *src_end;  /* end (`\0') of source string */
   lua_State *L;
   int level;  /* total number of captures (finished or unfinished) */
+  int matchdepth;  /* respite: control for recursive depth (Lua 5.2) */
   struct {
     const char *init;
     ptrdiff_t len;
@@ -362,7 +363,23 @@ static const char *match_capture (MatchState *ms, const char *s, int l) {
 }
 
 
+/* respite: maximum recursion depth for 'match' (Lua 5.2's MAXCCALLS): the
+   stock 5.1 matcher recurses once per quantified item with no limit and
+   overflows the C stack, killing the whole server. */
+#define MAXCCALLS	200
+
+static const char *do_match (MatchState *ms, const char *s, const char *p);
+
 static const char *match (MatchState *ms, const char *s, const char *p) {
+  const char *res;
+  if (ms->matchdepth-- == 0)
+    luaL_error(ms->L, "pattern too complex");
+  res = do_match(ms, s, p);
+  ms->matchdepth++;
+  return res;
+}
+
+static const char *do_match (MatchState *ms, const char *s, const char *p) {
   init: /* using goto's to optimize tail recursion */
   switch (*p) {
     case '(': {  /* start capture */
@@ -518,7 +535,7 @@ static int str_find_aux (lua_State *L, int find) {
     ms.src_end = s+l1;
     do {
       const char *res;
-      ms.level = 0;
+      ms.level = 0; ms.matchdepth = MAXCCALLS;
       if ((res=match(&ms, s1, p)) != NULL) {
         if (find) {
           lua_pushinteger(L, s1-s+1);  /* start */
@@ -558,7 +575,7 @@ static int gmatch_aux (lua_State *L) {
        src <= ms.src_end;
        src++) {
     const char *e;
-    ms.level = 0;
+    ms.level = 0; ms.matchdepth = MAXCCALLS;
     if ((e = match(&ms, src, p)) != NULL) {
       lua_Integer newstart = e-s;
       if (e == src) newstart++;  /* empty match? go at least one position */
@@ -660,7 +677,7 @@ static int str_gsub (lua_State *L) {
   ms.src_end = src+srcl;
   while (n < max_s) {
     const char *e;
-    ms.level = 0;
+    ms.level = 0; ms.matchdepth = MAXCCALLS;
     e = match(&ms, src, p);
     if (e) {
       n++;

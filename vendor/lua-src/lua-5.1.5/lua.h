@@ -343,6 +343,11 @@ LUA_API int lua_gethookmask (lua_State *L);
 LUA_API int lua_gethookcount (lua_State *L);
 
 
+/* respite: read-only tables and GC state (see lapi.c) */
+LUA_API void lua_enablereadonlytable (lua_State *L, int objindex, int enabled);
+LUA_API int lua_isreadonlytable (lua_State *L, int objindex);
+LUA_API int lua_gcisstopped (lua_State *L);
+
 struct lua_Debug {
   int event;
   const char *name;	/* (n) */

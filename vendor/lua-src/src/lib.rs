@@ -227,6 +227,10 @@ impl Build {
             .out_dir(&lib_dir)
             .try_compile(&lua_lib)?;
 
+        // respite: the sources here are patched in place; a change to them must rebuild
+        // Lua (this runs inside mlua-sys's build script, which reruns on these paths).
+        println!("cargo:rerun-if-changed={}", source_dir.display());
+
         for f in &["lauxlib.h", "lua.h", "luaconf.h", "lualib.h"] {
             let from = source_dir.join(f);
             let to = include_dir.join(f);
