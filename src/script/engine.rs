@@ -498,6 +498,7 @@ impl Interp {
                 };
                 format!("ERR Error compiling function: {msg}")
             })?;
+        self.restore_hook().map_err(|e| format!("ERR {e}"))?;
         self.load_deadline.set(Some(Instant::now() + LOAD_TIMEOUT));
         let r = {
             let _hook = HookScope::enter(self);
@@ -1004,6 +1005,11 @@ unsafe extern "C-unwind" fn set_readonly_c(state: *mut mlua::ffi::lua_State) -> 
     0
 }
 
+/// `errors::SCRIPT_KILLED` and `errors::FUNCTION_LOAD_TIMEOUT` as the hook raises them
+/// (checked equal by a unit test).
+const KILLED: &std::ffi::CStr = c"ERR Script killed by user with SCRIPT KILL...";
+const LOAD_TIMED_OUT: &std::ffi::CStr = c"ERR FUNCTION LOAD timeout";
+
 /// What the hook does at one call.
 enum Verdict {
     Continue,
@@ -1014,16 +1020,29 @@ enum Verdict {
 }
 
 impl Interp {
+    /// Puts back the count hook after a kill or load timeout re-armed it (scripts do
+    /// this in `before_run`, inside their one raw call).
+    fn restore_hook(&self) -> mlua::Result<()> {
+        if self.rearmed.replace(false) {
+            // SAFETY: sets the hook of the interpreter's state; no stack use.
+            unsafe {
+                self.lua
+                    .exec_raw::<()>((), |state| before_run(self, state, true))?;
+            }
+        }
+        Ok(())
+    }
+
     fn hook_verdict(&self) -> Verdict {
         if let Some(d) = self.load_deadline.get() {
             if Instant::now() > d {
-                return Verdict::Stop(c"ERR FUNCTION LOAD timeout");
+                return Verdict::Stop(LOAD_TIMED_OUT);
             }
             return Verdict::Continue;
         }
         let s = &self.scripts;
         if s.kill.load(Ordering::Acquire) {
-            return Verdict::Stop(c"ERR Script killed by user with SCRIPT KILL...");
+            return Verdict::Stop(KILLED);
         }
         let ran = s.running_for_ms().unwrap_or(0);
         let last = s.handed_off_at.load(Ordering::Acquire);
@@ -1211,6 +1230,15 @@ mod tests {
         assert_eq!(writes(&["fcall_ro", "w", "0"]), Some(true));
         assert_eq!(writes(&["FCALL", "r", "0"]), Some(false));
         assert_eq!(writes(&["FCALL", "nope", "0"]), None);
+    }
+
+    #[test]
+    fn hook_errors_are_the_shared_texts() {
+        assert_eq!(KILLED.to_str().unwrap(), errors::SCRIPT_KILLED);
+        assert_eq!(
+            LOAD_TIMED_OUT.to_str().unwrap(),
+            errors::FUNCTION_LOAD_TIMEOUT
+        );
     }
 
     #[test]

@@ -229,20 +229,21 @@ local load_redis = setmetatable({}, {
   __newindex = function() error('Attempt to modify a readonly table', 2) end,
   __metatable = false,
 })
-local function load_index(_, k)
-  if k == 'redis' then return load_redis end
-  error(nonexistent(k), 2)
-end
-local function run_index(_, k)
-  local v = rawget(G, k)
-  if v == nil or k == 'KEYS' or k == 'ARGV' then error(nonexistent(k), 2) end
-  return v
-end
 -- Runs a compiled library chunk: true and the registered {name, callback, description,
 -- flag bits} list, or false and the error text.
 local function load_library(chunk)
-  local phase = load_index
-  local meta = {__index = function(t, k) return phase(t, k) end, __metatable = false}
+  -- One __index for both phases (the metatable is read-only from the start), raising
+  -- at level 2 itself so the error names the library's line.
+  local loaded = false
+  local meta = {__index = function(_, k)
+    if loaded then
+      local v = rawget(G, k)
+      if v == nil or k == 'KEYS' or k == 'ARGV' then error(nonexistent(k), 2) end
+      return v
+    end
+    if k == 'redis' then return load_redis end
+    error(nonexistent(k), 2)
+  end, __metatable = false}
   local lib_env = setmetatable({}, meta)
   set_readonly(meta)
   set_readonly(lib_env)
@@ -251,7 +252,7 @@ local function load_library(chunk)
   local ok, err = pcall_(chunk)
   local got = loading.list
   loading = nil
-  phase = run_index
+  loaded = true
   if ok then return true, got end
   if type(err) == 'table' then
     local e = rawget(err, 'err')
