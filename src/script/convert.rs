@@ -231,6 +231,9 @@ impl Frame {
 /// A script's return value as the client's reply (`luaReplyToRedisReply`). `resp3` is
 /// the script's `redis.setresp` choice: it decides how booleans come back.
 pub fn lua_to_reply(v: &Value, resp3: bool) -> Reply {
+    if !matches!(v, Value::Table(_)) {
+        return scalar(v, resp3);
+    }
     let mut seen = std::collections::HashSet::new();
     let mut stack: Vec<Frame> = Vec::new();
     // Repeated tables on the stack, and nodes converted inside them.

@@ -885,10 +885,6 @@ fn call(
                         set_array_global(state, c"KEYS", Some(&args[3..split]));
                         set_array_global(state, c"ARGV", Some(&args[split..]));
                         mlua::ffi::lua_call(state, 1, 2);
-                        // Not left for the next script (a function could read them
-                        // through a loadstring chunk, whose environment is the globals).
-                        set_array_global(state, c"KEYS", None);
-                        set_array_global(state, c"ARGV", None);
                         after_run(state, gc_step);
                     }),
                 // Functions get KEYS and ARGV as their two arguments, not as globals.
@@ -897,7 +893,9 @@ fn call(
                         .exec_raw::<MultiValue>((it.run_fn.clone(), func.clone()), |state| {
                             mlua::ffi::luaL_checkstack(state, 4, std::ptr::null());
                             before_run(it, state, rearmed);
-                            // An EVAL that ended by an error past its runner left them.
+                            // The last EVAL's KEYS and ARGV stay in the globals (the next
+                            // EVAL replaces them); a function could read them through a
+                            // loadstring chunk, whose environment is the globals.
                             set_array_global(state, c"KEYS", None);
                             set_array_global(state, c"ARGV", None);
                             push_array(state, &args[3..split]);
