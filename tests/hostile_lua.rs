@@ -460,26 +460,30 @@ fn audit_10_gc_stop_does_not_outlive_the_script() {
     // Stop the collector on every worker thread's interpreter (each connection may be
     // served by either worker).
     let mut conns: Vec<Conn> = (0..4).map(|_| conn(&s)).collect();
-    for _ in 0..5 {
-        for c in conns.iter_mut() {
-            assert_eq!(
-                eval(c, "collectgarbage('stop') return 1", &[]),
-                Frame::Int(1)
-            );
-        }
-    }
     // 120 MB of garbage in 1 MB strings: a running collector keeps the heap far below.
     let churn = "local before = collectgarbage('count') \
                  for i = 1, 120 do local s = string.rep('x', 1000000) .. i end \
                  return math.floor(collectgarbage('count') - before)";
-    for c in conns.iter_mut() {
-        let Frame::Int(grew_kb) = eval(c, churn, &[]) else {
-            panic!("churn reply")
-        };
-        assert!(
-            grew_kb < 60_000,
-            "heap grew {grew_kb} KB: the collector stayed stopped"
-        );
+    for starve in [
+        "collectgarbage('stop') return 1",
+        // A huge pause applied by a full cycle, or a crawling collector, starves it too.
+        "collectgarbage('setpause', 100000000) collectgarbage('collect') return 1",
+        "collectgarbage('setstepmul', 1) collectgarbage('setpause', 100000000) return 1",
+    ] {
+        for _ in 0..5 {
+            for c in conns.iter_mut() {
+                assert_eq!(eval(c, starve, &[]), Frame::Int(1));
+            }
+        }
+        for c in conns.iter_mut() {
+            let Frame::Int(grew_kb) = eval(c, churn, &[]) else {
+                panic!("churn reply")
+            };
+            assert!(
+                grew_kb < 60_000,
+                "{starve}: heap grew {grew_kb} KB: the collector starved"
+            );
+        }
     }
     assert_alive(&mut conns[0]);
 }

@@ -980,15 +980,21 @@ unsafe fn before_run(it: &Interp, state: *mut mlua::ffi::lua_State, rearmed: boo
     }
 }
 
-/// After a script: `collectgarbage('stop')` never outlives the script that ran it, and
-/// every `GC_EVERY` scripts the collector takes a step (Redis's `luaGC`), which also
-/// keeps a long-stopped collector from deferring all work to one huge cycle.
+/// After a script: nothing it did to the collector outlives it. `collectgarbage('stop')`
+/// is undone, and so are `setpause` / `setstepmul` (a huge pause or a tiny step would
+/// starve the collector for every later script just as well); then every `GC_EVERY`
+/// scripts the collector takes a step (Redis's `luaGC`).
 ///
 /// # Safety
 /// `state` must be a valid Lua state inside a protected call.
 unsafe fn after_run(state: *mut mlua::ffi::lua_State, gc_step: bool) {
-    if lua_gcisstopped(state) != 0 {
-        mlua::ffi::lua_gc(state, mlua::ffi::LUA_GCRESTART, 0);
+    use mlua::ffi::{lua_gc, LUA_GCRESTART, LUA_GCSETPAUSE, LUA_GCSETSTEPMUL};
+    // Lua 5.1's defaults (luaconf.h LUAI_GCPAUSE, LUAI_GCMUL); setting returns the old.
+    let pause = lua_gc(state, LUA_GCSETPAUSE, 200);
+    let stepmul = lua_gc(state, LUA_GCSETSTEPMUL, 200);
+    if lua_gcisstopped(state) != 0 || pause != 200 || stepmul != 200 {
+        // Also drops a threshold computed under the script's settings.
+        lua_gc(state, LUA_GCRESTART, 0);
     }
     if gc_step {
         mlua::ffi::lua_gc(state, mlua::ffi::LUA_GCSTEP, GC_EVERY as c_int);
