@@ -44,16 +44,25 @@ impl Stats {
         c.fetch_add(n, Ordering::Relaxed);
     }
 
-    /// Counts an error reply under its code: the first word of the message, as Redis does
-    /// for `errorstat_<CODE>`.
+    /// Counts an error reply under its code, as Redis's `afterErrorReply` does: the code is
+    /// the text before the first space within the reply's first 32 bytes (the `-` included),
+    /// `ERR` when there is none. Codes are bounded as in Valkey 8: once [`ERRORSTATS_LIMIT`]
+    /// codes are kept, a new code that is not one of the server's own goes to
+    /// [`ERRORSTATS_OVERFLOW`] (Valkey applies this to script errors; here every code outside
+    /// [`OWN_CODES`] comes from a script, `DEBUG ERROR` or an injected fault).
     pub fn record_error(&self, msg: &str) {
-        let code = msg.split(' ').next().unwrap_or("ERR");
-        let code = if code.is_empty() { "ERR" } else { code };
-        *self
-            .errors_by_code
-            .lock()
-            .entry(code.to_string())
-            .or_insert(0) += 1;
+        let code = error_code(msg);
+        let mut map = self.errors_by_code.lock();
+        if let Some(n) = map.get_mut(code) {
+            *n += 1;
+            return;
+        }
+        let code = if map.len() >= ERRORSTATS_LIMIT && !OWN_CODES.contains(&code) {
+            ERRORSTATS_OVERFLOW
+        } else {
+            code
+        };
+        *map.entry(code.to_string()).or_insert(0) += 1;
     }
 
     /// CONFIG RESETSTAT: counters back to zero (INFO's totals and errorstats).
@@ -69,6 +78,54 @@ impl Stats {
             c.store(0, Ordering::Relaxed);
         }
         self.errors_by_code.lock().clear();
+    }
+}
+
+/// Distinct error codes kept before new ones are counted together (Valkey's `ERRORSTATS_LIMIT`).
+pub const ERRORSTATS_LIMIT: usize = 128;
+/// The shared bucket past [`ERRORSTATS_LIMIT`] (INFO `errorstat_ERRORSTATS_OVERFLOW`).
+pub const ERRORSTATS_OVERFLOW: &str = "ERRORSTATS_OVERFLOW";
+/// Codes the server itself replies with: always counted under their own name, so a flood
+/// of script-made codes cannot hide them. A finite set, so the map stays bounded.
+pub const OWN_CODES: &[&str] = &[
+    "ERR",
+    "WRONGTYPE",
+    "NOAUTH",
+    "WRONGPASS",
+    "NOPROTO",
+    "NOPERM",
+    "EXECABORT",
+    "BUSY",
+    "BUSYKEY",
+    "BUSYGROUP",
+    "NOGROUP",
+    "NOSCRIPT",
+    "NOTBUSY",
+    "UNKILLABLE",
+    "MISCONF",
+    "OOM",
+    "LOADING",
+    "READONLY",
+    "NOREPLICAS",
+    "MASTERDOWN",
+    "UNBLOCKED",
+    "CROSSSLOT",
+    "LUAERR",
+    "MOVED",
+    "ASK",
+    "TRYAGAIN",
+    "CLUSTERDOWN",
+    "INVALIDOBJ",
+];
+
+/// The errorstats code of an error reply `msg` (sent as `-msg`): Redis looks for the space
+/// only within the first 32 bytes of `-msg`, so a code is at most 30 bytes.
+pub fn error_code(msg: &str) -> &str {
+    let head = &msg.as_bytes()[..msg.len().min(31)];
+    match head.iter().position(|&c| c == b' ') {
+        // The space is ASCII, so the cut is on a char boundary.
+        Some(i) => &msg[..i],
+        None => "ERR",
     }
 }
 
@@ -183,5 +240,37 @@ impl Shared {
 
     pub fn requirepass(&self) -> Option<String> {
         self.config.get("requirepass").filter(|p| !p.is_empty())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_codes_come_from_the_first_32_bytes() {
+        assert_eq!(error_code("WRONGTYPE Operation"), "WRONGTYPE");
+        assert_eq!(error_code("nospace"), "ERR");
+        let c30 = "C".repeat(30);
+        assert_eq!(error_code(&format!("{c30} x")), c30);
+        // 31 bytes before the space: with the `-` the space is byte 33, past the window.
+        assert_eq!(error_code(&format!("{}C x", c30)), "ERR");
+        assert_eq!(error_code(&"A".repeat(8_000_000)), "ERR");
+        assert_eq!(error_code(" lead"), "");
+    }
+
+    #[test]
+    fn errorstats_are_capped_with_an_overflow_bucket() {
+        let st = Stats::default();
+        for i in 0..1000 {
+            st.record_error(&format!("CODE{i} oops"));
+        }
+        st.record_error("WRONGTYPE Operation against a key");
+        st.record_error("CODE1 again");
+        let m = st.errors_by_code.lock();
+        assert_eq!(m.len(), ERRORSTATS_LIMIT + 2);
+        assert_eq!(m[ERRORSTATS_OVERFLOW], 1000 - ERRORSTATS_LIMIT as u64);
+        assert_eq!(m["WRONGTYPE"], 1);
+        assert_eq!(m["CODE1"], 2);
     }
 }
