@@ -446,6 +446,7 @@ async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> s
     // The MULTI queue last reported (see `report_multi`).
     let mut multi_mem = (0usize, 0usize, 0usize);
     handle.mem.out_cap.store(out.capacity(), Ordering::Relaxed);
+    report_input(&handle, &inbuf);
     loop {
         if inbuf.capacity() - inbuf.len() < READ_CHUNK / 2 {
             inbuf.reserve(READ_CHUNK);
