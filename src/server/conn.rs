@@ -8,7 +8,7 @@ use super::state::Shared;
 use crate::cmd;
 use crate::config::{self, ParamRef};
 use crate::protocol::{write_reply, Limits, Parsed, Parser, Reply};
-use bytes::{Buf, Bytes, BytesMut};
+use bytes::{Bytes, BytesMut};
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
@@ -117,13 +117,14 @@ async fn flush(
         // Written piece by piece so CLIENT LIST sees what is still pending (`omem`) while
         // a client does not read.
         let write = async {
-            while !out.is_empty() {
-                mem.out_pending.store(out.len(), Ordering::Relaxed);
-                let n = stream.write(out).await?;
+            let mut done = 0;
+            while done < out.len() {
+                mem.out_pending.store(out.len() - done, Ordering::Relaxed);
+                let n = stream.write(&out[done..]).await?;
                 if n == 0 {
                     return Err(std::io::ErrorKind::WriteZero.into());
                 }
-                out.advance(n);
+                done += n;
             }
             Ok::<(), std::io::Error>(())
         };
@@ -208,6 +209,10 @@ async fn wait_for_pause(
     handle: &super::clients::ClientHandle,
 ) -> std::io::Result<()> {
     loop {
+        // Registered before the checks, so an UNPAUSE between them still wakes us.
+        let unpaused = srv.pause.unpaused.notified();
+        tokio::pin!(unpaused);
+        unpaused.as_mut().enable();
         if handle.is_killed() {
             return Err(std::io::Error::other("client killed"));
         }
@@ -226,7 +231,7 @@ async fn wait_for_pause(
         let now = crate::clock::Clock::system().now_ms();
         let wait = Duration::from_millis(until.saturating_sub(now).max(1));
         tokio::select! {
-            _ = tokio::time::timeout(wait, srv.pause.unpaused.notified()) => {}
+            _ = tokio::time::timeout(wait, unpaused) => {}
             _ = kill.as_mut() => return Err(std::io::Error::other("client killed")),
         }
     }
