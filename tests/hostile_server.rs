@@ -386,6 +386,35 @@ fn subscriber_that_does_not_read_shows_growing_omem() {
 }
 
 #[test]
+fn client_that_does_not_read_its_replies_shows_them_in_omem() {
+    let srv = server(&[]);
+    let mut a = Conn::connect(srv.port()).unwrap();
+    let value = vec![b'v'; 4 * 1024 * 1024];
+    a.call(&[b"SET".to_vec(), b"big".to_vec(), value]).unwrap();
+    let sock = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    sock.set_recv_buffer_size(4096).unwrap();
+    sock.connect(&std::net::SocketAddr::from(([127, 0, 0, 1], srv.port())).into())
+        .unwrap();
+    let mut slow: TcpStream = sock.into();
+    send_cmd(&mut slow, &["CLIENT", "ID"]);
+    let id: i64 = read_line(&mut slow)[1..].parse().unwrap();
+    // 16 MB of replies asked for and not read. The connection writes a reply before it
+    // runs more than 1 MB worth of commands, so about one 4 MB reply waits at a time.
+    for _ in 0..4 {
+        send_cmd(&mut slow, &["GET", "big"]);
+    }
+    wait_until("omem to show the unread replies", || {
+        client_line(&mut a, id).is_some_and(|l| num_field(&l, "omem") >= 1024 * 1024)
+    });
+    let l = client_line(&mut a, id).unwrap();
+    assert_eq!(num_field(&l, "obl"), 16 * 1024, "{l}");
+    assert!(num_field(&l, "oll") >= 64, "{l}");
+    assert!(num_field(&l, "tot-mem") > num_field(&l, "omem"), "{l}");
+    drop(slow);
+    wait_until("slow client gone", || client_line(&mut a, id).is_none());
+}
+
+#[test]
 fn client_list_fields_follow_redis_order_and_report_buffers() {
     let srv = server(&[]);
     let mut a = Conn::connect(srv.port()).unwrap();

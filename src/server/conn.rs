@@ -67,6 +67,10 @@ impl Drop for Cleanup {
         // The maxclients slot and the CLIENT LIST entry first: they matter most.
         srv.clients.unregister(sess.handle.id);
         cmd::pubsub::unsubscribe_all(srv, sess);
+        // Registered as blocked by a command that did not get to wait (see BlockedGuard).
+        if let Some(b) = sess.blocked.take() {
+            drop(BlockedGuard { srv, b });
+        }
         sess.multi = None;
         sess.mark = None;
         cmd::flush_stats(srv, sess);
