@@ -136,6 +136,10 @@ fn audit_08_blocked_client_is_held_to_the_query_buffer_limit() {
     let line = client_line(&mut a, id).unwrap();
     assert!(field(&line, "flags").contains('b'), "{line}");
     assert!(num_field(&line, "tot-mem") >= 600 * 1024, "{line}");
+    let max_in: u64 = info_field(&mut a, "clients", "client_recent_max_input_buffer")
+        .parse()
+        .unwrap();
+    assert!(max_in >= 600 * 1024, "client_recent_max_input_buffer {max_in}");
     // Past the limit: closed, as a client that is not blocked would be.
     let _ = b.write_all(&vec![b'x'; 600 * 1024]);
     assert!(

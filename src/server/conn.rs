@@ -117,6 +117,8 @@ async fn flush(
             .fetch_add(out.len() as u64, Ordering::Relaxed);
         let mem = &sess.handle.mem;
         mem.out_peak.fetch_max(out.len(), Ordering::Relaxed);
+        let queued = mem.push_bytes.load(Ordering::Relaxed);
+        srv.peaks.record(srv.uptime_secs(), 0, out.len() + queued);
         mem.out_cap.store(out.capacity(), Ordering::Relaxed);
         // Written piece by piece so CLIENT LIST sees what is still pending (`omem`) while
         // a client does not read.
@@ -352,7 +354,7 @@ async fn wait_blocked(
                     Ok(n) => {
                         srv.stats.net_input_bytes.fetch_add(n as u64, Ordering::Relaxed);
                         let h = &b.waiter.handle;
-                        report_input(h, inbuf);
+                        report_read(srv, h, inbuf);
                         // Redis's `readQueryFromClient` checks blocked clients too.
                         if over_query_limit(srv, h, inbuf) {
                             gone(b);
@@ -400,6 +402,13 @@ fn report_multi(sess: &Session, seen: &mut (usize, usize, usize)) {
 fn report_input(h: &super::clients::ClientHandle, inbuf: &BytesMut) {
     h.mem.qbuf.store(inbuf.len(), Ordering::Relaxed);
     h.mem.qbuf_cap.store(inbuf.capacity(), Ordering::Relaxed);
+}
+
+/// [`report_input`] after a read, also noted for INFO's recent peaks.
+fn report_read(srv: &Shared, h: &super::clients::ClientHandle, inbuf: &BytesMut) {
+    report_input(h, inbuf);
+    srv.peaks
+        .record(srv.uptime_secs(), h.mem.input_usage(), h.mem.output_usage());
 }
 
 /// `client-query-buffer-limit` (at least 1 MB, as Redis enforces for the parameter).
@@ -509,7 +518,7 @@ async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> s
         // Read the limits once per read batch: a config lookup allocates, too slow per command.
         let qlimit = query_limit(srv);
         let max_bulk_len = srv.config.num(hot().max_bulk);
-        report_input(&handle, &inbuf);
+        report_read(srv, &handle, &inbuf);
         if over_query_limit(srv, &handle, &inbuf) {
             // Redis logs and closes without a reply.
             return Ok(());

@@ -129,6 +129,70 @@ pub fn error_code(msg: &str) -> &str {
     }
 }
 
+/// Seconds of history behind INFO's `client_recent_max_input_buffer` and
+/// `client_recent_max_output_buffer` (Redis's `CLIENTS_PEAK_MEM_USAGE_SLOTS`).
+pub const PEAK_SLOTS: usize = 8;
+
+/// The largest input and output buffers any client held in each of the last
+/// [`PEAK_SLOTS`] seconds. Connections report as they read and write (Redis samples every
+/// client from its cron); a report that is not a new maximum only loads.
+#[derive(Default)]
+pub struct ClientPeaks {
+    slots: [PeakSlot; PEAK_SLOTS],
+}
+
+#[derive(Default)]
+struct PeakSlot {
+    /// Which second (since start, plus one: 0 is never used) this slot holds.
+    second: AtomicU64,
+    input: std::sync::atomic::AtomicUsize,
+    output: std::sync::atomic::AtomicUsize,
+}
+
+impl ClientPeaks {
+    /// Notes a client's input and output buffer sizes at `second` (since start).
+    pub fn record(&self, second: u64, input: usize, output: usize) {
+        let stamp = second + 1;
+        let slot = &self.slots[second as usize % PEAK_SLOTS];
+        let seen = slot.second.load(Ordering::Relaxed);
+        if seen != stamp {
+            if seen > stamp {
+                return;
+            }
+            // The first report of a new second resets the slot (a concurrent report may
+            // be lost: these are statistics).
+            if slot
+                .second
+                .compare_exchange(seen, stamp, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+            {
+                slot.input.store(0, Ordering::Relaxed);
+                slot.output.store(0, Ordering::Relaxed);
+            }
+        }
+        if input > slot.input.load(Ordering::Relaxed) {
+            slot.input.fetch_max(input, Ordering::Relaxed);
+        }
+        if output > slot.output.load(Ordering::Relaxed) {
+            slot.output.fetch_max(output, Ordering::Relaxed);
+        }
+    }
+
+    /// The largest (input, output) reported within the last [`PEAK_SLOTS`] seconds.
+    pub fn recent(&self, second: u64) -> (usize, usize) {
+        let oldest = (second + 1).saturating_sub(PEAK_SLOTS as u64 - 1);
+        self.slots
+            .iter()
+            .filter(|s| s.second.load(Ordering::Relaxed) >= oldest)
+            .fold((0, 0), |(i, o), s| {
+                (
+                    i.max(s.input.load(Ordering::Relaxed)),
+                    o.max(s.output.load(Ordering::Relaxed)),
+                )
+            })
+    }
+}
+
 /// The start-up parameter behind `--enable-test-commands`.
 pub const TEST_COMMANDS_PARAM: &str = "enable-test-commands";
 
@@ -144,6 +208,8 @@ pub struct Shared {
     /// Indexed like `cmd::registry()`'s ids.
     pub cmdstats: Vec<CmdStat>,
     pub started: Instant,
+    /// Recent client buffer peaks (INFO clients).
+    pub peaks: ClientPeaks,
     pub started_unix_ms: u64,
     pub run_id: String,
     /// The port actually bound (after `--port 0`).
@@ -208,6 +274,7 @@ impl Shared {
             clients: Clients::default(),
             stats: Stats::default(),
             started: Instant::now(),
+            peaks: ClientPeaks::default(),
             started_unix_ms: now,
             run_id,
             port: AtomicU64::new(0),
@@ -238,6 +305,11 @@ impl Shared {
         crate::script::engine::scripts(self).reseed((seed ^ (seed >> 32)) as i32);
     }
 
+    /// Whole seconds since start, the clock of [`ClientPeaks`].
+    pub fn uptime_secs(&self) -> u64 {
+        self.started.elapsed().as_secs()
+    }
+
     pub fn requirepass(&self) -> Option<String> {
         self.config.get("requirepass").filter(|p| !p.is_empty())
     }
@@ -257,6 +329,21 @@ mod tests {
         assert_eq!(error_code(&format!("{}C x", c30)), "ERR");
         assert_eq!(error_code(&"A".repeat(8_000_000)), "ERR");
         assert_eq!(error_code(" lead"), "");
+    }
+
+    #[test]
+    fn client_peaks_cover_the_last_slots() {
+        let p = ClientPeaks::default();
+        p.record(0, 100, 5);
+        p.record(3, 10, 50);
+        assert_eq!(p.recent(3), (100, 50));
+        assert_eq!(p.recent(7), (100, 50));
+        // Second 0 has left the window; second 8 reuses its slot.
+        assert_eq!(p.recent(8), (10, 50));
+        p.record(8, 1, 1);
+        assert_eq!(p.recent(8), (10, 50));
+        assert_eq!(p.recent(11), (1, 1));
+        assert_eq!(p.recent(100), (0, 0));
     }
 
     #[test]

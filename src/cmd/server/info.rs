@@ -177,9 +177,10 @@ fn server(srv: &Shared, l: &mut Lines) {
 
 fn clients(srv: &Shared, l: &mut Lines) {
     let all = srv.clients.all();
-    // Redis takes the largest input (query buffer allocation and arguments) and output
-    // buffers of the last few seconds, sampled by its cron; these are the largest held now.
-    let (mut max_in, mut max_out, mut blocked) = (0, 0, 0);
+    // The largest input (query buffer allocation and arguments) and output buffers of the
+    // last 8 seconds, as Redis reports them, and of now.
+    let (mut max_in, mut max_out) = srv.peaks.recent(srv.uptime_secs());
+    let mut blocked = 0;
     for h in &all {
         max_in = max_in.max(h.mem.input_usage());
         max_out = max_out.max(h.mem.output_usage());
