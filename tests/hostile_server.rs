@@ -127,6 +127,9 @@ fn audit_08_blocked_client_is_held_to_the_query_buffer_limit() {
     wait_until("B blocked", || {
         client_line(&mut a, id).is_some_and(|l| field(&l, "flags").contains('b'))
     });
+    let line = client_line(&mut a, id).unwrap();
+    assert_eq!(num_field(&line, "qbuf"), 0, "{line}");
+    assert_eq!(num_field(&line, "argv-mem"), 5 + 5 + 1, "{line}");
     // A huge declared bulk, then its first 600 KB: buffered while blocked, and visible.
     b.write_all(b"*1\r\n$100000000\r\n").unwrap();
     b.write_all(&vec![b'x'; 600 * 1024]).unwrap();
@@ -139,7 +142,10 @@ fn audit_08_blocked_client_is_held_to_the_query_buffer_limit() {
     let max_in: u64 = info_field(&mut a, "clients", "client_recent_max_input_buffer")
         .parse()
         .unwrap();
-    assert!(max_in >= 600 * 1024, "client_recent_max_input_buffer {max_in}");
+    assert!(
+        max_in >= 600 * 1024,
+        "client_recent_max_input_buffer {max_in}"
+    );
     // Past the limit: closed, as a client that is not blocked would be.
     let _ = b.write_all(&vec![b'x'; 600 * 1024]);
     assert!(
@@ -463,8 +469,10 @@ fn client_list_fields_follow_redis_order_and_report_buffers() {
             "lib-ver"
         ]
     );
-    // The caller's own command is its argv-mem ("client" + "info").
+    // The caller's own command is its argv-mem ("client" + "info") and, as in Redis, its
+    // query buffer (`*2\r\n$6\r\nclient\r\n$4\r\ninfo\r\n`).
     assert_eq!(num_field(&line, "argv-mem"), 10);
+    assert_eq!(num_field(&line, "qbuf"), 26);
     assert!(num_field(&line, "qbuf-free") > 0, "{line}");
     // A MULTI queue counts as multi-mem, seen by other clients too.
     let mut m = Conn::connect(srv.port()).unwrap();

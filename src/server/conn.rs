@@ -528,10 +528,11 @@ async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> s
                 max_bulk_len,
                 authenticated: sess.authenticated,
             };
+            // What is left of this batch, the next command included (CLIENT LIST `qbuf`
+            // mid-batch; a client's own CLIENT INFO counts its command, as in Redis).
+            handle.mem.qbuf.store(inbuf.len(), Ordering::Relaxed);
             match parser.parse(&mut inbuf, limits) {
                 Ok(Parsed::Command(args)) => {
-                    // What is left to run of this batch (CLIENT LIST `qbuf` mid-batch).
-                    handle.mem.qbuf.store(inbuf.len(), Ordering::Relaxed);
                     if args.is_empty() {
                         continue;
                     }
@@ -573,6 +574,7 @@ async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> s
                         // A blocked client keeps its command's arguments (`argv-mem`).
                         let argv: usize = blocked.b.waiter.args.iter().map(|a| a.len()).sum();
                         handle.mem.argv.store(argv, Ordering::Relaxed);
+                        report_input(&handle, &inbuf);
                         // Replies so far go out now; this client waits, others don't.
                         flush(stream, &mut out, srv, sess, kill.as_mut()).await?;
                         let r =
