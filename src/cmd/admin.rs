@@ -9,6 +9,7 @@
 //!               | PAUSE [ms] | RESUME | CLEAR
 //! RESPITE LOG GET [n] | RESET | COUNT [name]
 //! RESPITE CONNECTIONS
+//! RESPITE PANIC
 //! ```
 //!
 //! The handler parses its own subcommands (rather than table subcommands) so that the
@@ -50,6 +51,8 @@ const HELP: &[&str] = &[
     "    The commands received: [client-id, [args...]] entries, or counts.",
     "CONNECTIONS",
     "    Connected clients and connections accepted since start.",
+    "PANIC",
+    "    Panic inside this command (test hook: the connection's cleanup must still run).",
 ];
 
 fn respite(cx: &mut Cx) -> Reply {
@@ -81,6 +84,10 @@ fn respite(cx: &mut Cx) -> Reply {
                 Reply::Int(f.accepted.load(std::sync::atomic::Ordering::Relaxed) as i64),
             ),
         ])
+    } else if is(sub, "PANIC") && rest.is_empty() {
+        // Test hook for the connection's Drop-guard cleanup (server/conn.rs `Cleanup`):
+        // the only panic a client can cause on purpose, and only in test mode.
+        panic!("RESPITE PANIC: test hook");
     } else if is(sub, "HELP") && rest.is_empty() {
         super::args::help("RESPITE", HELP)
     } else {

@@ -285,6 +285,7 @@ struct SelfView {
     multi: i64,
     dirty: bool,
     argv_mem: usize,
+    multi_mem: usize,
 }
 
 fn self_view(cx: &Cx) -> SelfView {
@@ -299,19 +300,41 @@ fn self_view(cx: &Cx) -> SelfView {
             .load(std::sync::atomic::Ordering::Relaxed)
             && !cx.sess.watched.is_empty(),
         argv_mem: cx.args.iter().map(|a| a.len()).sum(),
+        multi_mem: cx.sess.multi.as_ref().map_or(0, |m| {
+            m.queue.iter().flat_map(|c| c.iter().map(|a| a.len())).sum()
+        }),
     }
 }
 
-/// Bytes of our per-connection read and write buffers when idle.
-const CONN_BUFFERS: usize = 2 * 16 * 1024;
+/// A client's line for the server log (Redis logs `catClientInfoString` when it closes a
+/// client over a limit), as another client's CLIENT LIST would show it.
+pub fn describe(srv: &crate::server::state::Shared, h: &ClientHandle) -> String {
+    let info = h.info.lock().clone();
+    let none = SelfView {
+        id: 0,
+        db: 0,
+        resp: 2,
+        multi: -1,
+        dirty: false,
+        argv_mem: 0,
+        multi_mem: 0,
+    };
+    client_line(h, &info, srv.clock.now_ms(), &none)
+}
 
-/// One CLIENT LIST / CLIENT INFO line (networking.c `catClientInfoString`, 7.2 fields).
+/// One CLIENT LIST / CLIENT INFO line (networking.c `catClientInfoString`, 7.2 fields). The
+/// memory fields are what the connection holds (server/clients.rs `ConnMem`).
 fn client_line(h: &ClientHandle, info: &ClientInfo, now_ms: u64, me: &SelfView) -> String {
     let is_me = h.id == me.id;
-    let (db, resp, multi, argv_mem) = if is_me {
-        (me.db, me.resp, me.multi, me.argv_mem)
+    let mut mem = h.mem.view();
+    let (db, resp, multi) = if is_me {
+        // The caller's own command line and MULTI queue are known exactly.
+        mem.tot_mem = mem.tot_mem - mem.argv_mem - mem.multi_mem + me.argv_mem + me.multi_mem;
+        mem.argv_mem = me.argv_mem;
+        mem.multi_mem = me.multi_mem;
+        (me.db, me.resp, me.multi)
     } else {
-        (info.db, info.resp, info.multi, 0)
+        (info.db, info.resp, info.multi)
     };
     let mut flags = String::new();
     if info.is_pubsub() {
@@ -320,7 +343,7 @@ fn client_line(h: &ClientHandle, info: &ClientInfo, now_ms: u64, me: &SelfView) 
     if multi >= 0 {
         flags.push('x');
     }
-    if info.blocked {
+    if info.blocked || info.postponed {
         flags.push('b');
     }
     if is_me && me.dirty {
@@ -343,13 +366,15 @@ fn client_line(h: &ClientHandle, info: &ClientInfo, now_ms: u64, me: &SelfView) 
             .map(|v| String::from_utf8_lossy(v).into_owned())
             .unwrap_or_default()
     };
+    // Redis's `events`: `r` while reading, `w` while output waits for the socket.
+    let events = if mem.obl + mem.omem > 0 { "rw" } else { "r" };
     let mut s = String::with_capacity(320);
     let _ = write!(
         s,
         "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={flags} db={db} sub={} \
-         psub={} ssub={} multi={multi} qbuf={} qbuf-free=0 argv-mem={argv_mem} multi-mem=0 \
-         rbs=16384 rbp=16384 obl=0 oll=0 omem=0 tot-mem={} events=r cmd={} user={} redir=-1 \
-         resp={resp} lib-name={} lib-ver={}",
+         psub={} ssub={} multi={multi} qbuf={} qbuf-free={} argv-mem={} multi-mem={} \
+         rbs={} rbp={} obl={} oll={} omem={} tot-mem={} events={events} cmd={} user={} \
+         redir=-1 resp={resp} lib-name={} lib-ver={}",
         h.id,
         h.addr,
         h.laddr,
@@ -363,8 +388,16 @@ fn client_line(h: &ClientHandle, info: &ClientInfo, now_ms: u64, me: &SelfView) 
         info.sub,
         info.psub,
         info.ssub,
-        info.qbuf,
-        CONN_BUFFERS + info.qbuf + argv_mem,
+        mem.qbuf,
+        mem.qbuf_free,
+        mem.argv_mem,
+        mem.multi_mem,
+        mem.rbs,
+        mem.rbp,
+        mem.obl,
+        mem.oll,
+        mem.omem,
+        mem.tot_mem,
         h.last_cmd_name(),
         info.user,
         text(&info.lib_name),

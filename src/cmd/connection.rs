@@ -191,9 +191,22 @@ fn check_auth(cx: &Cx, user: Option<&[u8]>, pass: &[u8]) -> Result<(), Reply> {
         )),
         // The default user has `nopass`: any password works for it.
         None if user_ok => Ok(()),
-        Some(p) if user_ok && p.as_bytes() == pass => Ok(()),
+        Some(p) if user_ok && same_secret(p.as_bytes(), pass) => Ok(()),
         _ => Err(errors::err(errors::WRONGPASS)),
     }
+}
+
+/// Compares a password with the configured one in time that depends on neither (Redis's
+/// ACL compares SHA-256 digests with `time_independent_strcmp`): both sides are hashed to
+/// fixed-size digests, which hides the length, and the digests are compared with
+/// `subtle`'s constant-time equality, which hides where they differ.
+pub fn same_secret(want: &[u8], got: &[u8]) -> bool {
+    use subtle::ConstantTimeEq;
+    let (a, b) = (
+        crate::script::sha1::sha1(want),
+        crate::script::sha1::sha1(got),
+    );
+    a.ct_eq(&b).into()
 }
 
 fn auth(cx: &mut Cx) -> Reply {
@@ -283,4 +296,21 @@ fn hello(cx: &mut Cx) -> Reply {
         (Reply::bulk_static("role"), Reply::bulk_static("master")),
         (Reply::bulk_static("modules"), Reply::Array(vec![])),
     ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::same_secret;
+
+    #[test]
+    fn passwords_compare_by_digest_in_constant_time() {
+        assert!(same_secret(b"hunter2", b"hunter2"));
+        assert!(same_secret(b"", b""));
+        assert!(!same_secret(b"hunter2", b"hunter3"));
+        assert!(!same_secret(b"hunter2", b"hunter2x"));
+        assert!(!same_secret(b"hunter2", b""));
+        // Lengths and contents reach only the digests, which are always compared whole.
+        let long = vec![b'a'; 1 << 20];
+        assert!(same_secret(&long, &long.clone()));
+    }
 }

@@ -291,6 +291,11 @@ impl Shard {
         }
     }
 
+    /// How many clients WATCH `key` (tests: a closed connection must leave none behind).
+    pub fn watchers_of(&self, key: &[u8]) -> usize {
+        self.watchers.get(key).map_or(0, Vec::len)
+    }
+
     /// Marks watchers of `key` dirty (Redis `signalModifiedKey` → `touchWatchedKey`).
     #[inline]
     pub fn signal(&mut self, key: &[u8]) {

@@ -4,7 +4,7 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use tokio::sync::Notify;
 
@@ -22,6 +22,93 @@ pub struct ClientHandle {
     /// fields of `info`, so the per-command bookkeeping takes no lock.
     pub last_cmd: std::sync::atomic::AtomicUsize,
     pub last_interaction_ms: AtomicU64,
+    /// What the connection holds in memory, for CLIENT LIST and INFO clients.
+    pub mem: ConnMem,
+}
+
+/// A connection's buffers as its task last reported them (plain stores, no lock: the
+/// connection updates them per command and per write, readers only sample them).
+#[derive(Default)]
+pub struct ConnMem {
+    /// Unparsed input bytes (`qbuf`) and the input buffer's capacity.
+    pub qbuf: AtomicUsize,
+    pub qbuf_cap: AtomicUsize,
+    /// Arguments of a command held while the client is blocked (`argv-mem`).
+    pub argv: AtomicUsize,
+    /// Argument bytes of the commands queued by MULTI (`multi-mem`).
+    pub multi: AtomicUsize,
+    /// Encoded replies not yet written to the socket, the write buffer's capacity, and the
+    /// most it held since it was last reallocated (`rbp`).
+    pub out_pending: AtomicUsize,
+    pub out_cap: AtomicUsize,
+    pub out_peak: AtomicUsize,
+    /// Pub/Sub messages queued for the client and not yet encoded: count and bytes.
+    pub pushes: AtomicUsize,
+    pub push_bytes: AtomicUsize,
+}
+
+/// Bytes of the write buffer that CLIENT LIST reports as the static reply buffer (`obl`);
+/// what is pending beyond it counts as the reply list (`oll`/`omem`), as in Redis.
+pub const REPLY_CHUNK: usize = 16 * 1024;
+
+/// The CLIENT LIST memory fields of one connection (networking.c `catClientInfoString`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MemView {
+    pub qbuf: usize,
+    pub qbuf_free: usize,
+    pub argv_mem: usize,
+    pub multi_mem: usize,
+    pub rbs: usize,
+    pub rbp: usize,
+    pub obl: usize,
+    pub oll: usize,
+    pub omem: usize,
+    pub tot_mem: usize,
+}
+
+/// What a connection costs besides its buffers: its task, session and registry entry.
+const CONN_OVERHEAD: usize = 2048;
+
+impl ConnMem {
+    pub fn view(&self) -> MemView {
+        let ld = |a: &AtomicUsize| a.load(Ordering::Relaxed);
+        let (qbuf, qcap) = (ld(&self.qbuf), ld(&self.qbuf_cap));
+        let (pending, out_cap) = (ld(&self.out_pending), ld(&self.out_cap));
+        let (pushes, push_bytes) = (ld(&self.pushes), ld(&self.push_bytes));
+        let obl = pending.min(REPLY_CHUNK);
+        let rest = pending - obl;
+        let omem = rest + push_bytes;
+        let (argv_mem, multi_mem) = (ld(&self.argv), ld(&self.multi));
+        MemView {
+            qbuf,
+            qbuf_free: qcap.saturating_sub(qbuf),
+            argv_mem,
+            multi_mem,
+            rbs: out_cap.max(REPLY_CHUNK),
+            rbp: ld(&self.out_peak),
+            obl,
+            oll: rest.div_ceil(REPLY_CHUNK) + pushes,
+            omem,
+            tot_mem: qcap.max(qbuf)
+                + out_cap.max(pending)
+                + push_bytes
+                + argv_mem
+                + multi_mem
+                + CONN_OVERHEAD,
+        }
+    }
+
+    /// Input held for INFO's `client_recent_max_input_buffer` (Redis counts the query
+    /// buffer's allocation and the arguments).
+    pub fn input_usage(&self) -> usize {
+        self.qbuf_cap.load(Ordering::Relaxed) + self.argv.load(Ordering::Relaxed)
+    }
+
+    /// Output held, for `client_recent_max_output_buffer`.
+    pub fn output_usage(&self) -> usize {
+        let v = self.view();
+        v.obl + v.omem
+    }
 }
 
 #[derive(Default, Clone)]
@@ -45,6 +132,9 @@ pub struct ClientInfo {
     pub ssub: usize,
     /// Waiting in a blocking command (CLIENT LIST flag `b`).
     pub blocked: bool,
+    /// A command held back by CLIENT PAUSE (flag `b` too, as Redis's postponed clients are
+    /// blocked, but not counted in `blocked_clients`).
+    pub postponed: bool,
 }
 
 impl ClientInfo {
@@ -116,6 +206,7 @@ impl Clients {
             killed: false.into(),
             last_cmd: std::sync::atomic::AtomicUsize::new(usize::MAX),
             last_interaction_ms: AtomicU64::new(now_ms),
+            mem: ConnMem::default(),
         })
     }
 

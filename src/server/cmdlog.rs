@@ -1,6 +1,10 @@
 //! The command log of the test double: every command received (connection id and
 //! arguments), bounded, with per-name counts, and a way to wait for a command to arrive.
 //! Recording is off unless test commands are enabled (or a test turns it on).
+//!
+//! Any client may read the log (`RESPITE LOG GET`), so secrets are redacted as Redis redacts
+//! them from SLOWLOG and MONITOR (`redactClientCommandArgument`), and every part of the log is
+//! bounded: entries, the bytes they hold, and the per-name counts.
 
 use bytes::Bytes;
 use parking_lot::Mutex;
@@ -10,6 +14,15 @@ use tokio::sync::Notify;
 
 /// Entries kept; older ones are dropped (counts keep counting).
 pub const CAPACITY: usize = 10_000;
+/// Argument bytes the kept entries may hold in all; older entries are dropped past it.
+pub const MAX_BYTES: usize = 64 * 1024 * 1024;
+/// Bytes of one argument that are kept; a longer one is cut and marked (see [`cut`]).
+pub const MAX_ARG: usize = 1024 * 1024;
+/// Distinct names counted besides the server's own commands (unknown names only ever add
+/// to the total past this).
+pub const MAX_OTHER_NAMES: usize = 1024;
+/// What a redacted argument is logged as (Redis's `shared.redacted`).
+pub const REDACTED: &[u8] = b"(redacted)";
 
 /// One command as received.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,8 +46,12 @@ impl LoggedCommand {
 #[derive(Default)]
 struct Inner {
     entries: VecDeque<LoggedCommand>,
+    /// Argument bytes held by `entries`.
+    bytes: usize,
     total: u64,
     by_name: HashMap<String, u64>,
+    /// Names in `by_name` that are not commands of the server.
+    other_names: usize,
 }
 
 #[derive(Default)]
@@ -43,21 +60,121 @@ pub struct CommandLog {
     logged: Notify,
 }
 
+fn entry_bytes(e: &LoggedCommand) -> usize {
+    e.args.iter().map(|a| a.len()).sum()
+}
+
+/// An argument as kept: whole up to [`MAX_ARG`] bytes, else its first `MAX_ARG` bytes and a
+/// note of the full length.
+fn cut(a: &[u8]) -> Bytes {
+    if a.len() <= MAX_ARG {
+        return Bytes::copy_from_slice(a);
+    }
+    let mut v = a[..MAX_ARG].to_vec();
+    v.extend_from_slice(format!("...({} bytes)", a.len()).as_bytes());
+    Bytes::from(v)
+}
+
+/// Which arguments carry secrets (Redis 7.2 redacts the same ones): AUTH's; HELLO's
+/// `AUTH user pass`; MIGRATE's `AUTH pass` / `AUTH2 user pass`; CONFIG SET values of
+/// `requirepass`, `masterauth` and `masteruser`; everything after ACL SETUSER.
+pub fn redacted(args: &[Bytes]) -> Vec<bool> {
+    let mut r = vec![false; args.len()];
+    let is = |a: &Bytes, s: &str| a.eq_ignore_ascii_case(s.as_bytes());
+    let Some(name) = args.first() else {
+        return r;
+    };
+    if is(name, "auth") {
+        r.iter_mut().skip(1).for_each(|x| *x = true);
+    } else if is(name, "hello") {
+        let mut j = 2;
+        while j < args.len() {
+            let more = args.len() - j - 1;
+            if is(&args[j], "auth") && more >= 2 {
+                r[j + 1] = true;
+                r[j + 2] = true;
+                j += 3;
+            } else if is(&args[j], "setname") && more >= 1 {
+                j += 2;
+            } else {
+                break;
+            }
+        }
+    } else if is(name, "migrate") {
+        let mut j = 6;
+        while j < args.len() {
+            if is(&args[j], "auth") {
+                if let Some(x) = r.get_mut(j + 1) {
+                    *x = true;
+                }
+                j += 2;
+            } else if is(&args[j], "auth2") {
+                for x in r.iter_mut().skip(j + 1).take(2) {
+                    *x = true;
+                }
+                j += 3;
+            } else if is(&args[j], "keys") {
+                break;
+            } else {
+                j += 1;
+            }
+        }
+    } else if is(name, "config") && args.get(1).is_some_and(|a| is(a, "set")) {
+        let mut j = 2;
+        while j + 1 < args.len() {
+            if ["requirepass", "masterauth", "masteruser"]
+                .iter()
+                .any(|p| is(&args[j], p))
+            {
+                r[j + 1] = true;
+            }
+            j += 2;
+        }
+    } else if is(name, "acl") && args.get(1).is_some_and(|a| is(a, "setuser")) {
+        r.iter_mut().skip(2).for_each(|x| *x = true);
+    }
+    r
+}
+
 impl CommandLog {
-    /// Records one command (copies the arguments: they point into the read buffer).
+    /// Records one command (copies the arguments: they point into the read buffer), its
+    /// secrets redacted.
     pub fn record(&self, conn: u64, args: &[Bytes]) {
+        let hide = redacted(args);
         let entry = LoggedCommand {
             conn,
-            args: args.iter().map(|a| Bytes::copy_from_slice(a)).collect(),
+            args: args
+                .iter()
+                .zip(hide)
+                .map(|(a, h)| {
+                    if h {
+                        Bytes::from_static(REDACTED)
+                    } else {
+                        cut(a)
+                    }
+                })
+                .collect(),
         };
         let name = entry.name();
+        let known = crate::cmd::registry().lookup(name.as_bytes()).is_some();
+        let size = entry_bytes(&entry);
         {
             let mut g = self.inner.lock();
             g.total += 1;
-            *g.by_name.entry(name).or_insert(0) += 1;
-            if g.entries.len() >= CAPACITY {
-                g.entries.pop_front();
+            if let Some(n) = g.by_name.get_mut(&name) {
+                *n += 1;
+            } else if known || g.other_names < MAX_OTHER_NAMES {
+                g.other_names += usize::from(!known);
+                g.by_name.insert(name, 1);
             }
+            while !g.entries.is_empty()
+                && (g.entries.len() >= CAPACITY || g.bytes + size > MAX_BYTES)
+            {
+                if let Some(old) = g.entries.pop_front() {
+                    g.bytes -= entry_bytes(&old);
+                }
+            }
+            g.bytes += size;
             g.entries.push_back(entry);
         }
         self.logged.notify_waiters();
@@ -146,6 +263,71 @@ mod tests {
         log.reset();
         assert_eq!(log.total(), 0);
         assert!(log.entries(None).is_empty());
+    }
+
+    #[test]
+    fn secrets_are_redacted() {
+        let log = CommandLog::default();
+        let line = |l: &str| l.split(' ').map(b).collect::<Vec<_>>();
+        log.record(1, &line("AUTH hunter2"));
+        log.record(1, &line("auth default hunter2"));
+        log.record(1, &line("HELLO 3 SETNAME me AUTH default hunter2"));
+        log.record(1, &line("MIGRATE h 1 k 0 100 COPY AUTH hunter2"));
+        log.record(
+            1,
+            &line("MIGRATE h 1 \"\" 0 100 AUTH2 u hunter2 KEYS auth x"),
+        );
+        log.record(
+            1,
+            &line("CONFIG SET maxmemory 1 REQUIREPASS hunter2 masterauth hunter2"),
+        );
+        log.record(1, &line("ACL SETUSER u on >hunter2"));
+        let got: Vec<String> = log
+            .entries(None)
+            .iter()
+            .map(|e| {
+                let a: Vec<_> = e.args.iter().map(|a| String::from_utf8_lossy(a)).collect();
+                a.join(" ")
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                "AUTH (redacted)",
+                "auth (redacted) (redacted)",
+                "HELLO 3 SETNAME me AUTH (redacted) (redacted)",
+                "MIGRATE h 1 k 0 100 COPY AUTH (redacted)",
+                "MIGRATE h 1 \"\" 0 100 AUTH2 (redacted) (redacted) KEYS auth x",
+                "CONFIG SET maxmemory 1 REQUIREPASS (redacted) masterauth (redacted)",
+                "ACL SETUSER (redacted) (redacted) (redacted)",
+            ]
+        );
+        assert_eq!(log.count("auth"), 2);
+    }
+
+    #[test]
+    fn names_and_bytes_are_bounded() {
+        let log = CommandLog::default();
+        for i in 0..MAX_OTHER_NAMES + 100 {
+            log.record(1, &[b(&format!("nosuch{i}"))]);
+        }
+        log.record(1, &[b("PING")]);
+        assert_eq!(log.count("ping"), 1);
+        assert_eq!(log.count(&format!("nosuch{}", MAX_OTHER_NAMES + 50)), 0);
+        assert_eq!(log.inner.lock().by_name.len(), MAX_OTHER_NAMES + 1);
+        let big = Bytes::from(vec![b'x'; 3 * MAX_ARG]);
+        for _ in 0..100 {
+            log.record(1, &[b("SET"), b("k"), big.clone()]);
+        }
+        let g = log.inner.lock();
+        assert!(g.bytes <= MAX_BYTES, "{} bytes kept", g.bytes);
+        assert_eq!(g.bytes, g.entries.iter().map(entry_bytes).sum::<usize>());
+        let last = g
+            .entries
+            .back()
+            .map(|e| e.args[2].clone())
+            .unwrap_or_default();
+        assert!(last.len() < MAX_ARG + 32 && last.ends_with(b"...(3145728 bytes)"));
     }
 
     #[tokio::test]

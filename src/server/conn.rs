@@ -45,14 +45,55 @@ pub async fn serve(srv: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) {
         use std::os::unix::io::AsRawFd;
         handle.info.lock().fd = stream.as_raw_fd() as i64;
     }
-    let mut sess = Session::new(handle.clone(), srv.requirepass().is_none());
-    let _ = run(&srv, &mut stream, &mut sess).await;
-    cmd::flush_stats(&srv, &mut sess);
-    cmd::pubsub::unsubscribe_all(&srv, &mut sess);
-    srv.clients.unregister(handle.id);
-    // Drop WATCH registrations so shards do not keep dead flags.
-    if !sess.watched.is_empty() {
-        let _ = cmd::dispatch(&srv, &mut sess, vec![Bytes::from_static(b"UNWATCH")]);
+    let sess = Session::new(handle, srv.requirepass().is_none());
+    let mut conn = Cleanup {
+        srv: srv.clone(),
+        sess,
+    };
+    let _ = run(&srv, &mut stream, &mut conn.sess).await;
+}
+
+/// Owns a connection's session and undoes its registrations when dropped, so they are
+/// undone however the connection ends: a normal close, or a command that panics (tokio
+/// catches the panic and drops the task, running this while unwinding).
+struct Cleanup {
+    srv: Arc<Shared>,
+    sess: Session,
+}
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        let (srv, sess) = (&self.srv, &mut self.sess);
+        // The maxclients slot and the CLIENT LIST entry first: they matter most.
+        srv.clients.unregister(sess.handle.id);
+        cmd::pubsub::unsubscribe_all(srv, sess);
+        // Registered as blocked by a command that did not get to wait (see BlockedGuard).
+        if let Some(b) = sess.blocked.take() {
+            drop(BlockedGuard { srv, b });
+        }
+        sess.multi = None;
+        sess.mark = None;
+        cmd::flush_stats(srv, sess);
+        // Drop WATCH registrations so shards do not keep dead flags.
+        if !sess.watched.is_empty() {
+            sess.reply_mode = super::session::ReplyMode::On;
+            let _ = cmd::dispatch(srv, sess, vec![Bytes::from_static(b"UNWATCH")]);
+        }
+    }
+}
+
+/// A blocked command's registration, given up when dropped unless a writer served it
+/// (even if the connection's task is dropped or unwinds while the client waits).
+struct BlockedGuard<'a> {
+    srv: &'a Arc<Shared>,
+    b: Blocked,
+}
+
+impl Drop for BlockedGuard<'_> {
+    fn drop(&mut self) {
+        if self.b.waiter.abandon() {
+            cmd::blocking::unregister(self.srv, &self.b);
+        }
     }
 }
 
@@ -74,15 +115,37 @@ async fn flush(
         srv.stats
             .net_output_bytes
             .fetch_add(out.len() as u64, Ordering::Relaxed);
+        let mem = &sess.handle.mem;
+        mem.out_peak.fetch_max(out.len(), Ordering::Relaxed);
+        let queued = mem.push_bytes.load(Ordering::Relaxed);
+        srv.peaks.record(srv.uptime_secs(), 0, out.len() + queued);
+        mem.out_cap.store(out.capacity(), Ordering::Relaxed);
+        // Written piece by piece so CLIENT LIST sees what is still pending (`omem`) while
+        // a client does not read.
+        let write = async {
+            let mut done = 0;
+            while done < out.len() {
+                mem.out_pending.store(out.len() - done, Ordering::Relaxed);
+                let n = stream.write(&out[done..]).await?;
+                if n == 0 {
+                    return Err(std::io::ErrorKind::WriteZero.into());
+                }
+                done += n;
+            }
+            Ok::<(), std::io::Error>(())
+        };
         tokio::select! {
             biased;
-            r = stream.write_all(out) => r?,
+            r = write => r?,
             _ = kill => return Err(std::io::Error::other("client killed")),
         }
+        mem.out_pending.store(0, Ordering::Relaxed);
         out.clear();
         if out.capacity() > KEEP_BUF {
             *out = BytesMut::with_capacity(READ_CHUNK);
+            mem.out_peak.store(0, Ordering::Relaxed);
         }
+        mem.out_cap.store(out.capacity(), Ordering::Relaxed);
     }
     if let Some(s) = &sess.subs {
         s.sub.written();
@@ -143,11 +206,24 @@ fn take_pushes(sess: &Session, scratch: &mut VecDeque<Push>, out: &mut BytesMut)
     }
 }
 
-/// Waits while CLIENT PAUSE holds this command back.
-async fn wait_for_pause(srv: &Shared, args: &[Bytes]) {
+/// Waits while CLIENT PAUSE holds this command back; `Err` if the client is killed
+/// meanwhile (CLIENT KILL takes effect at once, as in Redis, not when the pause ends).
+async fn wait_for_pause(
+    srv: &Shared,
+    args: &[Bytes],
+    mut kill: Kill<'_, '_>,
+    handle: &super::clients::ClientHandle,
+) -> std::io::Result<()> {
     loop {
+        // Registered before the checks, so an UNPAUSE between them still wakes us.
+        let unpaused = srv.pause.unpaused.notified();
+        tokio::pin!(unpaused);
+        unpaused.as_mut().enable();
+        if handle.is_killed() {
+            return Err(std::io::Error::other("client killed"));
+        }
         let Some((until, mode)) = srv.pause.current(crate::clock::Clock::system().now_ms()) else {
-            return;
+            return Ok(());
         };
         if mode == PauseMode::Write {
             // A script's shebang flags overrule EVAL's table flags (Redis's
@@ -155,12 +231,15 @@ async fn wait_for_pause(srv: &Shared, args: &[Bytes]) {
             let writes = crate::script::eval_shebang_writes(srv, args)
                 .unwrap_or_else(|| cmd::may_write(args));
             if !writes {
-                return;
+                return Ok(());
             }
         }
         let now = crate::clock::Clock::system().now_ms();
         let wait = Duration::from_millis(until.saturating_sub(now).max(1));
-        let _ = tokio::time::timeout(wait, srv.pause.unpaused.notified()).await;
+        tokio::select! {
+            _ = tokio::time::timeout(wait, unpaused) => {}
+            _ = kill.as_mut() => return Err(std::io::Error::other("client killed")),
+        }
     }
 }
 
@@ -274,6 +353,16 @@ async fn wait_blocked(
                     }
                     Ok(n) => {
                         srv.stats.net_input_bytes.fetch_add(n as u64, Ordering::Relaxed);
+                        let h = &b.waiter.handle;
+                        report_read(srv, h, inbuf);
+                        // Redis's `readQueryFromClient` checks blocked clients too.
+                        if over_query_limit(srv, h, inbuf) {
+                            gone(b);
+                            return Ok(None);
+                        }
+                        if inbuf.capacity() - inbuf.len() < READ_CHUNK / 2 {
+                            inbuf.reserve(READ_CHUNK);
+                        }
                     }
                 }
             }
@@ -283,6 +372,83 @@ async fn wait_blocked(
             }
         }
     }
+}
+
+/// Publishes the argument bytes a MULTI has queued (`multi-mem`). `seen` is (queue
+/// address, commands, bytes) of the last report: commands queued since are added, and a
+/// different queue (a new MULTI) is summed afresh.
+fn report_multi(sess: &Session, seen: &mut (usize, usize, usize)) {
+    let queue = sess.multi.as_ref().map_or(&[][..], |m| &m.queue[..]);
+    if queue.is_empty() {
+        if seen.2 != 0 {
+            *seen = (0, 0, 0);
+            sess.handle.mem.multi.store(0, Ordering::Relaxed);
+        }
+        return;
+    }
+    let at = queue.as_ptr() as usize;
+    if at != seen.0 || queue.len() < seen.1 {
+        *seen = (at, 0, 0);
+    }
+    let new: usize = queue[seen.1..]
+        .iter()
+        .flat_map(|c| c.iter().map(|a| a.len()))
+        .sum();
+    *seen = (at, queue.len(), seen.2 + new);
+    sess.handle.mem.multi.store(seen.2, Ordering::Relaxed);
+}
+
+/// Publishes the input buffer's state for CLIENT LIST (`qbuf`, `qbuf-free`).
+fn report_input(h: &super::clients::ClientHandle, inbuf: &BytesMut) {
+    h.mem.qbuf.store(inbuf.len(), Ordering::Relaxed);
+    h.mem.qbuf_cap.store(inbuf.capacity(), Ordering::Relaxed);
+}
+
+/// [`report_input`] after a read, also noted for INFO's recent peaks.
+fn report_read(srv: &Shared, h: &super::clients::ClientHandle, inbuf: &BytesMut) {
+    report_input(h, inbuf);
+    srv.peaks
+        .record(srv.uptime_secs(), h.mem.input_usage(), h.mem.output_usage());
+}
+
+/// `client-query-buffer-limit` (at least 1 MB, as Redis enforces for the parameter).
+fn query_limit(srv: &Shared) -> usize {
+    srv.config.num(hot().qbuf_limit).max(1024 * 1024) as usize
+}
+
+/// True (and logged as Redis logs it) if the unparsed input is over the query buffer
+/// limit: the caller closes the connection without a reply.
+fn over_query_limit(srv: &Shared, h: &super::clients::ClientHandle, inbuf: &BytesMut) -> bool {
+    if inbuf.len() <= query_limit(srv) {
+        return false;
+    }
+    tracing::warn!(
+        "Closing client that reached max query buffer length: {} (qbuf initial bytes: {})",
+        cmd::client::describe(srv, h),
+        repr(&inbuf[..inbuf.len().min(64)])
+    );
+    true
+}
+
+/// Bytes quoted as Redis's `sdscatrepr` prints them in logs.
+fn repr(b: &[u8]) -> String {
+    let mut s = String::with_capacity(b.len() + 2);
+    s.push('"');
+    for &c in b {
+        match c {
+            b'\\' => s.push_str("\\\\"),
+            b'"' => s.push_str("\\\""),
+            b'\n' => s.push_str("\\n"),
+            b'\r' => s.push_str("\\r"),
+            b'\t' => s.push_str("\\t"),
+            7 => s.push_str("\\a"),
+            8 => s.push_str("\\b"),
+            c if c.is_ascii_graphic() || c == b' ' => s.push(c as char),
+            c => s.push_str(&format!("\\x{c:02x}")),
+        }
+    }
+    s.push('"');
+    s
 }
 
 async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> std::io::Result<()> {
@@ -295,6 +461,10 @@ async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> s
     tokio::pin!(kill);
     // Reused to move pushes out of the subscriber's queue (stays empty if never subscribed).
     let mut scratch: VecDeque<Push> = VecDeque::new();
+    // The MULTI queue last reported (see `report_multi`).
+    let mut multi_mem = (0usize, 0usize, 0usize);
+    handle.mem.out_cap.store(out.capacity(), Ordering::Relaxed);
+    report_input(&handle, &inbuf);
     loop {
         if inbuf.capacity() - inbuf.len() < READ_CHUNK / 2 {
             inbuf.reserve(READ_CHUNK);
@@ -346,11 +516,11 @@ async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> s
             .net_input_bytes
             .fetch_add(n as u64, Ordering::Relaxed);
         // Read the limits once per read batch: a config lookup allocates, too slow per command.
-        let qlimit = srv.config.num(hot().qbuf_limit).max(1024 * 1024) as usize;
+        let qlimit = query_limit(srv);
         let max_bulk_len = srv.config.num(hot().max_bulk);
-        if inbuf.len() > qlimit {
+        report_read(srv, &handle, &inbuf);
+        if over_query_limit(srv, &handle, &inbuf) {
             // Redis logs and closes without a reply.
-            tracing::warn!("closing client that reached max query buffer length");
             return Ok(());
         }
         loop {
@@ -358,6 +528,9 @@ async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> s
                 max_bulk_len,
                 authenticated: sess.authenticated,
             };
+            // What is left of this batch, the next command included (CLIENT LIST `qbuf`
+            // mid-batch; a client's own CLIENT INFO counts its command, as in Redis).
+            handle.mem.qbuf.store(inbuf.len(), Ordering::Relaxed);
             match parser.parse(&mut inbuf, limits) {
                 Ok(Parsed::Command(args)) => {
                     if args.is_empty() {
@@ -382,19 +555,33 @@ async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> s
                             .is_some()
                     {
                         flush(stream, &mut out, srv, sess, kill.as_mut()).await?;
-                        wait_for_pause(srv, &args).await;
+                        // As in Redis, a postponed client shows its command and flag `b`.
+                        if let Ok((id, _)) = cmd::registry().resolve(&args) {
+                            handle.last_cmd.store(id, Ordering::Relaxed);
+                        }
+                        handle.info.lock().postponed = true;
+                        let r = wait_for_pause(srv, &args, kill.as_mut(), &handle).await;
+                        handle.info.lock().postponed = false;
+                        r?;
                     }
                     let reply = cmd::dispatch(srv, sess, args);
                     // Pushes queued so far (including this command's own confirmations or
                     // its self-published messages) precede its reply, as in Redis.
                     take_pushes(sess, &mut scratch, &mut out);
                     write_reply(&mut out, &reply, sess.resp3);
-                    if let Some(mut blocked) = sess.blocked.take() {
+                    if let Some(blocked) = sess.blocked.take() {
+                        let mut blocked = BlockedGuard { srv, b: blocked };
+                        // A blocked client keeps its command's arguments (`argv-mem`).
+                        let argv: usize = blocked.b.waiter.args.iter().map(|a| a.len()).sum();
+                        handle.mem.argv.store(argv, Ordering::Relaxed);
+                        report_input(&handle, &inbuf);
                         // Replies so far go out now; this client waits, others don't.
                         flush(stream, &mut out, srv, sess, kill.as_mut()).await?;
-                        match wait_blocked(srv, stream, &mut inbuf, &mut blocked, kill.as_mut())
-                            .await?
-                        {
+                        let r =
+                            wait_blocked(srv, stream, &mut inbuf, &mut blocked.b, kill.as_mut())
+                                .await;
+                        handle.mem.argv.store(0, Ordering::Relaxed);
+                        match r? {
                             Some(reply) => {
                                 // Served by another client's write (the pop is journaled
                                 // before the hand-over): under `appendfsync always` the
@@ -433,10 +620,12 @@ async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> s
         }
         cmd::flush_stats(srv, sess);
         sess.mark = None;
+        report_multi(sess, &mut multi_mem);
         flush(stream, &mut out, srv, sess, kill.as_mut()).await?;
         handle.info.lock().qbuf = inbuf.len();
         if inbuf.is_empty() && inbuf.capacity() > KEEP_BUF {
             inbuf = BytesMut::with_capacity(READ_CHUNK);
         }
+        report_input(&handle, &inbuf);
     }
 }

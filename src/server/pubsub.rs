@@ -222,6 +222,7 @@ impl Subscriber {
         }
         o.bytes += p.size();
         o.queue.push_back(p);
+        self.report(&o);
         let bytes = (o.bytes + self.inflight.load(Ordering::Relaxed)) as u64;
         let over_hard = limits.hard > 0 && bytes >= limits.hard;
         // Redis: over the soft limit for more than `soft_secs` seconds.
@@ -236,6 +237,7 @@ impl Subscriber {
             o.closed = true;
             o.queue = VecDeque::new();
             o.bytes = 0;
+            self.report(&o);
             drop(o);
             tracing::warn!(
                 "Client id={} scheduled to be closed ASAP for overcoming of output buffer limits.",
@@ -249,6 +251,13 @@ impl Subscriber {
         Delivery::Queued
     }
 
+    /// Mirrors the backlog into the client's memory figures (CLIENT LIST `oll`/`omem`).
+    fn report(&self, o: &Outbox) {
+        let m = &self.handle.mem;
+        m.pushes.store(o.queue.len(), Ordering::Relaxed);
+        m.push_bytes.store(o.bytes, Ordering::Relaxed);
+    }
+
     /// Moves everything queued into `out` (in order).
     pub fn drain_into(&self, out: &mut Vec<Push>) {
         let mut o = self.outbox.lock();
@@ -257,6 +266,7 @@ impl Subscriber {
         }
         out.extend(o.queue.drain(..));
         o.bytes = 0;
+        self.report(&o);
     }
 
     /// Encodes everything queued onto `out`. `scratch` is the caller's reusable queue: the
@@ -272,6 +282,7 @@ impl Subscriber {
             // The bytes move to the connection's buffer: still counted until written.
             self.inflight.fetch_add(o.bytes, Ordering::Relaxed);
             o.bytes = 0;
+            self.report(&o);
         }
         for p in scratch.drain(..) {
             p.encode(out, resp3);

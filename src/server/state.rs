@@ -44,16 +44,25 @@ impl Stats {
         c.fetch_add(n, Ordering::Relaxed);
     }
 
-    /// Counts an error reply under its code: the first word of the message, as Redis does
-    /// for `errorstat_<CODE>`.
+    /// Counts an error reply under its code, as Redis's `afterErrorReply` does: the code is
+    /// the text before the first space within the reply's first 32 bytes (the `-` included),
+    /// `ERR` when there is none. Codes are bounded as in Valkey 8: once [`ERRORSTATS_LIMIT`]
+    /// codes are kept, a new code that is not one of the server's own goes to
+    /// [`ERRORSTATS_OVERFLOW`] (Valkey applies this to script errors; here every code outside
+    /// [`OWN_CODES`] comes from a script, `DEBUG ERROR` or an injected fault).
     pub fn record_error(&self, msg: &str) {
-        let code = msg.split(' ').next().unwrap_or("ERR");
-        let code = if code.is_empty() { "ERR" } else { code };
-        *self
-            .errors_by_code
-            .lock()
-            .entry(code.to_string())
-            .or_insert(0) += 1;
+        let code = error_code(msg);
+        let mut map = self.errors_by_code.lock();
+        if let Some(n) = map.get_mut(code) {
+            *n += 1;
+            return;
+        }
+        let code = if map.len() >= ERRORSTATS_LIMIT && !OWN_CODES.contains(&code) {
+            ERRORSTATS_OVERFLOW
+        } else {
+            code
+        };
+        *map.entry(code.to_string()).or_insert(0) += 1;
     }
 
     /// CONFIG RESETSTAT: counters back to zero (INFO's totals and errorstats).
@@ -72,6 +81,118 @@ impl Stats {
     }
 }
 
+/// Distinct error codes kept before new ones are counted together (Valkey's `ERRORSTATS_LIMIT`).
+pub const ERRORSTATS_LIMIT: usize = 128;
+/// The shared bucket past [`ERRORSTATS_LIMIT`] (INFO `errorstat_ERRORSTATS_OVERFLOW`).
+pub const ERRORSTATS_OVERFLOW: &str = "ERRORSTATS_OVERFLOW";
+/// Codes the server itself replies with: always counted under their own name, so a flood
+/// of script-made codes cannot hide them. A finite set, so the map stays bounded.
+pub const OWN_CODES: &[&str] = &[
+    "ERR",
+    "WRONGTYPE",
+    "NOAUTH",
+    "WRONGPASS",
+    "NOPROTO",
+    "NOPERM",
+    "EXECABORT",
+    "BUSY",
+    "BUSYKEY",
+    "BUSYGROUP",
+    "NOGROUP",
+    "NOSCRIPT",
+    "NOTBUSY",
+    "UNKILLABLE",
+    "MISCONF",
+    "OOM",
+    "LOADING",
+    "READONLY",
+    "NOREPLICAS",
+    "MASTERDOWN",
+    "UNBLOCKED",
+    "CROSSSLOT",
+    "LUAERR",
+    "MOVED",
+    "ASK",
+    "TRYAGAIN",
+    "CLUSTERDOWN",
+    "INVALIDOBJ",
+];
+
+/// The errorstats code of an error reply `msg` (sent as `-msg`): Redis looks for the space
+/// only within the first 32 bytes of `-msg`, so a code is at most 30 bytes.
+pub fn error_code(msg: &str) -> &str {
+    let head = &msg.as_bytes()[..msg.len().min(31)];
+    match head.iter().position(|&c| c == b' ') {
+        // The space is ASCII, so the cut is on a char boundary.
+        Some(i) => &msg[..i],
+        None => "ERR",
+    }
+}
+
+/// Seconds of history behind INFO's `client_recent_max_input_buffer` and
+/// `client_recent_max_output_buffer` (Redis's `CLIENTS_PEAK_MEM_USAGE_SLOTS`).
+pub const PEAK_SLOTS: usize = 8;
+
+/// The largest input and output buffers any client held in each of the last
+/// [`PEAK_SLOTS`] seconds. Connections report as they read and write (Redis samples every
+/// client from its cron); a report that is not a new maximum only loads.
+#[derive(Default)]
+pub struct ClientPeaks {
+    slots: [PeakSlot; PEAK_SLOTS],
+}
+
+#[derive(Default)]
+struct PeakSlot {
+    /// Which second (since start, plus one: 0 is never used) this slot holds.
+    second: AtomicU64,
+    input: std::sync::atomic::AtomicUsize,
+    output: std::sync::atomic::AtomicUsize,
+}
+
+impl ClientPeaks {
+    /// Notes a client's input and output buffer sizes at `second` (since start).
+    pub fn record(&self, second: u64, input: usize, output: usize) {
+        let stamp = second + 1;
+        let slot = &self.slots[second as usize % PEAK_SLOTS];
+        let seen = slot.second.load(Ordering::Relaxed);
+        if seen != stamp {
+            if seen > stamp {
+                return;
+            }
+            // The first report of a new second resets the slot (a concurrent report may
+            // be lost: these are statistics).
+            if slot
+                .second
+                .compare_exchange(seen, stamp, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+            {
+                slot.input.store(0, Ordering::Relaxed);
+                slot.output.store(0, Ordering::Relaxed);
+            }
+        }
+        if input > slot.input.load(Ordering::Relaxed) {
+            slot.input.fetch_max(input, Ordering::Relaxed);
+        }
+        if output > slot.output.load(Ordering::Relaxed) {
+            slot.output.fetch_max(output, Ordering::Relaxed);
+        }
+    }
+
+    /// The largest (input, output) reported within the last [`PEAK_SLOTS`] seconds.
+    pub fn recent(&self, second: u64) -> (usize, usize) {
+        let oldest = (second + 1).saturating_sub(PEAK_SLOTS as u64 - 1);
+        self.slots
+            .iter()
+            .filter(|s| s.second.load(Ordering::Relaxed) >= oldest)
+            .fold((0, 0), |(i, o), s| {
+                (
+                    i.max(s.input.load(Ordering::Relaxed)),
+                    o.max(s.output.load(Ordering::Relaxed)),
+                )
+            })
+    }
+}
+
 /// The start-up parameter behind `--enable-test-commands`.
 pub const TEST_COMMANDS_PARAM: &str = "enable-test-commands";
 
@@ -87,6 +208,8 @@ pub struct Shared {
     /// Indexed like `cmd::registry()`'s ids.
     pub cmdstats: Vec<CmdStat>,
     pub started: Instant,
+    /// Recent client buffer peaks (INFO clients).
+    pub peaks: ClientPeaks,
     pub started_unix_ms: u64,
     pub run_id: String,
     /// The port actually bound (after `--port 0`).
@@ -151,6 +274,7 @@ impl Shared {
             clients: Clients::default(),
             stats: Stats::default(),
             started: Instant::now(),
+            peaks: ClientPeaks::default(),
             started_unix_ms: now,
             run_id,
             port: AtomicU64::new(0),
@@ -181,7 +305,59 @@ impl Shared {
         crate::script::engine::scripts(self).reseed((seed ^ (seed >> 32)) as i32);
     }
 
+    /// Whole seconds since start, the clock of [`ClientPeaks`].
+    pub fn uptime_secs(&self) -> u64 {
+        self.started.elapsed().as_secs()
+    }
+
     pub fn requirepass(&self) -> Option<String> {
         self.config.get("requirepass").filter(|p| !p.is_empty())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_codes_come_from_the_first_32_bytes() {
+        assert_eq!(error_code("WRONGTYPE Operation"), "WRONGTYPE");
+        assert_eq!(error_code("nospace"), "ERR");
+        let c30 = "C".repeat(30);
+        assert_eq!(error_code(&format!("{c30} x")), c30);
+        // 31 bytes before the space: with the `-` the space is byte 33, past the window.
+        assert_eq!(error_code(&format!("{}C x", c30)), "ERR");
+        assert_eq!(error_code(&"A".repeat(8_000_000)), "ERR");
+        assert_eq!(error_code(" lead"), "");
+    }
+
+    #[test]
+    fn client_peaks_cover_the_last_slots() {
+        let p = ClientPeaks::default();
+        p.record(0, 100, 5);
+        p.record(3, 10, 50);
+        assert_eq!(p.recent(3), (100, 50));
+        assert_eq!(p.recent(7), (100, 50));
+        // Second 0 has left the window; second 8 reuses its slot.
+        assert_eq!(p.recent(8), (10, 50));
+        p.record(8, 1, 1);
+        assert_eq!(p.recent(8), (10, 50));
+        assert_eq!(p.recent(11), (1, 1));
+        assert_eq!(p.recent(100), (0, 0));
+    }
+
+    #[test]
+    fn errorstats_are_capped_with_an_overflow_bucket() {
+        let st = Stats::default();
+        for i in 0..1000 {
+            st.record_error(&format!("CODE{i} oops"));
+        }
+        st.record_error("WRONGTYPE Operation against a key");
+        st.record_error("CODE1 again");
+        let m = st.errors_by_code.lock();
+        assert_eq!(m.len(), ERRORSTATS_LIMIT + 2);
+        assert_eq!(m[ERRORSTATS_OVERFLOW], 1000 - ERRORSTATS_LIMIT as u64);
+        assert_eq!(m["WRONGTYPE"], 1);
+        assert_eq!(m["CODE1"], 2);
     }
 }

@@ -177,17 +177,20 @@ fn server(srv: &Shared, l: &mut Lines) {
 
 fn clients(srv: &Shared, l: &mut Lines) {
     let all = srv.clients.all();
-    let (mut max_qbuf, mut blocked) = (0, 0);
+    // The largest input (query buffer allocation and arguments) and output buffers of the
+    // last 8 seconds, as Redis reports them, and of now.
+    let (mut max_in, mut max_out) = srv.peaks.recent(srv.uptime_secs());
+    let mut blocked = 0;
     for h in &all {
-        let i = h.info.lock();
-        max_qbuf = max_qbuf.max(i.qbuf);
-        blocked += usize::from(i.blocked);
+        max_in = max_in.max(h.mem.input_usage());
+        max_out = max_out.max(h.mem.output_usage());
+        blocked += usize::from(h.info.lock().blocked);
     }
     push(l, "connected_clients", all.len());
     push(l, "cluster_connections", 0);
     push(l, "maxclients", srv.config.get_i64("maxclients"));
-    push(l, "client_recent_max_input_buffer", max_qbuf);
-    push(l, "client_recent_max_output_buffer", 0);
+    push(l, "client_recent_max_input_buffer", max_in);
+    push(l, "client_recent_max_output_buffer", max_out);
     push(l, "blocked_clients", blocked);
     push(l, "tracking_clients", 0);
     push(l, "clients_in_timeout_table", 0);
