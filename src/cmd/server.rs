@@ -229,10 +229,13 @@ fn debug(cx: &mut Cx) -> Reply {
     }
     if is(sub, "SLEEP") && a.len() == 3 {
         // Like Redis: strtod without validation, so junk sleeps 0 seconds. The command
-        // holds the whole keyspace (Lock::All), so every data command waits it out.
+        // holds the whole keyspace (Lock::All), so every data command waits it out. It
+        // sleeps off the runtime's worker, so SHUTDOWN (which takes no gate) and the
+        // waiters' BUSY checks still run, even with `--threads 1`.
         let secs = c_strtod(&a[2]);
         if secs.is_finite() && secs > 0.0 {
-            std::thread::sleep(std::time::Duration::from_secs_f64(secs.min(1e9)));
+            let d = std::time::Duration::from_secs_f64(secs.min(1e9));
+            super::off_core(|| std::thread::sleep(d));
         }
         return Reply::OK;
     }
@@ -386,6 +389,13 @@ fn shutdown(cx: &mut Cx) -> Reply {
     if abort {
         // Shutdown is immediate here, so there is never one to abort.
         return errors::err("ERR No shutdown in progress.");
+    }
+    // Redis `shutdownCommand`: while a script is timed out only SHUTDOWN NOSAVE ends the
+    // server (it cannot save a keyspace a script is half-way through changing).
+    if !nosave {
+        if let Some(busy) = crate::script::busy_error(cx.srv) {
+            return errors::err(busy);
+        }
     }
     tracing::warn!("SHUTDOWN requested by client {}", cx.sess.id);
     cx.srv.shutdown.notify_one();
