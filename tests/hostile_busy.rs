@@ -305,3 +305,63 @@ fn start_loop(s: &Respite, threshold_ms: u64) -> Conn {
     wait_busy(s.port);
     c
 }
+
+/// Finding 7: with `--threads 1`, commands queued behind a script that has not yet timed
+/// out wait off the only worker: SCRIPT KILL from another client is still served, and the
+/// waiters then run.
+#[test]
+fn audit_07_threads_1_waiters_do_not_pin_the_worker() {
+    let s = Respite::start(&["--threads", "1"]);
+    let mut c = s.conn();
+    assert_eq!(
+        c.cmd("CONFIG SET busy-reply-threshold 600000"),
+        Frame::Simple("OK".into())
+    );
+    let mut script = s.conn();
+    script
+        .send(&[
+            b"EVAL".to_vec(),
+            b"while true do end".to_vec(),
+            b"0".to_vec(),
+        ])
+        .expect("send");
+    // Wait until the script runs: FUNCTION STATS answers BUSY (EVAL flavour) only then.
+    let deadline = Instant::now() + PATIENCE;
+    while !err_starts(&c.cmd("FUNCTION STATS"), "BUSY ") {
+        assert!(Instant::now() < deadline, "the script never started");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let mut waiters: Vec<Conn> = (0..4).map(|_| s.conn()).collect();
+    for w in &mut waiters {
+        w.send_line("GET k").expect("send");
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(s.conn().cmd("SCRIPT KILL"), Frame::Simple("OK".into()));
+    assert!(script.read().is_ok(), "the killed script's reply");
+    for w in &mut waiters {
+        assert_eq!(w.read().expect("GET reply"), Frame::NullBulk);
+    }
+}
+
+/// Finding 6: EXEC of a transaction with WATCHed keys, refused as BUSY, must forget the
+/// watches, which needs the keyspace: it waits for the script off the worker (`--threads
+/// 1`), so SCRIPT KILL is still served and EXEC then gets its EXECABORT.
+#[test]
+fn audit_06_exec_with_watched_keys_during_busy_does_not_wedge() {
+    let s = Respite::start(&["--threads", "1"]);
+    let mut w = s.conn();
+    assert_eq!(w.cmd("WATCH k"), Frame::Simple("OK".into()));
+    assert_eq!(w.cmd("MULTI"), Frame::Simple("OK".into()));
+    assert_eq!(w.cmd("GET k"), Frame::Simple("QUEUED".into()));
+    let mut script = start_loop(&s, 50);
+    w.send_line("EXEC").expect("send");
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(s.conn().cmd("SCRIPT KILL"), Frame::Simple("OK".into()));
+    assert!(script.read().is_ok(), "the killed script's reply");
+    let r = w.read().expect("EXEC reply");
+    assert!(
+        err_starts(&r, "EXECABORT Transaction discarded because of: BUSY "),
+        "{r}"
+    );
+    assert_eq!(w.cmd("PING"), Frame::Simple("PONG".into()));
+}
