@@ -231,6 +231,16 @@ fn audit_13_debug_is_refused_by_default() {
     let r = c.cmd("DEBUG SLEEP 1000000000");
     assert!(err_starts(&r, "ERR DEBUG command not allowed"), "{r}");
     assert_eq!(c.cmd("PING"), Frame::Simple("PONG".into()));
+    // Refused before MULTI queueing, as Redis refuses protected commands.
+    assert_eq!(c.cmd("MULTI"), Frame::Simple("OK".into()));
+    assert!(err_starts(
+        &c.cmd("DEBUG SLEEP 0"),
+        "ERR DEBUG command not allowed"
+    ));
+    assert_eq!(
+        c.cmd("EXEC"),
+        Frame::Error("EXECABORT Transaction discarded because of previous errors.".into())
+    );
 }
 
 /// Finding 13: where DEBUG is enabled, `DEBUG SLEEP 1e9` still cannot outlive SHUTDOWN or

@@ -204,6 +204,11 @@ fn dispatch_inner(srv: &Arc<Shared>, sess: &mut Session, args: Vec<Bytes>) -> Re
         let msg = format!("wrong number of arguments for '{}' command", spec.name);
         return reject(srv, sess, id, spec, &msg, "ERR ");
     }
+    // Redis's protected commands are refused right after the arity check (before auth,
+    // BUSY and MULTI queueing), so inside MULTI a refused DEBUG dooms the transaction.
+    if spec.name == "debug" && !server::debug_allowed(srv, sess) {
+        return reject(srv, sess, id, spec, errors::DEBUG_NOT_ALLOWED, "");
+    }
     if !sess.authenticated && !allowed_unauthenticated(spec) {
         return reject(srv, sess, id, spec, errors::NOAUTH, "");
     }

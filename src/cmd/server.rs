@@ -10,6 +10,8 @@ mod info;
 use super::args::is;
 use super::{errors, CommandSpec, Cx, KeySpec, Lock};
 use crate::protocol::Reply;
+use crate::server::session::Session;
+use crate::server::state::Shared;
 use bytes::Bytes;
 use std::sync::atomic::Ordering;
 
@@ -202,15 +204,16 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
 ];
 
-fn debug(cx: &mut Cx) -> Reply {
-    let allowed = match cx.srv.config.get("enable-debug-command").as_deref() {
+/// `enable-debug-command` (Redis's protected-command check; dispatch applies it).
+pub fn debug_allowed(srv: &Shared, sess: &Session) -> bool {
+    match srv.config.get("enable-debug-command").as_deref() {
         Some("yes") => true,
-        Some("local") => cx.sess.handle.is_local(),
+        Some("local") => sess.handle.is_local(),
         _ => false,
-    };
-    if !allowed {
-        return errors::err(errors::DEBUG_NOT_ALLOWED);
     }
+}
+
+fn debug(cx: &mut Cx) -> Reply {
     let a = cx.args;
     let sub = &a[1];
     if is(sub, "HELP") && a.len() == 2 {
