@@ -27,6 +27,7 @@ enum Target {
 struct Server {
     child: Child,
     port: u16,
+    redis: bool,
 }
 
 impl Server {
@@ -46,7 +47,11 @@ impl Server {
                     assert!(Instant::now() < deadline, "redis-server did not start");
                     std::thread::sleep(Duration::from_millis(20));
                 }
-                Server { child, port }
+                Server {
+                    child,
+                    port,
+                    redis: true,
+                }
             }
             Target::Respite(threads) => {
                 let mut cmd = Command::new(env!("CARGO_BIN_EXE_respite"));
@@ -64,7 +69,11 @@ impl Server {
                     .read_line(&mut line)
                     .expect("read port");
                 let port = line.trim().parse().expect("port on stdout");
-                Server { child, port }
+                Server {
+                    child,
+                    port,
+                    redis: false,
+                }
             }
         }
     }
@@ -742,6 +751,54 @@ fn allow_busy_commands_during_busy() {
         }
         let mut k = s.conn();
         log.note("k", &call(&mut k, &["SCRIPT", "KILL"]));
+        wait_pong(s);
+        log.note("rd", &rd.read().expect("killed script's reply"));
+    });
+}
+
+/// Commands that arrive while a script runs but before `busy-reply-threshold` passes wait
+/// (Redis's event loop is blocked), then get BUSY, or are served if allowed: plain
+/// SHUTDOWN then answers the BUSY error, HELLO is served.
+#[test]
+fn commands_sent_before_the_threshold_wait_for_it() {
+    differential("commands before the threshold", |s, log| {
+        let mut rd = s.conn();
+        let mut r = s.conn();
+        let mut r2 = s.conn();
+        let mut r3 = s.conn();
+        log.note(
+            "r",
+            &call(&mut r, &["CONFIG", "SET", "busy-reply-threshold", "3000"]),
+        );
+        send(&mut rd, &["EVAL", "while true do end", "0"]);
+        if s.redis {
+            // Redis runs the EVAL as soon as it arrives, then serves nothing until the
+            // threshold passes.
+            std::thread::sleep(Duration::from_millis(500));
+        } else {
+            // respite answers FUNCTION STATS (the EVAL flavour of BUSY) once it runs.
+            let mut p = s.conn();
+            let deadline = Instant::now() + PATIENCE;
+            while !matches!(call(&mut p, &["FUNCTION", "STATS"]), Frame::Error(_)) {
+                assert!(Instant::now() < deadline, "the script never started");
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+        send(&mut r, &["PING"]);
+        send(&mut r2, &["HELLO", "2"]);
+        send(&mut r3, &["SHUTDOWN"]);
+        log.note("r", &r.read().expect("PING reply"));
+        let hello = r2.read().expect("HELLO reply");
+        log.text(
+            "r2",
+            if matches!(hello, Frame::Array(_)) {
+                "hello ok"
+            } else {
+                "hello failed"
+            },
+        );
+        log.note("r3", &r3.read().expect("SHUTDOWN reply"));
+        log.note("r", &call(&mut r, &["SCRIPT", "KILL"]));
         wait_pong(s);
         log.note("rd", &rd.read().expect("killed script's reply"));
     });
