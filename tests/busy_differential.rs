@@ -803,3 +803,41 @@ fn commands_sent_before_the_threshold_wait_for_it() {
         log.note("rd", &rd.read().expect("killed script's reply"));
     });
 }
+
+/// Sessions holding WATCHes when the script starts: UNWATCH, DISCARD, RESET and the EXEC
+/// refused as BUSY are all answered while the script runs, as in Redis.
+#[test]
+fn watched_sessions_during_busy() {
+    differential("watched sessions during busy", |s, log| {
+        let mut rd = s.conn();
+        let mut r = s.conn();
+        let mut w: Vec<Conn> = (0..4).map(|_| s.conn()).collect();
+        log.note(
+            "r",
+            &call(&mut r, &["CONFIG", "SET", "busy-reply-threshold", "10"]),
+        );
+        for (i, c) in w.iter_mut().enumerate() {
+            let key = format!("k{i}");
+            log.note("w", &call(c, &["WATCH", &key, "other"]));
+        }
+        log.note("w1", &call(&mut w[1], &["MULTI"]));
+        log.note("w1", &call(&mut w[1], &["GET", "k1"]));
+        send(&mut rd, &["EVAL", "while true do end", "0"]);
+        wait_busy(s);
+        log.note("w0", &call(&mut w[0], &["UNWATCH"]));
+        log.note("w1", &call(&mut w[1], &["DISCARD"]));
+        log.note("w2", &call(&mut w[2], &["MULTI"]));
+        log.note("w2", &call(&mut w[2], &["EXEC"]));
+        log.note("w3", &call(&mut w[3], &["RESET"]));
+        log.note("r", &call(&mut r, &["SCRIPT", "KILL"]));
+        wait_pong(s);
+        log.note("rd", &rd.read().expect("killed script's reply"));
+        // The watches are gone: a transaction after a write to the keys runs.
+        log.note("r", &call(&mut r, &["SET", "k0", "x"]));
+        for (i, c) in w.iter_mut().enumerate().take(3) {
+            log.note("w", &call(c, &["MULTI"]));
+            log.note("w", &call(c, &["SET", &format!("k{i}"), "y"]));
+            log.note("w", &call(c, &["EXEC"]));
+        }
+    });
+}

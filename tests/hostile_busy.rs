@@ -354,8 +354,9 @@ fn audit_07_threads_1_waiters_do_not_pin_the_worker() {
 }
 
 /// Finding 6: EXEC of a transaction with WATCHed keys, refused as BUSY, must forget the
-/// watches, which needs the keyspace: it waits for the script off the worker (`--threads
-/// 1`), so SCRIPT KILL is still served and EXEC then gets its EXECABORT.
+/// watches. Where the script holds the watched key's shard (it read the key) that waits
+/// for the script, off the worker (`--threads 1`): SCRIPT KILL is still served and EXEC
+/// then gets its EXECABORT.
 #[test]
 fn audit_06_exec_with_watched_keys_during_busy_does_not_wedge() {
     let s = Respite::start(&["--threads", "1"]);
@@ -363,7 +364,21 @@ fn audit_06_exec_with_watched_keys_during_busy_does_not_wedge() {
     assert_eq!(w.cmd("WATCH k"), Frame::Simple("OK".into()));
     assert_eq!(w.cmd("MULTI"), Frame::Simple("OK".into()));
     assert_eq!(w.cmd("GET k"), Frame::Simple("QUEUED".into()));
-    let mut script = start_loop(&s, 50);
+    let mut c = s.conn();
+    assert_eq!(
+        c.cmd("CONFIG SET busy-reply-threshold 50"),
+        Frame::Simple("OK".into())
+    );
+    let mut script = s.conn();
+    script
+        .send(&[
+            b"EVAL".to_vec(),
+            b"redis.call('EXISTS', KEYS[1]) while true do end".to_vec(),
+            b"1".to_vec(),
+            b"k".to_vec(),
+        ])
+        .expect("send");
+    wait_busy(s.port);
     w.send_line("EXEC").expect("send");
     std::thread::sleep(Duration::from_millis(100));
     assert_eq!(s.conn().cmd("SCRIPT KILL"), Frame::Simple("OK".into()));

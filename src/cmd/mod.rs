@@ -264,7 +264,7 @@ fn dispatch_inner(srv: &Arc<Shared>, sess: &mut Session, args: Vec<Bytes>) -> Re
             return r;
         }
     }
-    let mut access = if runs_ungated(spec, sess, script) {
+    let mut access = if runs_ungated(srv, spec, sess, script) {
         srv.ks.ungated(sess.db, now)
     } else {
         match lock(srv, sess, spec, &args, now) {
@@ -288,18 +288,28 @@ fn dispatch_inner(srv: &Arc<Shared>, sess: &mut Session, args: Vec<Bytes>) -> Re
 /// Whether a command runs without the keyspace gate: SHUTDOWN whenever no script runs
 /// (a DEBUG SLEEP or a long EXEC must not hold it back), and while a script is timed out,
 /// the keyless `allow_busy` commands (AUTH, HELLO, MULTI, QUIT, SHUTDOWN…), as Redis serves
-/// them from inside the script's hook. Those that forget WATCH registrations need the
-/// shards, so a session with watched keys waits for the script for them.
-fn runs_ungated(spec: &CommandSpec, sess: &Session, script: ScriptState) -> bool {
+/// them from inside the script's hook. Those that forget WATCH registrations (UNWATCH,
+/// DISCARD, RESET) first drop them shard by shard; a watch in a shard the script holds
+/// makes the command wait for the script.
+fn runs_ungated(srv: &Shared, spec: &CommandSpec, sess: &mut Session, script: ScriptState) -> bool {
     match script {
         ScriptState::Idle => spec.name == "shutdown",
         ScriptState::Running => false,
         ScriptState::TimedOut(_) => {
             spec.has_flag("allow_busy")
                 && matches!(spec.keys, KeySpec::None)
-                && (sess.watched.is_empty() || !forgets_watches(spec))
+                && (!forgets_watches(spec) || forget_watches_ungated(srv, sess))
         }
     }
+}
+
+/// Drops the session's WATCH registrations whose shards no script holds, without the
+/// gate; true once none is left (the handler's own forgetting then has nothing to do).
+fn forget_watches_ungated(srv: &Shared, sess: &mut Session) -> bool {
+    let flag = sess.watch_dirty.clone();
+    sess.watched
+        .retain(|(db, key, _)| !srv.ks.try_unwatch(*db, key, &flag));
+    sess.watched.is_empty()
 }
 
 /// The `allow_busy` commands that drop the session's WATCH registrations.
@@ -315,7 +325,7 @@ fn forgets_watches(spec: &CommandSpec) -> bool {
 /// command is allowed then (it then runs ungated if it can, or waits for the script).
 fn lock<'k>(
     srv: &'k Arc<Shared>,
-    sess: &Session,
+    sess: &mut Session,
     spec: &'static CommandSpec,
     args: &[Bytes],
     now: u64,
@@ -352,7 +362,7 @@ fn lock<'k>(
             outcome = Some(Gave::Served(r));
             return false;
         }
-        !runs_ungated(spec, sess, state)
+        !runs_ungated(srv, spec, sess, state)
     };
     match off_core(|| attempt(&mut waiting)) {
         Some(a) => Ok(a),
@@ -416,8 +426,14 @@ fn reject(
     if spec.name == "exec" {
         sess.multi = None;
         if !sess.watched.is_empty() {
-            // A script may hold the keyspace (EXEC refused as BUSY): wait for it off-core.
-            let mut access = off_core(|| srv.ks.exclusive(sess.db, srv.clock.now_ms()));
+            // A script may hold the keyspace (EXEC refused as BUSY): only the watches in
+            // shards it holds wait for it, off-core.
+            let now = srv.clock.now_ms();
+            let mut access = if forget_watches_ungated(srv, sess) {
+                srv.ks.ungated(sess.db, now)
+            } else {
+                off_core(|| srv.ks.exclusive(sess.db, now))
+            };
             transactions::forget_watches(sess, &mut access);
         }
         return Reply::error(format!("EXECABORT Transaction discarded because of: {msg}"));

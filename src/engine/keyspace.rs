@@ -192,6 +192,20 @@ impl Keyspace {
         self.shared_with(Gate::None, db, &[], now)
     }
 
+    /// Drops one WATCH registration without the gate, if the key's shard is free: a script
+    /// holding the keyspace keeps the shards it touched locked until it ends. A
+    /// registration is not data, so dropping it needs no exclusivity; false if the shard
+    /// is held.
+    pub fn try_unwatch(&self, db: usize, key: &[u8], flag: &WatchFlag) -> bool {
+        match self.dbs[db][shard_of(key)].try_lock() {
+            Some(mut sh) => {
+                sh.unwatch(key, flag);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Whether an exclusive holder (a script, EXEC…) has the keyspace right now.
     pub fn is_exclusively_held(&self) -> bool {
         self.gate.is_locked_exclusive()
