@@ -37,6 +37,12 @@ pub use config::Config;
 pub use testing::{TestServer, TestServerBuilder};
 
 /// Runs a server with `config` until SIGINT/SIGTERM or SHUTDOWN; blocks the caller.
+///
+/// Always a multi-thread runtime, `--threads 1` included (one worker): a long script or
+/// DEBUG SLEEP hands its worker core to a fresh thread (`block_in_place`), so other clients
+/// still get BUSY and can send SCRIPT KILL or SHUTDOWN NOSAVE. A current-thread runtime has
+/// no core to hand over. Signals are taken on a thread of their own, and the end does not
+/// wait for the workers: a runaway script or DEBUG SLEEP cannot hold the process.
 pub fn run(config: Config) -> std::io::Result<()> {
     let threads = if config.threads == 0 {
         std::thread::available_parallelism()
@@ -45,17 +51,11 @@ pub fn run(config: Config) -> std::io::Result<()> {
     } else {
         config.threads
     };
-    let rt = if threads <= 1 {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()?
-    } else {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(threads)
-            .enable_all()
-            .build()?
-    };
-    rt.block_on(async move {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads.max(1))
+        .enable_all()
+        .build()?;
+    let result = rt.block_on(async move {
         let listeners = server::bind(&config)?;
         let clock = if config.manual_clock {
             Clock::manual()
@@ -65,6 +65,7 @@ pub fn run(config: Config) -> std::io::Result<()> {
         let print_port = config.print_port;
         let running = server::start(config, clock, listeners)?;
         let port = running.addrs.first().map(|a| a.port()).unwrap_or(0);
+        watch_signals(running.shared.clone())?;
         if print_port {
             use std::io::Write;
             let mut out = std::io::stdout();
@@ -75,30 +76,54 @@ pub fn run(config: Config) -> std::io::Result<()> {
             "respite {} ready to accept connections on port {port}",
             RESPITE_VERSION
         );
-        wait_for_shutdown(&running.shared).await;
+        // `block_on` polls this on the calling thread, not on a worker: SHUTDOWN's
+        // notification wakes it however busy the workers are.
+        running.shared.shutdown.notified().await;
         tracing::info!("shutting down");
         if let Some(p) = running.shared.persist.get() {
-            // The final durable commit (SIGTERM, SIGINT, SHUTDOWN).
+            // The final durable commit (SIGTERM, SIGINT, SHUTDOWN): everything acknowledged
+            // is in the journal already; a script still running has acknowledged nothing.
             p.shutdown();
         }
         Ok(())
-    })
+    });
+    // A worker may be inside a script or DEBUG SLEEP that never yields: do not wait for it.
+    rt.shutdown_background();
+    result
 }
 
-async fn wait_for_shutdown(srv: &server::state::Shared) {
+/// SIGINT/SIGTERM, on a thread with its own small runtime: the server's workers may all be
+/// busy (a script, DEBUG SLEEP), and a signal must still end the process. It ends it as
+/// SHUTDOWN does.
+fn watch_signals(srv: std::sync::Arc<server::state::Shared>) -> std::io::Result<()> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    // Registered here, before the port is printed: a signal sent once the server is up is
+    // never missed.
     #[cfg(unix)]
-    {
+    let (mut term, mut int) = {
         use tokio::signal::unix::{signal, SignalKind};
-        let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {},
-            _ = term.recv() => {},
-            _ = srv.shutdown.notified() => {},
-        }
-    }
-    #[cfg(not(unix))]
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {},
-        _ = srv.shutdown.notified() => {},
-    }
+        let _guard = rt.enter();
+        (
+            signal(SignalKind::terminate())?,
+            signal(SignalKind::interrupt())?,
+        )
+    };
+    std::thread::Builder::new()
+        .name("respite-signals".into())
+        .spawn(move || {
+            rt.block_on(async move {
+                #[cfg(unix)]
+                tokio::select! {
+                    _ = int.recv() => {},
+                    _ = term.recv() => {},
+                }
+                #[cfg(not(unix))]
+                let _ = tokio::signal::ctrl_c().await;
+            });
+            tracing::warn!("received a termination signal");
+            srv.shutdown.notify_one();
+        })?;
+    Ok(())
 }

@@ -179,7 +179,7 @@ pub fn need_input_key(cmd: &str) -> Reply {
 pub const NOSCRIPT: &str = "NOSCRIPT No matching script. Please use EVAL.";
 pub const NUMKEYS_NEGATIVE: &str = "ERR Number of keys can't be negative";
 pub const NOTBUSY: &str = "NOTBUSY No scripts in execution right now.";
-pub const UNKILLABLE: &str = "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or terminate the server in an hard way using the SHUTDOWN NOSAVE command.";
+pub const UNKILLABLE: &str = "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.";
 pub const BUSY: &str =
     "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
 pub const BUSY_FUNCTION: &str =

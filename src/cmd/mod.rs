@@ -33,6 +33,7 @@ pub mod zsets;
 
 use crate::engine::Access;
 use crate::protocol::Reply;
+use crate::script::ScriptState;
 use crate::server::session::{ReplyMode, Session};
 use crate::server::state::Shared;
 use bytes::Bytes;
@@ -203,6 +204,11 @@ fn dispatch_inner(srv: &Arc<Shared>, sess: &mut Session, args: Vec<Bytes>) -> Re
         let msg = format!("wrong number of arguments for '{}' command", spec.name);
         return reject(srv, sess, id, spec, &msg, "ERR ");
     }
+    // Redis's protected commands are refused right after the arity check (before auth,
+    // BUSY and MULTI queueing), so inside MULTI a refused DEBUG dooms the transaction.
+    if spec.name == "debug" && !server::debug_allowed(srv, sess) {
+        return reject(srv, sess, id, spec, errors::DEBUG_NOT_ALLOWED, "");
+    }
     if !sess.authenticated && !allowed_unauthenticated(spec) {
         return reject(srv, sess, id, spec, errors::NOAUTH, "");
     }
@@ -237,6 +243,14 @@ fn dispatch_inner(srv: &Arc<Shared>, sess: &mut Session, args: Vec<Bytes>) -> Re
     sess.handle
         .last_interaction_ms
         .store(now, Ordering::Relaxed);
+    // BUSY comes before MULTI queueing, as in Redis's `processCommand`: a command refused
+    // while a script is timed out dooms the transaction it was meant for.
+    let script = crate::script::state(srv);
+    if let ScriptState::TimedOut(busy) = script {
+        if !spec.has_flag("allow_busy") {
+            return reject(srv, sess, id, spec, busy, "");
+        }
+    }
     if sess.multi.is_some() && !transactions::runs_inside_multi(spec) {
         if spec.has_flag("no_multi") {
             transactions::flag_abort(sess);
@@ -245,31 +259,19 @@ fn dispatch_inner(srv: &Arc<Shared>, sess: &mut Session, args: Vec<Bytes>) -> Re
         sess.multi.as_mut().expect("in multi").queue.push(args);
         return Reply::QUEUED;
     }
-    if let Some(r) = crate::script::before_lock(srv, spec) {
-        return r;
-    }
-    // While a script holds the keyspace, the wait polls rather than parks on the gate, so
-    // this worker answers BUSY (or serves SCRIPT KILL) once lua-time-limit passes instead
-    // of waiting forever behind a runaway script.
-    let mut busy = None;
-    let waiting = || {
-        busy = crate::script::before_lock(srv, spec);
-        busy.is_none()
-    };
-    let access = match spec.lock {
-        Lock::All => srv.ks.exclusive_or_give_up(sess.db, now, waiting),
-        // The common single-key shape needs no index vector.
-        Lock::Keys if matches!(spec.keys, KeySpec::Range(1, 1, _)) && args.len() > 1 => srv
-            .ks
-            .shared_or_give_up(sess.db, &[&args[1][..]], now, waiting),
-        Lock::Keys => {
-            let idx = spec.key_indices(&args);
-            let keys: Vec<&[u8]> = idx.iter().map(|&i| &args[i][..]).collect();
-            srv.ks.shared_or_give_up(sess.db, &keys, now, waiting)
+    if script != ScriptState::Idle {
+        if let Some(r) = crate::script::before_lock(srv, spec) {
+            return r;
         }
-    };
-    let Some(mut access) = access else {
-        return busy.unwrap_or_else(|| errors::err(errors::BUSY));
+    }
+    let mut access = if runs_ungated(srv, spec, sess, script) {
+        srv.ks.ungated(sess.db, now)
+    } else {
+        match lock(srv, sess, spec, &args, now) {
+            Ok(a) => a,
+            Err(Gave::Busy(busy)) => return reject(srv, sess, id, spec, busy, ""),
+            Err(Gave::Served(r)) => return r,
+        }
     };
     let reply = execute(srv, sess, &mut access, id, spec, &args);
     if sess.block_request.is_some() {
@@ -281,6 +283,112 @@ fn dispatch_inner(srv: &Arc<Shared>, sess: &mut Session, args: Vec<Bytes>) -> Re
         blocking::serve_ready(srv, ready);
     }
     reply
+}
+
+/// Whether a command runs without the keyspace gate: SHUTDOWN whenever no script runs
+/// (a DEBUG SLEEP or a long EXEC must not hold it back), and while a script is timed out,
+/// the keyless `allow_busy` commands (AUTH, HELLO, MULTI, QUIT, SHUTDOWN…), as Redis serves
+/// them from inside the script's hook. Those that forget WATCH registrations (UNWATCH,
+/// DISCARD, RESET) first drop them shard by shard; a watch in a shard the script holds
+/// makes the command wait for the script.
+fn runs_ungated(srv: &Shared, spec: &CommandSpec, sess: &mut Session, script: ScriptState) -> bool {
+    match script {
+        ScriptState::Idle => spec.name == "shutdown",
+        ScriptState::Running => false,
+        ScriptState::TimedOut(_) => {
+            spec.has_flag("allow_busy")
+                && matches!(spec.keys, KeySpec::None)
+                && (!forgets_watches(spec) || forget_watches_ungated(srv, sess))
+        }
+    }
+}
+
+/// Drops the session's WATCH registrations whose shards no script holds, without the
+/// gate; true once none is left (the handler's own forgetting then has nothing to do).
+fn forget_watches_ungated(srv: &Shared, sess: &mut Session) -> bool {
+    let flag = sess.watch_dirty.clone();
+    sess.watched
+        .retain(|(db, key, _)| !srv.ks.try_unwatch(*db, key, &flag));
+    sess.watched.is_empty()
+}
+
+/// The `allow_busy` commands that drop the session's WATCH registrations.
+fn forgets_watches(spec: &CommandSpec) -> bool {
+    matches!(spec.name, "unwatch" | "discard" | "reset")
+}
+
+/// Takes the keyspace view a command needs. While an exclusive holder (a script, EXEC,
+/// DEBUG SLEEP) keeps the gate past a first short wait, the rest of the wait runs off the
+/// runtime's worker (`block_in_place`): the core goes to another thread, so the other
+/// connections (SCRIPT KILL, SHUTDOWN, BUSY replies) are still served, even with
+/// `--threads 1`. The wait ends with the script's BUSY error once it times out, unless the
+/// command is allowed then (it then runs ungated if it can, or waits for the script).
+fn lock<'k>(
+    srv: &'k Arc<Shared>,
+    sess: &mut Session,
+    spec: &'static CommandSpec,
+    args: &[Bytes],
+    now: u64,
+) -> Result<Access<'k>, Gave> {
+    let db = sess.db;
+    let attempt = |waiting: &mut dyn FnMut() -> bool| match spec.lock {
+        Lock::All => srv.ks.exclusive_or_give_up(db, now, waiting),
+        // The common single-key shape needs no index vector.
+        Lock::Keys if matches!(spec.keys, KeySpec::Range(1, 1, _)) && args.len() > 1 => {
+            srv.ks.shared_or_give_up(db, &[&args[1][..]], now, waiting)
+        }
+        Lock::Keys => {
+            let idx = spec.key_indices(args);
+            let keys: Vec<&[u8]> = idx.iter().map(|&i| &args[i][..]).collect();
+            srv.ks.shared_or_give_up(db, &keys, now, waiting)
+        }
+    };
+    if let Some(a) = attempt(&mut || false) {
+        return Ok(a);
+    }
+    let mut outcome = None;
+    let mut waiting = || {
+        let state = crate::script::state(srv);
+        match state {
+            ScriptState::Idle => return true,
+            ScriptState::TimedOut(busy) if !spec.has_flag("allow_busy") => {
+                outcome = Some(Gave::Busy(busy));
+                return false;
+            }
+            _ => {}
+        }
+        // A script started while this command waited: SCRIPT KILL & co. are served now.
+        if let Some(r) = crate::script::before_lock(srv, spec) {
+            outcome = Some(Gave::Served(r));
+            return false;
+        }
+        !runs_ungated(srv, spec, sess, state)
+    };
+    match off_core(|| attempt(&mut waiting)) {
+        Some(a) => Ok(a),
+        None => match outcome {
+            Some(gave) => Err(gave),
+            None => Ok(srv.ks.ungated(db, now)),
+        },
+    }
+}
+
+/// Why [`lock`] gave up waiting for the keyspace.
+enum Gave {
+    /// The script timed out: the command gets this BUSY error.
+    Busy(&'static str),
+    /// The command was answered without the keyspace (SCRIPT KILL…).
+    Served(Reply),
+}
+
+/// Runs a blocking wait with the runtime's worker core handed to another thread (a no-op
+/// hand-off outside a multi-thread runtime: tests calling dispatch directly).
+pub fn off_core<R>(f: impl FnOnce() -> R) -> R {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == RuntimeFlavor::MultiThread => tokio::task::block_in_place(f),
+        _ => f(),
+    }
 }
 
 /// Refuses a command before it runs (Redis `rejectCommand`): the transaction is flagged, and
@@ -318,7 +426,14 @@ fn reject(
     if spec.name == "exec" {
         sess.multi = None;
         if !sess.watched.is_empty() {
-            let mut access = srv.ks.exclusive(sess.db, srv.clock.now_ms());
+            // A script may hold the keyspace (EXEC refused as BUSY): only the watches in
+            // shards it holds wait for it, off-core.
+            let now = srv.clock.now_ms();
+            let mut access = if forget_watches_ungated(srv, sess) {
+                srv.ks.ungated(sess.db, now)
+            } else {
+                off_core(|| srv.ks.exclusive(sess.db, now))
+            };
             transactions::forget_watches(sess, &mut access);
         }
         return Reply::error(format!("EXECABORT Transaction discarded because of: {msg}"));

@@ -10,6 +10,8 @@ mod info;
 use super::args::is;
 use super::{errors, CommandSpec, Cx, KeySpec, Lock};
 use crate::protocol::Reply;
+use crate::server::session::Session;
+use crate::server::state::Shared;
 use bytes::Bytes;
 use std::sync::atomic::Ordering;
 
@@ -202,15 +204,16 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
 ];
 
-fn debug(cx: &mut Cx) -> Reply {
-    let allowed = match cx.srv.config.get("enable-debug-command").as_deref() {
+/// `enable-debug-command` (Redis's protected-command check; dispatch applies it).
+pub fn debug_allowed(srv: &Shared, sess: &Session) -> bool {
+    match srv.config.get("enable-debug-command").as_deref() {
         Some("yes") => true,
-        Some("local") => cx.sess.handle.is_local(),
+        Some("local") => sess.handle.is_local(),
         _ => false,
-    };
-    if !allowed {
-        return errors::err(errors::DEBUG_NOT_ALLOWED);
     }
+}
+
+fn debug(cx: &mut Cx) -> Reply {
     let a = cx.args;
     let sub = &a[1];
     if is(sub, "HELP") && a.len() == 2 {
@@ -229,10 +232,13 @@ fn debug(cx: &mut Cx) -> Reply {
     }
     if is(sub, "SLEEP") && a.len() == 3 {
         // Like Redis: strtod without validation, so junk sleeps 0 seconds. The command
-        // holds the whole keyspace (Lock::All), so every data command waits it out.
+        // holds the whole keyspace (Lock::All), so every data command waits it out. It
+        // sleeps off the runtime's worker, so SHUTDOWN (which takes no gate) and the
+        // waiters' BUSY checks still run, even with `--threads 1`.
         let secs = c_strtod(&a[2]);
         if secs.is_finite() && secs > 0.0 {
-            std::thread::sleep(std::time::Duration::from_secs_f64(secs.min(1e9)));
+            let d = std::time::Duration::from_secs_f64(secs.min(1e9));
+            super::off_core(|| std::thread::sleep(d));
         }
         return Reply::OK;
     }
@@ -386,6 +392,13 @@ fn shutdown(cx: &mut Cx) -> Reply {
     if abort {
         // Shutdown is immediate here, so there is never one to abort.
         return errors::err("ERR No shutdown in progress.");
+    }
+    // Redis `shutdownCommand`: while a script is timed out only SHUTDOWN NOSAVE ends the
+    // server (it cannot save a keyspace a script is half-way through changing).
+    if !nosave {
+        if let Some(busy) = crate::script::busy_error(cx.srv) {
+            return errors::err(busy);
+        }
     }
     tracing::warn!("SHUTDOWN requested by client {}", cx.sess.id);
     cx.srv.shutdown.notify_one();

@@ -274,11 +274,11 @@ pub static PARAMS: &[Param] = &[
         Kind::Enum(PROTECTED_ACTION),
         I,
     ),
-    // respite allows DEBUG from loopback by default (Redis: "no"), so test suites can use
-    // DEBUG SLEEP against a local server.
+    // Redis's default: DEBUG SLEEP holds the whole keyspace, and loopback is no trust
+    // boundary. The in-process test double (`TestServer`) starts with "local".
     p(
         "enable-debug-command",
-        "local",
+        "no",
         Kind::Enum(PROTECTED_ACTION),
         I,
     ),

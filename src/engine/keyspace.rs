@@ -184,6 +184,28 @@ impl Keyspace {
         }
     }
 
+    /// A view holding neither the gate nor a shard, for a keyless command served while a
+    /// script holds the keyspace (AUTH, HELLO, MULTI, SHUTDOWN… during BUSY). Its handler
+    /// must not reach a shard: that would wait for the script's shard locks.
+    pub fn ungated(&self, db: usize, now: u64) -> Access<'_> {
+        // Non-exclusive with no shard locked: debug builds assert if a shard is reached.
+        self.shared_with(Gate::None, db, &[], now)
+    }
+
+    /// Drops one WATCH registration without the gate, if the key's shard is free: a script
+    /// holding the keyspace keeps the shards it touched locked until it ends. A
+    /// registration is not data, so dropping it needs no exclusivity; false if the shard
+    /// is held.
+    pub fn try_unwatch(&self, db: usize, key: &[u8], flag: &WatchFlag) -> bool {
+        match self.dbs[db][shard_of(key)].try_lock() {
+            Some(mut sh) => {
+                sh.unwatch(key, flag);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Whether an exclusive holder (a script, EXEC…) has the keyspace right now.
     pub fn is_exclusively_held(&self) -> bool {
         self.gate.is_locked_exclusive()
@@ -283,6 +305,8 @@ impl Keyspace {
 enum Gate<'a> {
     Shared(#[allow(dead_code)] RwLockReadGuard<'a, ()>),
     Exclusive(#[allow(dead_code)] RwLockWriteGuard<'a, ()>),
+    /// No gate at all (see [`Keyspace::ungated`]).
+    None,
 }
 
 /// A command's view of the keyspace: the shards it locked, the current db and "now".

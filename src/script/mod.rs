@@ -25,31 +25,67 @@ pub fn open_libraries(lua: &mlua::Lua) -> mlua::Result<()> {
     Ok(())
 }
 
-/// Checked by dispatch before a command takes its locks: once a script has run past
-/// `lua-time-limit`, other clients get `-BUSY` (commands flagged `allow_busy` pass), and
-/// SCRIPT KILL is served here because the script holds the keyspace.
+/// Where a script of this server stands, as dispatch sees it before a command runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScriptState {
+    /// No script runs.
+    Idle,
+    /// One runs, under `busy-reply-threshold`: other commands wait for it, as they wait
+    /// behind Redis's blocked event loop.
+    Running,
+    /// One has run past `busy-reply-threshold` (alias `lua-time-limit`): the server is
+    /// BUSY. Commands without the `allow_busy` flag get this error at once.
+    TimedOut(&'static str),
+}
+
+/// The running script's state (one atomic load when no script runs in the process).
+pub fn state(srv: &std::sync::Arc<crate::server::state::Shared>) -> ScriptState {
+    if engine::RUNNING.load(std::sync::atomic::Ordering::Acquire) == 0 {
+        return ScriptState::Idle;
+    }
+    let s = scripts(srv);
+    let Some(ran) = s.running_for_ms() else {
+        return ScriptState::Idle;
+    };
+    // Redis marks a script timed out once `elapsed >= busy-reply-threshold`, so 0 means
+    // BUSY at once (the config's range is 0..LONG_MAX; a negative value cannot be set).
+    let limit = srv.config.get_i64("lua-time-limit").max(0) as u64;
+    if ran < limit {
+        return ScriptState::Running;
+    }
+    ScriptState::TimedOut(match s.running_function() {
+        Some(_) => crate::cmd::errors::BUSY_FUNCTION,
+        None => crate::cmd::errors::BUSY,
+    })
+}
+
+/// The BUSY error while a script is timed out (SHUTDOWN without NOSAVE answers it).
+pub fn busy_error(srv: &std::sync::Arc<crate::server::state::Shared>) -> Option<&'static str> {
+    match state(srv) {
+        ScriptState::TimedOut(e) => Some(e),
+        _ => None,
+    }
+}
+
+/// SCRIPT KILL, FUNCTION KILL and FUNCTION STATS while a script runs: they are served
+/// here, without the keyspace the script holds. `None` for every other command, or when
+/// no script runs (their handlers then answer NOTBUSY or the idle stats).
 pub fn before_lock(
     srv: &std::sync::Arc<crate::server::state::Shared>,
     spec: &crate::cmd::CommandSpec,
 ) -> Option<crate::protocol::Reply> {
-    if engine::RUNNING.load(std::sync::atomic::Ordering::Acquire) == 0 {
+    if !matches!(
+        spec.name,
+        "script|kill" | "function|kill" | "function|stats"
+    ) || engine::RUNNING.load(std::sync::atomic::Ordering::Acquire) == 0
+    {
         return None;
     }
     let s = scripts(srv);
-    let ran = s.running_for_ms()?;
-    match spec.name {
-        "script|kill" => return Some(s.kill()),
-        "function|kill" => return Some(s.kill_kind(false)),
-        "function|stats" => return Some(functions::stats(srv)),
-        _ => {}
-    }
-    let limit = srv.config.get_i64("lua-time-limit");
-    if limit <= 0 || ran < limit as u64 || spec.has_flag("allow_busy") {
-        return None;
-    }
-    let busy = match s.running_function() {
-        Some(_) => crate::cmd::errors::BUSY_FUNCTION,
-        None => crate::cmd::errors::BUSY,
-    };
-    Some(crate::cmd::errors::err(busy))
+    s.running_for_ms()?;
+    Some(match spec.name {
+        "script|kill" => s.kill(),
+        "function|kill" => s.kill_kind(false),
+        _ => functions::stats(srv),
+    })
 }

@@ -118,6 +118,11 @@ impl Spec {
         adopt: Option<Arc<Shared>>,
     ) -> std::io::Result<(SocketAddr, Arc<Shared>, crate::background::Background)> {
         let mut config = self.config.clone();
+        // The test double allows DEBUG from loopback (the server's default is Redis's
+        // "no"), so suites can DEBUG SLEEP against it; a `param` given by the test wins.
+        config
+            .params
+            .insert(0, ("enable-debug-command".to_string(), "local".to_string()));
         config.port = port;
         config.bind = vec!["127.0.0.1".into()];
         let clock = self.clock.clone();
