@@ -66,6 +66,8 @@ pub struct Client {
     /// WATCH pins the client to a dedicated connection of one node until EXEC/UNWATCH.
     watch: Option<(usize, Dedicated)>,
     quit: bool,
+    /// Closing on an error while the client may still be sending: see [`linger`].
+    linger: bool,
     pubsub: PubSub,
     rd: OwnedReadHalf,
     inbuf: BytesMut,
@@ -100,12 +102,29 @@ pub async fn serve(p: Arc<Proxy>, stream: TcpStream) {
         multi: None,
         watch: None,
         quit: false,
+        linger: false,
         pubsub: PubSub::new(id),
         rd,
         inbuf: BytesMut::with_capacity(16 * 1024),
     };
     let _ = c.run(&mut wr).await;
+    if c.linger {
+        linger(&mut c.rd, &mut wr).await;
+    }
+    drop(c);
     p.connected.fetch_sub(1, Ordering::Relaxed);
+}
+
+/// Closing a socket with unread input makes the kernel reset the connection, and the
+/// reset can destroy the error reply before the client reads it. So: end our side, then
+/// read and discard for a moment (bounded in time), then close.
+async fn linger(rd: &mut OwnedReadHalf, wr: &mut OwnedWriteHalf) {
+    let _ = wr.shutdown().await;
+    let mut sink = vec![0u8; 64 * 1024];
+    let discard = async {
+        while matches!(rd.read(&mut sink).await, Ok(n) if n > 0) {}
+    };
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(2), discard).await;
 }
 
 impl Client {
@@ -211,9 +230,10 @@ impl Client {
 
     /// The error for a client whose unparsed input went over `client-query-buffer-limit`
     /// (Redis closes such a client; the proxy says why first).
-    fn over_query_limit(&self) -> Option<Bytes> {
+    fn over_query_limit(&mut self) -> Option<Bytes> {
         let limit = self.p.cfg.client_query_buffer_limit;
-        (self.inbuf.len() > limit).then(|| {
+        self.linger = self.inbuf.len() > limit;
+        self.linger.then(|| {
             tracing::warn!("closing a client that reached max query buffer length");
             resp::error(&format!(
                 "ERR query buffer of {} bytes exceeds client-query-buffer-limit ({limit}); closing the connection",

@@ -97,6 +97,9 @@ pub struct Node {
     max_dedicated: usize,
     /// How long a blocking or transaction client queues for a dedicated connection.
     dedicated_wait: Duration,
+    /// Clients queued for a dedicated connection: a released one is then closed rather
+    /// than kept idle, so its slot goes to them.
+    queued: AtomicU64,
     /// The node's subscriber connection, shared by all subscribed clients.
     pub hub: super::hub::Hub,
 }
@@ -154,6 +157,7 @@ impl Node {
             dedicated_slots: Arc::new(Semaphore::new(cfg.max_dedicated_per_node.max(1))),
             max_dedicated: cfg.max_dedicated_per_node.max(1),
             dedicated_wait: cfg.dedicated_wait,
+            queued: AtomicU64::new(0),
             hub: super::hub::Hub::start(info.clone()),
             info,
         }
@@ -231,8 +235,15 @@ impl Node {
         let slots = self.dedicated_slots.clone();
         let permit = match slots.clone().try_acquire_owned() {
             Ok(p) => p,
-            Err(_) => match tokio::time::timeout(self.dedicated_wait, slots.acquire_owned()).await
-            {
+            Err(_) => match {
+                self.queued.fetch_add(1, Ordering::Relaxed);
+                let _unqueue = Unqueue(&self.queued);
+                // One released just before we queued may sit idle, holding its slot.
+                for idle in &self.idle {
+                    idle.lock().clear();
+                }
+                tokio::time::timeout(self.dedicated_wait, slots.acquire_owned()).await
+            } {
                 Ok(Ok(p)) => p,
                 _ => {
                     self.info.errors.fetch_add(1, Ordering::Relaxed);
@@ -262,10 +273,22 @@ impl Node {
 
     /// Returns a dedicated connection in a clean state (no MULTI/WATCH/pending reply).
     pub fn release(&self, d: Dedicated) {
+        if self.queued.load(Ordering::Relaxed) > 0 {
+            return;
+        }
         let mut idle = self.idle[d.resp3 as usize].lock();
         if idle.len() < IDLE_DEDICATED {
             idle.push(d);
         }
+    }
+}
+
+/// Leaves the dedicated-connection queue however the wait ends (also when cancelled).
+struct Unqueue<'a>(&'a AtomicU64);
+
+impl Drop for Unqueue<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -282,11 +305,6 @@ pub struct Dedicated {
 }
 
 impl Dedicated {
-    /// The stream, bytes already read from it, and its slot in the node's dedicated pool.
-    pub fn into_parts(self) -> (TcpStream, BytesMut, OwnedSemaphorePermit) {
-        (self.stream, self.buf, self._permit)
-    }
-
     pub async fn write(&mut self, bytes: &[u8]) -> Result<(), String> {
         self.stream
             .write_all(bytes)
