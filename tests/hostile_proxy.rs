@@ -117,7 +117,7 @@ impl Fleet {
             .find(|l| l.starts_with(&format!("node{n}:")))
             .unwrap_or_else(|| panic!("no node{n} in {info}"))
             .to_string();
-        line.split(|c| c == ',' || c == ':')
+        line.split([',', ':'])
             .find_map(|kv| kv.strip_prefix(&format!("{field}=")).map(str::to_string))
             .unwrap_or_else(|| panic!("no {field} in {line}"))
     }
@@ -180,8 +180,9 @@ impl Raw {
             match self.s.read(&mut chunk) {
                 Ok(0) => return (true, seen),
                 Ok(n) => seen.push_str(&String::from_utf8_lossy(&chunk[..n])),
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock
-                    || e.kind() == std::io::ErrorKind::TimedOut =>
+                Err(e)
+                    if e.kind() == std::io::ErrorKind::WouldBlock
+                        || e.kind() == std::io::ErrorKind::TimedOut =>
                 {
                     return (false, seen)
                 }
@@ -238,10 +239,7 @@ fn audit_11_idle_watch_blpop_and_subscribers_do_not_starve_others() {
         f.node_field(0, "dedicated") == "129"
     });
     assert_eq!(c.call(&["LPUSH", &q, "v"]), ":1 ");
-    assert_eq!(
-        b.frame(),
-        format!("*2 ${} {q} $1 v ", q.len())
-    );
+    assert_eq!(b.frame(), format!("*2 ${} {q} $1 v ", q.len()));
     // A transaction.
     let k = f.key_on(0, "tx");
     assert_eq!(c.call(&["WATCH", &k]), "+OK ");
@@ -255,7 +253,10 @@ fn audit_11_idle_watch_blpop_and_subscribers_do_not_starve_others() {
     s.send(&["SUBSCRIBE", &c0, &c1]);
     assert_eq!(s.frame(), format!("*3 $9 subscribe ${} {c0} :1 ", c0.len()));
     assert_eq!(s.frame(), format!("*3 $9 subscribe ${} {c1} :2 ", c1.len()));
-    assert_eq!(s.call(&["PSUBSCRIBE", "next*"]), "*3 $10 psubscribe $5 next* :3 ");
+    assert_eq!(
+        s.call(&["PSUBSCRIBE", "next*"]),
+        "*3 $10 psubscribe $5 next* :3 "
+    );
     assert_eq!(c.call(&["PUBLISH", &c1, "hi"]), ":2 ");
     let got = [s.frame(), s.frame()];
     assert!(
@@ -358,7 +359,10 @@ fn audit_14_query_buffer_limit_and_maxclients() {
     let (closed, seen) = c.closed_after();
     w.join().unwrap();
     assert!(closed, "{seen}");
-    assert!(seen.contains("client-query-buffer-limit (1048576)"), "{seen}");
+    assert!(
+        seen.contains("client-query-buffer-limit (1048576)"),
+        "{seen}"
+    );
     // A blocked client's input counts too.
     let mut b = f.raw();
     b.send(&["BLPOP", "q", "0"]);
@@ -374,7 +378,9 @@ fn audit_14_query_buffer_limit_and_maxclients() {
 
     // maxclients 4: c and three more; the fifth is refused.
     wait_until("closed clients to go", || {
-        f.raw().call(&["INFO", "clients"]).contains("connected_clients:2")
+        f.raw()
+            .call(&["INFO", "clients"])
+            .contains("connected_clients:2")
     });
     let mut more: Vec<Raw> = (0..3).map(|_| f.raw()).collect();
     for m in &mut more {
@@ -415,7 +421,15 @@ fn audit_16_proxy_auth_is_still_correct() {
     let mut c = f.raw();
     assert!(c.call(&["GET", "k"]).starts_with("-NOAUTH "));
     let wrong = "-WRONGPASS invalid username-password pair or user is disabled. ";
-    for bad in ["", "s", "s3cret-p", "s3cret-pw ", "s3cret-pwx", "S3CRET-PW", "x3cret-pw"] {
+    for bad in [
+        "",
+        "s",
+        "s3cret-p",
+        "s3cret-pw ",
+        "s3cret-pwx",
+        "S3CRET-PW",
+        "x3cret-pw",
+    ] {
         assert_eq!(c.call(&["AUTH", bad]), wrong, "{bad:?}");
     }
     assert_eq!(c.call(&["AUTH", "alice", "s3cret-pw"]), wrong);
@@ -586,7 +600,10 @@ fn subscriptions_survive_a_node_restart() {
         sub.call(&["SUBSCRIBE", &ch]),
         format!("*3 $9 subscribe ${} {ch} :1 ", ch.len())
     );
-    assert_eq!(sub.call(&["PSUBSCRIBE", "p*"]), "*3 $10 psubscribe $2 p* :2 ");
+    assert_eq!(
+        sub.call(&["PSUBSCRIBE", "p*"]),
+        "*3 $10 psubscribe $2 p* :2 "
+    );
     let mut c = f.raw();
     assert_eq!(c.call(&["PUBLISH", &ch, "before"]), ":1 ");
     assert_eq!(
@@ -612,5 +629,8 @@ fn subscriptions_survive_a_node_restart() {
         format!("*4 $8 pmessage $2 p* ${} {p0} $1 x ", p0.len())
     );
     // The subscriber's own counts are unchanged.
-    assert_eq!(sub.call(&["UNSUBSCRIBE"]), format!("*3 $11 unsubscribe ${} {ch} :1 ", ch.len()));
+    assert_eq!(
+        sub.call(&["UNSUBSCRIBE"]),
+        format!("*3 $11 unsubscribe ${} {ch} :1 ", ch.len())
+    );
 }

@@ -88,7 +88,9 @@ pub async fn serve(p: Arc<Proxy>, stream: TcpStream) {
     if p.connected.fetch_add(1, Ordering::Relaxed) >= p.cfg.maxclients as u64 {
         p.connected.fetch_sub(1, Ordering::Relaxed);
         p.rejected_connections.fetch_add(1, Ordering::Relaxed);
-        let _ = wr.write_all(b"-ERR max number of clients reached\r\n").await;
+        let _ = wr
+            .write_all(b"-ERR max number of clients reached\r\n")
+            .await;
         return;
     }
     let id = p.next_client_id.fetch_add(1, Ordering::Relaxed) + 1;
@@ -121,9 +123,7 @@ pub async fn serve(p: Arc<Proxy>, stream: TcpStream) {
 async fn linger(rd: &mut OwnedReadHalf, wr: &mut OwnedWriteHalf) {
     let _ = wr.shutdown().await;
     let mut sink = vec![0u8; 64 * 1024];
-    let discard = async {
-        while matches!(rd.read(&mut sink).await, Ok(n) if n > 0) {}
-    };
+    let discard = async { while matches!(rd.read(&mut sink).await, Ok(n) if n > 0) {} };
     let _ = tokio::time::timeout(std::time::Duration::from_secs(2), discard).await;
 }
 
@@ -179,8 +179,8 @@ impl Client {
     async fn read_more(&mut self, wr: &mut OwnedWriteHalf) -> std::io::Result<bool> {
         let idle = self.p.cfg.timeout;
         // Subscribers are exempt from the idle timeout, as in Redis.
-        let deadline = (!idle.is_zero() && !self.pubsub.active())
-            .then(|| tokio::time::Instant::now() + idle);
+        let deadline =
+            (!idle.is_zero() && !self.pubsub.active()).then(|| tokio::time::Instant::now() + idle);
         let mut batch = BytesMut::new();
         loop {
             tokio::select! {

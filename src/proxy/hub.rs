@@ -195,7 +195,7 @@ fn command_name(kind: Kind, subscribe: bool) -> &'static [u8] {
 }
 
 /// What a frame from the node's subscriber connection is.
-enum Incoming2 {
+enum FromNode {
     /// A message for the clients of this name.
     Message(Name),
     /// The reply to the oldest command in flight.
@@ -211,26 +211,26 @@ fn bulk_of(raw: &Bytes) -> Option<Bytes> {
     }
 }
 
-fn classify(frame: &Bytes) -> Result<Incoming2, String> {
+fn classify(frame: &Bytes) -> Result<FromNode, String> {
     match resp::decode(frame) {
         Ok(Frame::Array(kids)) if !kids.is_empty() => {
             let kind = bulk_of(&kids[0]).ok_or("unexpected subscriber frame")?;
             let name = |i: usize| kids.get(i).and_then(bulk_of);
             let msg = |kind, n: Option<Bytes>| {
-                n.map(|n| Incoming2::Message((kind, n)))
+                n.map(|n| FromNode::Message((kind, n)))
                     .ok_or_else(|| "bad message frame".to_string())
             };
             match &kind[..] {
                 b"message" if kids.len() == 3 => msg(Kind::Channel, name(1)),
                 b"pmessage" if kids.len() == 4 => msg(Kind::Pattern, name(1)),
                 b"smessage" if kids.len() == 3 => msg(Kind::Shard, name(1)),
-                b"subscribe" | b"unsubscribe" | b"psubscribe" | b"punsubscribe"
-                | b"ssubscribe" | b"sunsubscribe" | b"pong" => Ok(Incoming2::Reply),
+                b"subscribe" | b"unsubscribe" | b"psubscribe" | b"punsubscribe" | b"ssubscribe"
+                | b"sunsubscribe" | b"pong" => Ok(FromNode::Reply),
                 _ => Err("unexpected subscriber frame".into()),
             }
         }
-        Ok(Frame::Status(_)) => Ok(Incoming2::Reply),
-        Ok(Frame::Error(e)) => Ok(Incoming2::Refused(String::from_utf8_lossy(&e).into_owned())),
+        Ok(Frame::Status(_)) => Ok(FromNode::Reply),
+        Ok(Frame::Error(e)) => Ok(FromNode::Refused(String::from_utf8_lossy(&e).into_owned())),
         _ => Err("unexpected subscriber frame".into()),
     }
 }
@@ -287,7 +287,8 @@ impl Task {
     }
 
     /// Applies a client's request while there is no connection: subscriptions fail with
-    /// `down` (or, with None, cannot happen), the rest only changes the registrations.
+    /// the node's error `down`; the rest only changes the registrations (the reconnect
+    /// subscribes the node to whatever is registered then).
     fn apply(&mut self, op: Op, down: Option<&str>) {
         let mut out = Vec::new();
         match op {
@@ -297,7 +298,7 @@ impl Task {
             }
             op => self.apply_connected(op, &mut out),
         }
-        // Offline: the reconnect subscribes to whatever is registered then.
+        // Nothing was sent: no command is awaited.
         self.inflight.clear();
         for e in self.subs.values_mut() {
             e.pending = None;
@@ -315,13 +316,7 @@ impl Task {
     }
 
     /// Queues a command for the node.
-    fn send(
-        &mut self,
-        out: &mut Vec<u8>,
-        kind: Kind,
-        subscribe: bool,
-        names: Vec<Bytes>,
-    ) -> u64 {
+    fn send(&mut self, out: &mut Vec<u8>, kind: Kind, subscribe: bool, names: Vec<Bytes>) -> u64 {
         let id = self.next_cmd;
         self.next_cmd += 1;
         out.push(b'*');
@@ -485,7 +480,11 @@ impl Task {
         if let Some((kind, names)) = &cmd.subscribes {
             for n in names {
                 let key = (*kind, n.clone());
-                if self.subs.get(&key).is_some_and(|e| e.pending == Some(cmd.id)) {
+                if self
+                    .subs
+                    .get(&key)
+                    .is_some_and(|e| e.pending == Some(cmd.id))
+                {
                     let e = self.subs.remove(&key).expect("present");
                     for c in e.clients.keys() {
                         if let Some(m) = self.members.get_mut(c) {
@@ -618,8 +617,8 @@ impl Task {
     /// One frame from the node.
     fn frame(&mut self, frame: Bytes) -> Result<(), String> {
         match classify(&frame)? {
-            Incoming2::Message(name) => self.dispatch(&name, frame),
-            Incoming2::Reply => {
+            FromNode::Message(name) => self.dispatch(&name, frame),
+            FromNode::Reply => {
                 let front = self
                     .inflight
                     .front_mut()
@@ -630,7 +629,7 @@ impl Task {
                     self.finish(cmd, None);
                 }
             }
-            Incoming2::Refused(e) => {
+            FromNode::Refused(e) => {
                 let cmd = self
                     .inflight
                     .pop_front()
@@ -649,4 +648,46 @@ async fn flush(wr: &mut OwnedWriteHalf, out: &mut Vec<u8>) -> Result<(), String>
     let r = wr.write_all(out).await.map_err(|e| e.to_string());
     out.clear();
     r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn classified(frame: &[u8]) -> Result<FromNode, String> {
+        classify(&Bytes::copy_from_slice(frame))
+    }
+
+    #[test]
+    fn node_frames() {
+        let is_msg = |f: &[u8], kind: Kind, name: &[u8]| matches!(classified(f), Ok(FromNode::Message((k, n))) if k == kind && n == name);
+        assert!(is_msg(
+            b"*3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$1\r\nm\r\n",
+            Kind::Channel,
+            b"ch"
+        ));
+        assert!(is_msg(
+            b"*4\r\n$8\r\npmessage\r\n$2\r\nc*\r\n$2\r\nch\r\n$1\r\nm\r\n",
+            Kind::Pattern,
+            b"c*"
+        ));
+        assert!(is_msg(
+            b"*3\r\n$8\r\nsmessage\r\n$1\r\ns\r\n$0\r\n\r\n",
+            Kind::Shard,
+            b"s"
+        ));
+        for reply in [
+            &b"*3\r\n$9\r\nsubscribe\r\n$2\r\nch\r\n:1\r\n"[..],
+            b"*3\r\n$12\r\npunsubscribe\r\n$2\r\nc*\r\n:0\r\n",
+            b"*2\r\n$4\r\npong\r\n$0\r\n\r\n",
+            b"+PONG\r\n",
+        ] {
+            assert!(matches!(classified(reply), Ok(FromNode::Reply)));
+        }
+        assert!(
+            matches!(classified(b"-NOPERM no\r\n"), Ok(FromNode::Refused(e)) if e == "NOPERM no")
+        );
+        assert!(classified(b":1\r\n").is_err());
+        assert!(classified(b"*2\r\n$7\r\nmessage\r\n$1\r\nc\r\n").is_err());
+    }
 }

@@ -318,3 +318,24 @@ fn info(c: &Client, args: &[Bytes]) -> Pending {
     }
     reply(c, &Reply::Verbatim(Bytes::from(text)))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::same_password;
+
+    #[test]
+    fn passwords_match_exactly() {
+        assert!(same_password(b"s3cret", b"s3cret"));
+        assert!(same_password(b"", b""));
+        for other in [
+            &b""[..],
+            b"s3cre",
+            b"s3cret ",
+            b"S3cret",
+            b"s3creu",
+            b"s3cret\0",
+        ] {
+            assert!(!same_password(other, b"s3cret"), "{other:?}");
+        }
+    }
+}

@@ -231,31 +231,7 @@ impl Node {
                 return Ok(d);
             }
         }
-        // When all are taken, wait in line (FIFO) for one, for a while.
-        let slots = self.dedicated_slots.clone();
-        let permit = match slots.clone().try_acquire_owned() {
-            Ok(p) => p,
-            Err(_) => match {
-                self.queued.fetch_add(1, Ordering::Relaxed);
-                let _unqueue = Unqueue(&self.queued);
-                // One released just before we queued may sit idle, holding its slot.
-                for idle in &self.idle {
-                    idle.lock().clear();
-                }
-                tokio::time::timeout(self.dedicated_wait, slots.acquire_owned()).await
-            } {
-                Ok(Ok(p)) => p,
-                _ => {
-                    self.info.errors.fetch_add(1, Ordering::Relaxed);
-                    return Err(format!(
-                        "ERR too many blocking or transaction clients on node {}: none of its {} dedicated connections (max-dedicated-per-node) came free within {} ms (dedicated-wait-ms)",
-                        self.id(),
-                        self.max_dedicated,
-                        self.dedicated_wait.as_millis()
-                    ));
-                }
-            },
-        };
+        let permit = self.slot().await?;
         let (stream, buf) = connect(&self.info, resp3).await.map_err(|e| {
             self.info.errors.fetch_add(1, Ordering::Relaxed);
             self.info.unavailable(&e)
@@ -269,6 +245,33 @@ impl Node {
             timeout: self.info.command_timeout,
             _permit: permit,
         })
+    }
+
+    /// A slot in the dedicated pool; when all are taken, waits in line (FIFO) for one, for
+    /// `dedicated_wait`.
+    async fn slot(&self) -> Result<OwnedSemaphorePermit, String> {
+        let slots = self.dedicated_slots.clone();
+        if let Ok(p) = slots.clone().try_acquire_owned() {
+            return Ok(p);
+        }
+        self.queued.fetch_add(1, Ordering::Relaxed);
+        let _unqueue = Unqueue(&self.queued);
+        // One released just before we queued may sit idle, holding its slot.
+        for idle in &self.idle {
+            idle.lock().clear();
+        }
+        match tokio::time::timeout(self.dedicated_wait, slots.acquire_owned()).await {
+            Ok(Ok(p)) => Ok(p),
+            _ => {
+                self.info.errors.fetch_add(1, Ordering::Relaxed);
+                Err(format!(
+                    "ERR too many blocking or transaction clients on node {}: none of its {} dedicated connections (max-dedicated-per-node) came free within {} ms (dedicated-wait-ms)",
+                    self.id(),
+                    self.max_dedicated,
+                    self.dedicated_wait.as_millis()
+                ))
+            }
+        }
     }
 
     /// Returns a dedicated connection in a clean state (no MULTI/WATCH/pending reply).
