@@ -181,6 +181,16 @@ impl Client {
         // Subscribers are exempt from the idle timeout, as in Redis.
         let deadline =
             (!idle.is_zero() && !self.pubsub.active()).then(|| tokio::time::Instant::now() + idle);
+        if deadline.is_none() && self.pubsub.rx.is_none() {
+            // The common case, kept to a plain read.
+            if self.rd.read_buf(&mut self.inbuf).await? == 0 {
+                return Ok(false);
+            }
+            return match self.over_query_limit() {
+                Some(e) => wr.write_all(&e).await.map(|_| false),
+                None => Ok(true),
+            };
+        }
         let mut batch = BytesMut::new();
         loop {
             tokio::select! {
