@@ -634,3 +634,50 @@ fn subscriptions_survive_a_node_restart() {
         format!("*3 $11 unsubscribe ${} {ch} :1 ", ch.len())
     );
 }
+
+/// PUBLISH counts every subscribed client, as one Redis does, although the node sees the
+/// proxy's one subscriber connection per name.
+#[test]
+fn publish_counts_every_subscriber_of_the_proxy() {
+    let f = Fleet::start(2, |_| {});
+    let single = Node::start(free_port());
+    let ch = f.key_on(1, "ch");
+    let s = f.key_on(0, "s");
+    let mut via: Vec<Raw> = Vec::new();
+    let mut direct: Vec<Raw> = Vec::new();
+    for (cmd, name) in [
+        ("SUBSCRIBE", ch.as_str()),
+        ("SUBSCRIBE", ch.as_str()),
+        ("SUBSCRIBE", ch.as_str()),
+        ("PSUBSCRIBE", "ch*"),
+        ("PSUBSCRIBE", "ch*"),
+        ("PSUBSCRIBE", "nomatch*"),
+        ("SSUBSCRIBE", s.as_str()),
+        ("SSUBSCRIBE", s.as_str()),
+    ] {
+        for (list, mut c) in [(&mut via, f.raw()), (&mut direct, single.raw())] {
+            assert!(c.call(&[cmd, name]).ends_with(":1 "));
+            list.push(c);
+        }
+    }
+    let counts = |c: &mut Raw| {
+        [
+            c.call(&["PUBLISH", &ch, "m"]),
+            c.call(&["SPUBLISH", &s, "m"]),
+            c.call(&["PUBLISH", "other", "m"]),
+        ]
+    };
+    let (mut pv, mut pd) = (f.raw(), single.raw());
+    assert_eq!(counts(&mut pv), [":5 ", ":2 ", ":0 "]);
+    assert_eq!(counts(&mut pd), [":5 ", ":2 ", ":0 "]);
+    // One channel subscriber and one pattern subscriber leave.
+    for list in [&mut via, &mut direct] {
+        assert!(list[0].frame().starts_with("*3 $7 message "));
+        assert!(list[0].call(&["UNSUBSCRIBE", &ch]).ends_with(":0 "));
+        drop(list.remove(3));
+    }
+    wait_until("the closed subscriber to be forgotten", || {
+        pv.call(&["PUBLISH", &ch, "m"]) == ":3 "
+    });
+    assert_eq!(pd.call(&["PUBLISH", &ch, "m"]), ":3 ");
+}

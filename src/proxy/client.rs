@@ -36,6 +36,8 @@ pub enum Pending {
     Fan(Fan, Vec<Wait>),
     /// SCAN on node `.0` of `.1` nodes.
     Scan(usize, usize, Wait),
+    /// PUBLISH: the node's count plus the proxy's subscribers it counted as one.
+    Publish(Wait, i64),
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -387,6 +389,8 @@ impl Client {
                     Pending::Ready(self.blocking(node, &args).await)
                 } else if let Some(body) = self.known_evalsha(&args) {
                     Pending::Ready(self.evalsha(node, &args, body).await)
+                } else if let Some(extra) = self.publish_extra(node, &args) {
+                    Pending::Publish(self.send(node, resp::command(&args)), extra)
                 } else {
                     self.remember_script(&args);
                     Pending::Wait(self.send(node, resp::command(&args)))
@@ -423,6 +427,20 @@ impl Client {
             .map(|n| self.send(n, bytes.clone()))
             .collect();
         Pending::Fan(kind, waits)
+    }
+
+    /// For PUBLISH/SPUBLISH reaching proxy subscribers that share a name: how many more
+    /// receivers than the node counts (it sees the node's hub once per name).
+    fn publish_extra(&self, node: usize, args: &[Bytes]) -> Option<i64> {
+        if args.len() != 3 {
+            return None;
+        }
+        let shard = args[0].eq_ignore_ascii_case(b"spublish");
+        if !shard && !args[0].eq_ignore_ascii_case(b"publish") {
+            return None;
+        }
+        let extra = self.p.nodes[node].hub.extra_receivers(shard, &args[1]);
+        (extra > 0).then_some(extra)
     }
 
     /// EVAL bodies are remembered so a later EVALSHA can be retried after NOSCRIPT.
@@ -746,6 +764,13 @@ async fn resolve(pending: Pending) -> Bytes {
         }
         Pending::Fan(kind, waits) => merge_fan(kind, waits).await.unwrap_or_else(|e| e),
         Pending::Scan(node, n, w) => scan_reply(node, n, w).await.unwrap_or_else(|e| e),
+        Pending::Publish(w, extra) => {
+            let b = wait_bytes(w).await;
+            match resp::decode(&b) {
+                Ok(Frame::Int(n)) => resp::int(n.saturating_add(extra)),
+                _ => b,
+            }
+        }
     }
 }
 

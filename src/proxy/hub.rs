@@ -19,6 +19,7 @@ use super::node::{connect, NodeInfo};
 use super::pubsub::{Incoming, Kind};
 use super::resp::{self, Frame};
 use bytes::{Bytes, BytesMut};
+use parking_lot::Mutex;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -83,13 +84,24 @@ pub struct Hub {
     tx: mpsc::UnboundedSender<Op>,
     /// Names the node is subscribed to for the proxy (for INFO).
     names: Arc<AtomicUsize>,
+    counts: Arc<Mutex<Counts>>,
+}
+
+/// Clients per name, read by PUBLISH (the node counts the hub once per name).
+#[derive(Default)]
+struct Counts {
+    /// Channels and shard channels.
+    names: HashMap<Name, usize>,
+    patterns: HashMap<Bytes, usize>,
 }
 
 impl Hub {
     pub fn start(info: Arc<NodeInfo>) -> Hub {
         let (tx, rx) = mpsc::unbounded_channel();
         let names = Arc::new(AtomicUsize::new(0));
+        let counts = Arc::new(Mutex::new(Counts::default()));
         let task = Task {
+            counts: counts.clone(),
             info,
             rx,
             subs: HashMap::new(),
@@ -102,7 +114,32 @@ impl Hub {
             leaving: Vec::new(),
         };
         tokio::spawn(task.run());
-        Hub { tx, names }
+        Hub { tx, names, counts }
+    }
+
+    /// Receivers a PUBLISH (or SPUBLISH, `shard`) to `channel` on this node reaches beyond
+    /// what the node counts: it counts the hub once per matching name, a single Redis
+    /// would count every client.
+    pub fn extra_receivers(&self, shard: bool, channel: &[u8]) -> i64 {
+        let c = self.counts.lock();
+        if c.names.is_empty() && c.patterns.is_empty() {
+            return 0;
+        }
+        let kind = if shard { Kind::Shard } else { Kind::Channel };
+        let direct = c
+            .names
+            .get(&(kind, Bytes::copy_from_slice(channel)))
+            .map_or(0, |n| n - 1);
+        let patterns: usize = if shard {
+            0
+        } else {
+            c.patterns
+                .iter()
+                .filter(|(p, _)| crate::types::glob::glob_match(p, channel, false))
+                .map(|(_, n)| n - 1)
+                .sum()
+        };
+        (direct + patterns) as i64
     }
 
     pub fn names(&self) -> usize {
@@ -144,6 +181,22 @@ impl Hub {
 
 type Name = (Kind, Bytes);
 
+impl Counts {
+    fn set(&mut self, (kind, name): &Name, n: usize) {
+        fn put<K: std::hash::Hash + Eq>(m: &mut HashMap<K, usize>, k: K, n: usize) {
+            if n == 0 {
+                m.remove(&k);
+            } else {
+                m.insert(k, n);
+            }
+        }
+        match kind {
+            Kind::Pattern => put(&mut self.patterns, name.clone(), n),
+            _ => put(&mut self.names, (*kind, name.clone()), n),
+        }
+    }
+}
+
 /// The clients of one name.
 struct Entry {
     clients: HashMap<u64, Sink>,
@@ -180,6 +233,7 @@ struct Task {
     waiting: HashMap<u64, Waiting>,
     next_req: u64,
     names: Arc<AtomicUsize>,
+    counts: Arc<Mutex<Counts>>,
     leaving: Vec<u64>,
 }
 
@@ -368,6 +422,8 @@ impl Task {
                     });
                     let new = e.clients.is_empty();
                     e.clients.insert(client, sink.clone());
+                    let n = e.clients.len();
+                    self.counts.lock().set(&key, n);
                     if new {
                         fresh.push(key.1);
                     } else if let Some(c) = e.pending {
@@ -431,7 +487,11 @@ impl Task {
             let Some(e) = self.subs.get_mut(&n) else {
                 continue;
             };
-            if e.clients.remove(&client).is_some() && e.clients.is_empty() {
+            if e.clients.remove(&client).is_none() {
+                continue;
+            }
+            self.counts.lock().set(&n, e.clients.len());
+            if e.clients.is_empty() {
                 self.subs.remove(&n);
                 idle.entry(n.0).or_default().push(n.1);
             }
@@ -486,6 +546,7 @@ impl Task {
                     .is_some_and(|e| e.pending == Some(cmd.id))
                 {
                     let e = self.subs.remove(&key).expect("present");
+                    self.counts.lock().set(&key, 0);
                     for c in e.clients.keys() {
                         if let Some(m) = self.members.get_mut(c) {
                             m.remove(&key);
