@@ -681,3 +681,104 @@ fn publish_counts_every_subscriber_of_the_proxy() {
     });
     assert_eq!(pd.call(&["PUBLISH", &ch, "m"]), ":3 ");
 }
+
+/// Many clients subscribing and unsubscribing the same few channels and patterns at once
+/// (the hub's first-in / last-out paths racing): afterwards every client gets exactly the
+/// messages of what it holds, and PUBLISH counts them.
+#[test]
+fn concurrent_subscribers_share_the_hub_consistently() {
+    let f = Fleet::start(2, |_| {});
+    let chans: Vec<String> = (0..4).map(|i| f.key_on(i % 2, &format!("c{i}"))).collect();
+    let addr = f.proxy.addr();
+    let workers: Vec<_> = (0..12)
+        .map(|w| {
+            let chans = chans.clone();
+            std::thread::spawn(move || {
+                let mut c = Raw::connect(addr);
+                let mut held: Vec<String> = Vec::new();
+                // A small deterministic generator per worker.
+                let mut x: u64 = 0x9e37_79b9_7f4a_7c15 ^ w;
+                for _ in 0..60 {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    let pick = |n: u64| (x >> 8) as usize % n as usize;
+                    let name = if x & 1 == 0 {
+                        chans[pick(4)].clone()
+                    } else {
+                        format!("{}*", &chans[pick(4)][..2])
+                    };
+                    let pattern = name.ends_with('*');
+                    let has = held.contains(&name);
+                    let cmd = match (pattern, has) {
+                        (false, false) => "SUBSCRIBE",
+                        (false, true) => "UNSUBSCRIBE",
+                        (true, false) => "PSUBSCRIBE",
+                        (true, true) => "PUNSUBSCRIBE",
+                    };
+                    if has {
+                        held.retain(|h| h != &name);
+                    } else {
+                        held.push(name.clone());
+                    }
+                    let got = c.call(&[cmd, &name]);
+                    let want = format!(
+                        "*3 ${} {} ${} {name} :{} ",
+                        cmd.len(),
+                        cmd.to_ascii_lowercase(),
+                        name.len(),
+                        held.len()
+                    );
+                    assert_eq!(got, want);
+                }
+                (c, held)
+            })
+        })
+        .collect();
+    let mut subs: Vec<(Raw, Vec<String>)> =
+        workers.into_iter().map(|w| w.join().unwrap()).collect();
+    let mut p = f.raw();
+    for ch in &chans {
+        let receivers: Vec<usize> = (0..subs.len())
+            .filter(|&i| {
+                subs[i]
+                    .1
+                    .iter()
+                    .any(|h| h == ch || (h.ends_with('*') && ch.starts_with(&h[..2])))
+            })
+            .collect();
+        let expected: usize = subs
+            .iter()
+            .map(|(_, held)| {
+                held.iter()
+                    .filter(|h| *h == ch || (h.ends_with('*') && ch.starts_with(&h[..2])))
+                    .count()
+            })
+            .sum();
+        assert_eq!(
+            p.call(&["PUBLISH", ch, "m"]),
+            format!(":{expected} "),
+            "{ch}"
+        );
+        for i in receivers {
+            let n = subs[i]
+                .1
+                .iter()
+                .filter(|h| *h == ch || (h.ends_with('*') && ch.starts_with(&h[..2])))
+                .count();
+            for _ in 0..n {
+                let m = subs[i].0.frame();
+                assert!(m.contains(&format!(" {ch} $1 m ")), "{m}");
+            }
+        }
+    }
+    // Nothing else arrived: a PING answers next.
+    for (c, held) in &mut subs {
+        let pong = if held.is_empty() {
+            "+PONG "
+        } else {
+            "*2 $4 pong $0  "
+        };
+        assert_eq!(c.call(&["PING"]), pong);
+    }
+}
