@@ -782,3 +782,49 @@ fn concurrent_subscribers_share_the_hub_consistently() {
         assert_eq!(c.call(&["PING"]), pong);
     }
 }
+
+/// A subscriber that stops reading is dropped once 32 MB of messages wait for it (Redis's
+/// pubsub output limit), even while the proxy's writes to it are stuck; the others on the
+/// same channel get everything.
+#[test]
+fn a_subscriber_that_does_not_read_is_dropped_at_its_limit() {
+    let f = Fleet::start(1, |_| {});
+    let mut stuck = f.raw();
+    assert_eq!(
+        stuck.call(&["SUBSCRIBE", "ch"]),
+        "*3 $9 subscribe $2 ch :1 "
+    );
+    stuck
+        .s
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    let mut live = f.raw();
+    assert_eq!(live.call(&["SUBSCRIBE", "ch"]), "*3 $9 subscribe $2 ch :1 ");
+    let big = "m".repeat(1 << 20);
+    let mut p = f.raw();
+    let mut counts = Vec::new();
+    // The live subscriber reads each message before the next is published.
+    for _ in 0..48 {
+        counts.push(p.call(&["PUBLISH", "ch", &big]));
+        assert_eq!(live.frame_bytes().len(), (1 << 20) + 37);
+    }
+    assert_eq!(counts[0], ":2 ");
+    wait_until("the stuck subscriber to be dropped", || {
+        p.call(&["PUBLISH", "ch", "x"]) == ":1 "
+    });
+    assert_eq!(live.frame(), "*3 $7 message $2 ch $1 x ");
+    // The proxy closed it without it reading anything: live and p remain.
+    wait_until("the stuck subscriber's connection to close", || {
+        p.call(&["INFO", "clients"])
+            .contains("connected_clients:2 ")
+    });
+    // What it finally reads ends.
+    let mut sink = vec![0u8; 1 << 20];
+    let until = Instant::now() + Duration::from_secs(60);
+    loop {
+        match stuck.s.read(&mut sink) {
+            Ok(0) | Err(_) => break,
+            Ok(_) => assert!(Instant::now() < until, "still open"),
+        }
+    }
+}

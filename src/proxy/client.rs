@@ -223,7 +223,14 @@ impl Client {
                                 _ => break,
                             }
                         }
-                        wr.write_all(&batch).await?;
+                        // A client that stopped reading cannot hold its queue forever.
+                        tokio::select! {
+                            r = wr.write_all(&batch) => r?,
+                            _ = self.pubsub.overflow.notified() => {
+                                tracing::info!("closing a subscribed client: subscriber too slow: output limit reached");
+                                return Ok(false);
+                            }
+                        }
                         batch.clear();
                         self.pubsub.queued.fetch_sub(written, Ordering::Relaxed);
                     }

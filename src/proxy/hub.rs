@@ -45,6 +45,9 @@ pub struct Sink {
     pub tx: mpsc::UnboundedSender<Incoming>,
     /// Bytes handed to the client task and not yet written to its socket.
     pub queued: Arc<AtomicUsize>,
+    /// Woken when the client went over the limit: it is closed even while its writes
+    /// are stuck on a client that does not read.
+    pub overflow: Arc<tokio::sync::Notify>,
     pub resp3: bool,
 }
 
@@ -583,6 +586,7 @@ impl Task {
                 let _ = sink
                     .tx
                     .send(Err("subscriber too slow: output limit reached".into()));
+                sink.overflow.notify_one();
                 self.leaving.push(id);
             } else if sink.tx.send(Ok(f)).is_err() {
                 self.leaving.push(id);

@@ -35,6 +35,8 @@ pub struct PubSub {
     shard: BTreeSet<Bytes>,
     /// Bytes handed to the client task and not yet written to the client.
     pub queued: Arc<AtomicUsize>,
+    /// Set off by a hub when this client's queue went over its limit.
+    pub overflow: Arc<tokio::sync::Notify>,
     /// Hubs that may hold registrations of this client (told to forget it on drop).
     joined: HashMap<usize, Hub>,
 }
@@ -109,6 +111,7 @@ impl PubSub {
             patterns: BTreeSet::new(),
             shard: BTreeSet::new(),
             queued: Arc::new(AtomicUsize::new(0)),
+            overflow: Arc::new(tokio::sync::Notify::new()),
             joined: HashMap::new(),
         }
     }
@@ -142,6 +145,7 @@ impl PubSub {
         Sink {
             tx: self.tx.clone().expect("set above"),
             queued: self.queued.clone(),
+            overflow: self.overflow.clone(),
             resp3,
         }
     }
