@@ -117,9 +117,24 @@ struct ProxyArgs {
     /// Shared connections per node.
     #[arg(long)]
     conns_per_node: Option<usize>,
-    /// Dedicated connections per node (blocking commands, transactions).
+    /// Dedicated connections per node (blocking commands, transactions; default 10000).
     #[arg(long)]
     max_dedicated_per_node: Option<usize>,
+    /// Milliseconds a blocking or transaction command queues for a dedicated connection.
+    #[arg(long)]
+    dedicated_wait_ms: Option<u64>,
+    /// Close clients idle for this many seconds (0 = never, the default).
+    #[arg(long)]
+    timeout: Option<u64>,
+    /// Most clients at once (default 10000).
+    #[arg(long)]
+    maxclients: Option<usize>,
+    /// A client's unparsed input limit, e.g. 1gb (the default).
+    #[arg(long)]
+    client_query_buffer_limit: Option<String>,
+    /// Largest bulk argument and largest node reply passed on, e.g. 512mb (the default).
+    #[arg(long)]
+    proto_max_bulk_len: Option<String>,
     /// Milliseconds to wait for a node connection.
     #[arg(long)]
     connect_timeout_ms: Option<u64>,
@@ -167,6 +182,26 @@ fn proxy_config(a: ProxyArgs) -> Result<respite::proxy::config::ProxyConfig, Str
     }
     if let Some(ms) = a.command_timeout_ms {
         cfg.command_timeout = Duration::from_millis(ms);
+    }
+    if let Some(ms) = a.dedicated_wait_ms {
+        cfg.dedicated_wait = Duration::from_millis(ms);
+    }
+    if let Some(s) = a.timeout {
+        cfg.timeout = Duration::from_secs(s);
+    }
+    if let Some(n) = a.maxclients {
+        cfg.maxclients = n;
+    }
+    let size = |flag: &str, v: &str| {
+        respite::config::parse_memory(v)
+            .map(|n| n as usize)
+            .ok_or_else(|| format!("--{flag}: not a size: {v}"))
+    };
+    if let Some(v) = &a.client_query_buffer_limit {
+        cfg.client_query_buffer_limit = size("client-query-buffer-limit", v)?;
+    }
+    if let Some(v) = &a.proto_max_bulk_len {
+        cfg.proto_max_bulk_len = size("proto-max-bulk-len", v)?;
     }
     cfg.validate()?;
     Ok(cfg)

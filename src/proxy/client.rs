@@ -23,9 +23,8 @@ use tokio::net::TcpStream;
 const MAX_PENDING: usize = 1024;
 /// Output is written once it grows past this.
 const FLUSH_AT: usize = 1 << 20;
-/// A reply larger than this drops the client (output is otherwise bounded by MAX_PENDING
-/// replies per batch and written with backpressure).
-const MAX_OUTPUT: usize = 64 << 20;
+/// Subscription messages written to the client in one go.
+const MESSAGES_BATCH: usize = 256 << 10;
 
 /// A reply on its way.
 pub enum Pending {
@@ -37,6 +36,8 @@ pub enum Pending {
     Fan(Fan, Vec<Wait>),
     /// SCAN on node `.0` of `.1` nodes.
     Scan(usize, usize, Wait),
+    /// PUBLISH: the node's count plus the proxy's subscribers it counted as one.
+    Publish(Wait, i64),
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -67,6 +68,8 @@ pub struct Client {
     /// WATCH pins the client to a dedicated connection of one node until EXEC/UNWATCH.
     watch: Option<(usize, Dedicated)>,
     quit: bool,
+    /// Closing on an error while the client may still be sending: see [`linger`].
+    linger: bool,
     pubsub: PubSub,
     rd: OwnedReadHalf,
     inbuf: BytesMut,
@@ -83,8 +86,16 @@ fn ok() -> Pending {
 pub async fn serve(p: Arc<Proxy>, stream: TcpStream) {
     let _ = stream.set_nodelay(true);
     let (rd, mut wr) = stream.into_split();
+    // `maxclients`, as Redis applies it: the error, then the connection is closed.
+    if p.connected.fetch_add(1, Ordering::Relaxed) >= p.cfg.maxclients as u64 {
+        p.connected.fetch_sub(1, Ordering::Relaxed);
+        p.rejected_connections.fetch_add(1, Ordering::Relaxed);
+        let _ = wr
+            .write_all(b"-ERR max number of clients reached\r\n")
+            .await;
+        return;
+    }
     let id = p.next_client_id.fetch_add(1, Ordering::Relaxed) + 1;
-    p.connected.fetch_add(1, Ordering::Relaxed);
     p.total_connections.fetch_add(1, Ordering::Relaxed);
     let mut c = Client {
         authed: p.cfg.requirepass.is_none(),
@@ -95,12 +106,27 @@ pub async fn serve(p: Arc<Proxy>, stream: TcpStream) {
         multi: None,
         watch: None,
         quit: false,
-        pubsub: PubSub::default(),
+        linger: false,
+        pubsub: PubSub::new(id),
         rd,
         inbuf: BytesMut::with_capacity(16 * 1024),
     };
     let _ = c.run(&mut wr).await;
+    if c.linger {
+        linger(&mut c.rd, &mut wr).await;
+    }
+    drop(c);
     p.connected.fetch_sub(1, Ordering::Relaxed);
+}
+
+/// Closing a socket with unread input makes the kernel reset the connection, and the
+/// reset can destroy the error reply before the client reads it. So: end our side, then
+/// read and discard for a moment (bounded in time), then close.
+async fn linger(rd: &mut OwnedReadHalf, wr: &mut OwnedWriteHalf) {
+    let _ = wr.shutdown().await;
+    let mut sink = vec![0u8; 64 * 1024];
+    let discard = async { while matches!(rd.read(&mut sink).await, Ok(n) if n > 0) {} };
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(2), discard).await;
 }
 
 impl Client {
@@ -111,7 +137,7 @@ impl Client {
         loop {
             let limits = crate::protocol::Limits {
                 authenticated: self.authed,
-                ..Default::default()
+                max_bulk_len: self.p.cfg.proto_max_bulk_len as i64,
             };
             match parser.parse(&mut self.inbuf, limits) {
                 Ok(Parsed::Command(args)) => {
@@ -150,18 +176,63 @@ impl Client {
     }
 
     /// Reads more of the request stream, meanwhile forwarding subscription messages.
-    /// False when the client is gone (or its subscriptions broke).
+    /// False when the client is gone, was idle for `timeout` (closed silently, as Redis
+    /// does), went over `client-query-buffer-limit` (told so) or its subscriptions broke.
     async fn read_more(&mut self, wr: &mut OwnedWriteHalf) -> std::io::Result<bool> {
-        loop {
-            let Some(rx) = &mut self.pubsub.rx else {
-                return Ok(self.rd.read_buf(&mut self.inbuf).await? > 0);
+        let idle = self.p.cfg.timeout;
+        // Subscribers are exempt from the idle timeout, as in Redis.
+        let deadline =
+            (!idle.is_zero() && !self.pubsub.active()).then(|| tokio::time::Instant::now() + idle);
+        if deadline.is_none() && self.pubsub.rx.is_none() {
+            // The common case, kept to a plain read.
+            if self.rd.read_buf(&mut self.inbuf).await? == 0 {
+                return Ok(false);
+            }
+            return match self.over_query_limit() {
+                Some(e) => wr.write_all(&e).await.map(|_| false),
+                None => Ok(true),
             };
+        }
+        let mut batch = BytesMut::new();
+        loop {
             tokio::select! {
-                n = self.rd.read_buf(&mut self.inbuf) => return Ok(n? > 0),
-                msg = rx.recv() => match msg {
+                n = self.rd.read_buf(&mut self.inbuf) => {
+                    if n? == 0 {
+                        return Ok(false);
+                    }
+                    if let Some(e) = self.over_query_limit() {
+                        wr.write_all(&e).await?;
+                        return Ok(false);
+                    }
+                    return Ok(true);
+                }
+                msg = next_message(&mut self.pubsub.rx) => match msg {
                     Some(Ok(frame)) => {
-                        wr.write_all(&frame).await?;
-                        self.pubsub.queued.fetch_sub(frame.len(), Ordering::Relaxed);
+                        batch.extend_from_slice(&frame);
+                        let mut written = frame.len();
+                        while batch.len() < MESSAGES_BATCH {
+                            match self.pubsub.rx.as_mut().map(|rx| rx.try_recv()) {
+                                Some(Ok(Ok(f))) => {
+                                    batch.extend_from_slice(&f);
+                                    written += f.len();
+                                }
+                                Some(Ok(Err(e))) => {
+                                    tracing::info!("closing a subscribed client: {e}");
+                                    return Ok(false);
+                                }
+                                _ => break,
+                            }
+                        }
+                        // A client that stopped reading cannot hold its queue forever.
+                        tokio::select! {
+                            r = wr.write_all(&batch) => r?,
+                            _ = self.pubsub.overflow.notified() => {
+                                tracing::info!("closing a subscribed client: subscriber too slow: output limit reached");
+                                return Ok(false);
+                            }
+                        }
+                        batch.clear();
+                        self.pubsub.queued.fetch_sub(written, Ordering::Relaxed);
                     }
                     Some(Err(e)) => {
                         tracing::info!("closing a subscribed client: {e}");
@@ -169,8 +240,49 @@ impl Client {
                     }
                     None => return Ok(false),
                 },
+                _ = tokio::time::sleep_until(deadline.unwrap_or_else(tokio::time::Instant::now)), if deadline.is_some() => {
+                    return Ok(false);
+                }
             }
         }
+    }
+
+    /// The error for a client whose unparsed input went over `client-query-buffer-limit`
+    /// (Redis closes such a client; the proxy says why first).
+    fn over_query_limit(&mut self) -> Option<Bytes> {
+        let limit = self.p.cfg.client_query_buffer_limit;
+        self.linger = self.inbuf.len() > limit;
+        self.linger.then(|| {
+            tracing::warn!("closing a client that reached max query buffer length");
+            resp::error(&format!(
+                "ERR query buffer of {} bytes exceeds client-query-buffer-limit ({limit}); closing the connection",
+                self.inbuf.len()
+            ))
+        })
+    }
+
+    /// Subscription messages queued so far go into `out` (before a reply that must follow
+    /// them). A broken subscription ends the connection after this reply.
+    fn take_messages(&mut self, out: &mut BytesMut) {
+        let Some(rx) = &mut self.pubsub.rx else {
+            return;
+        };
+        let mut taken = 0;
+        loop {
+            match rx.try_recv() {
+                Ok(Ok(f)) => {
+                    out.extend_from_slice(&f);
+                    taken += f.len();
+                }
+                Ok(Err(e)) => {
+                    tracing::info!("closing a subscribed client: {e}");
+                    self.quit = true;
+                    break;
+                }
+                Err(_) => break,
+            }
+        }
+        self.pubsub.queued.fetch_sub(taken, Ordering::Relaxed);
     }
 
     /// Awaits every pending reply in order into `out`, writing when it grows large.
@@ -180,10 +292,24 @@ impl Client {
         out: &mut BytesMut,
         wr: &mut OwnedWriteHalf,
     ) -> std::io::Result<()> {
+        let max = self.p.cfg.proto_max_bulk_len;
         for p in pend.drain(..) {
-            let bytes = resolve(p).await;
-            if bytes.len() > MAX_OUTPUT {
-                return Err(std::io::Error::other("reply over the client output limit"));
+            let mut bytes = resolve(p).await;
+            if bytes.len() > max {
+                // Node replies are held whole: the limit bounds what one reply may cost.
+                bytes = resp::error(&format!(
+                    "ERR reply of {} bytes exceeds the proxy's proto-max-bulk-len ({max})",
+                    bytes.len()
+                ));
+            }
+            if bytes.len() >= FLUSH_AT {
+                // Large replies go out as they are, not copied.
+                if !out.is_empty() {
+                    wr.write_all(out).await?;
+                    out.clear();
+                }
+                wr.write_all(&bytes).await?;
+                continue;
             }
             out.extend_from_slice(&bytes);
             if out.len() >= FLUSH_AT {
@@ -248,6 +374,21 @@ impl Client {
         if ordered {
             self.drain(pend, out, wr).await?;
         }
+        if let Route::Local(n) = &r {
+            if let Some((kind, subscribe)) = Kind::of(n) {
+                // Messages that came before a subscribe precede its confirmation; those
+                // that came before an unsubscribe was processed do too.
+                if subscribe {
+                    self.take_messages(out);
+                }
+                let reply = self.pubsub_command(kind, subscribe, &args).await;
+                if !subscribe {
+                    self.take_messages(out);
+                }
+                pend.push(reply);
+                return Ok(());
+            }
+        }
         let reply = match r {
             Route::Local(name) => self.local(name, &args).await,
             Route::Node { node, blocking } => {
@@ -255,6 +396,8 @@ impl Client {
                     Pending::Ready(self.blocking(node, &args).await)
                 } else if let Some(body) = self.known_evalsha(&args) {
                     Pending::Ready(self.evalsha(node, &args, body).await)
+                } else if let Some(extra) = self.publish_extra(node, &args) {
+                    Pending::Publish(self.send(node, resp::command(&args)), extra)
                 } else {
                     self.remember_script(&args);
                     Pending::Wait(self.send(node, resp::command(&args)))
@@ -293,6 +436,20 @@ impl Client {
         Pending::Fan(kind, waits)
     }
 
+    /// For PUBLISH/SPUBLISH reaching proxy subscribers that share a name: how many more
+    /// receivers than the node counts (it sees the node's hub once per name).
+    fn publish_extra(&self, node: usize, args: &[Bytes]) -> Option<i64> {
+        if args.len() != 3 {
+            return None;
+        }
+        let shard = args[0].eq_ignore_ascii_case(b"spublish");
+        if !shard && !args[0].eq_ignore_ascii_case(b"publish") {
+            return None;
+        }
+        let extra = self.p.nodes[node].hub.extra_receivers(shard, &args[1]);
+        (extra > 0).then_some(extra)
+    }
+
     /// EVAL bodies are remembered so a later EVALSHA can be retried after NOSCRIPT.
     fn remember_script(&self, args: &[Bytes]) {
         if args.len() > 1
@@ -328,12 +485,27 @@ impl Client {
         wait_bytes(self.send(node, resp::command(&eval))).await
     }
 
-    /// A blocking command on a dedicated connection. The client's socket is watched
-    /// meanwhile: if it closes, the dedicated connection is dropped (it may still block).
+    /// A blocking command on a dedicated connection (queued for one when all are taken).
+    /// The client's socket is watched meanwhile: if it closes, the dedicated connection is
+    /// dropped (it may still block); its input stays under `client-query-buffer-limit`.
     async fn blocking(&mut self, node: usize, args: &[Bytes]) -> Bytes {
         let p = self.p.clone();
         let n = &p.nodes[node];
-        let mut d = match n.dedicated(self.resp3).await {
+        let got = {
+            let acquire = n.dedicated(self.resp3);
+            tokio::pin!(acquire);
+            loop {
+                tokio::select! {
+                    d = &mut acquire => break d,
+                    got = self.rd.read_buf(&mut self.inbuf) => {
+                        if let Some(gone) = self.input_while_waiting(got) {
+                            return gone;
+                        }
+                    }
+                }
+            }
+        };
+        let mut d = match got {
             Ok(d) => d,
             Err(e) => return resp::error(&e),
         };
@@ -352,13 +524,24 @@ impl Client {
                     };
                 }
                 got = self.rd.read_buf(&mut self.inbuf) => {
-                    if !matches!(got, Ok(n) if n > 0) {
-                        self.quit = true;
-                        return Bytes::new();
+                    if let Some(gone) = self.input_while_waiting(got) {
+                        return gone;
                     }
                 }
             }
         }
+    }
+
+    /// Input read while a blocking command waits: None to keep waiting, else the client is
+    /// done (closed, or over the query buffer limit: the reply is the error).
+    fn input_while_waiting(&mut self, got: std::io::Result<usize>) -> Option<Bytes> {
+        if !matches!(got, Ok(n) if n > 0) {
+            self.quit = true;
+            return Some(Bytes::new());
+        }
+        let e = self.over_query_limit()?;
+        self.quit = true;
+        Some(e)
     }
 
     /// A command inside MULTI: checked and kept until EXEC (the node sees the whole
@@ -438,7 +621,7 @@ impl Client {
                 Pending::Ready(pubsub::push(false, &[Some(b"pong"), Some(arg)], None))
             }
             "reset" => {
-                self.pubsub = PubSub::default();
+                self.pubsub = PubSub::new(self.id);
                 self.multi = None;
                 self.unwatch().await;
                 self.resp3 = false;
@@ -446,21 +629,20 @@ impl Client {
                 self.authed = self.p.cfg.requirepass.is_none();
                 Pending::Ready(Bytes::from_static(b"+RESET\r\n"))
             }
-            _ => match Kind::of(name) {
-                Some((kind, subscribe)) => {
-                    let p = self.p.clone();
-                    let owner = |k: &[u8]| p.placement.owner(k);
-                    let r = self
-                        .pubsub
-                        .command(&p.nodes, owner, self.resp3, kind, subscribe, &args[1..])
-                        .await;
-                    match r {
-                        Ok(b) => Pending::Ready(b),
-                        Err(e) => err(&e),
-                    }
-                }
-                None => local::command(self, name, args),
-            },
+            _ => local::command(self, name, args),
+        }
+    }
+
+    async fn pubsub_command(&mut self, kind: Kind, subscribe: bool, args: &[Bytes]) -> Pending {
+        let p = self.p.clone();
+        let owner = |k: &[u8]| p.placement.owner(k);
+        let r = self
+            .pubsub
+            .command(&p.nodes, owner, self.resp3, kind, subscribe, &args[1..])
+            .await;
+        match r {
+            Ok(b) => Pending::Ready(b),
+            Err(e) => err(&e),
         }
     }
 
@@ -552,6 +734,16 @@ impl Client {
     }
 }
 
+/// The next subscription message (never, for a client that never subscribed).
+async fn next_message(
+    rx: &mut Option<tokio::sync::mpsc::UnboundedReceiver<pubsub::Incoming>>,
+) -> Option<pubsub::Incoming> {
+    match rx {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
 async fn wait_result(w: Wait) -> Result<Bytes, Bytes> {
     match w.await {
         Ok(Ok(b)) if matches!(b.first(), Some(b'-') | Some(b'!')) => Err(b),
@@ -579,6 +771,13 @@ async fn resolve(pending: Pending) -> Bytes {
         }
         Pending::Fan(kind, waits) => merge_fan(kind, waits).await.unwrap_or_else(|e| e),
         Pending::Scan(node, n, w) => scan_reply(node, n, w).await.unwrap_or_else(|e| e),
+        Pending::Publish(w, extra) => {
+            let b = wait_bytes(w).await;
+            match resp::decode(&b) {
+                Ok(Frame::Int(n)) => resp::int(n.saturating_add(extra)),
+                _ => b,
+            }
+        }
     }
 }
 

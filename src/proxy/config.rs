@@ -153,8 +153,23 @@ pub struct ProxyConfig {
     pub command_timeout: Duration,
     /// Shared multiplexed connections per node.
     pub conns_per_node: usize,
-    /// Dedicated connections (blocking commands, transactions, subscriptions) per node.
+    /// Dedicated connections (blocking commands, transactions) per node. A client holds
+    /// about one at a time, so the default (the default `maxclients`) never runs out before
+    /// `maxclients` does; a smaller pool makes clients queue for up to `dedicated_wait`.
     pub max_dedicated_per_node: usize,
+    /// How long a blocking or transaction command waits for a dedicated connection.
+    pub dedicated_wait: Duration,
+    /// Redis's `timeout`: idle clients are closed after this (zero = never); subscribed
+    /// and blocked clients are exempt, as in Redis.
+    pub timeout: Duration,
+    /// Redis's `maxclients`: more connections get `-ERR max number of clients reached`.
+    pub maxclients: usize,
+    /// Redis's `client-query-buffer-limit`: a client whose unparsed input (a frame in
+    /// progress and what is pipelined behind it) grows past this is refused and closed.
+    pub client_query_buffer_limit: usize,
+    /// Redis's `proto-max-bulk-len`: the largest bulk argument accepted, and the largest
+    /// node reply passed on to a client (larger ones are replaced by an error).
+    pub proto_max_bulk_len: usize,
     /// Worker threads (0 = one per core; 1 = a single-threaded runtime, which avoids
     /// cross-thread wake-ups between a client's task and a node connection's).
     pub threads: usize,
@@ -170,7 +185,12 @@ impl Default for ProxyConfig {
             connect_timeout: Duration::from_secs(2),
             command_timeout: Duration::from_secs(5),
             conns_per_node: 2,
-            max_dedicated_per_node: 64,
+            max_dedicated_per_node: 10_000,
+            dedicated_wait: Duration::from_secs(5),
+            timeout: Duration::ZERO,
+            maxclients: 10_000,
+            client_query_buffer_limit: 1 << 30,
+            proto_max_bulk_len: 512 << 20,
             threads: 0,
         }
     }
@@ -186,6 +206,16 @@ impl ProxyConfig {
         ids.sort_unstable();
         if let Some(w) = ids.windows(2).find(|w| w[0] == w[1]) {
             return Err(format!("node id '{}' appears twice", w[0]));
+        }
+        // Redis's own lower bounds for these two.
+        if self.client_query_buffer_limit < 1 << 20 {
+            return Err("client-query-buffer-limit must be at least 1mb".into());
+        }
+        if self.proto_max_bulk_len < 1 << 20 {
+            return Err("proto-max-bulk-len must be at least 1mb".into());
+        }
+        if self.maxclients == 0 {
+            return Err("maxclients must be at least 1".into());
         }
         Ok(())
     }

@@ -11,6 +11,11 @@
 //! max-dedicated-per-node 64
 //! connect-timeout-ms 2000
 //! command-timeout-ms 5000
+//! dedicated-wait-ms 5000      # how long blocking/transaction clients queue for one
+//! timeout 0                   # as in redis.conf: idle seconds (0 = never)
+//! maxclients 10000
+//! client-query-buffer-limit 1gb
+//! proto-max-bulk-len 512mb
 //! ```
 //!
 //! Errors name the line and the directive but never echo a value: it may be a password.
@@ -95,6 +100,18 @@ pub fn parse(text: &str, cfg: &mut ProxyConfig) -> Result<(), String> {
             }
             "connect-timeout-ms" => cfg.connect_timeout = Duration::from_millis(number("ms")?),
             "command-timeout-ms" => cfg.command_timeout = Duration::from_millis(number("ms")?),
+            "dedicated-wait-ms" => cfg.dedicated_wait = Duration::from_millis(number("ms")?),
+            "timeout" => cfg.timeout = Duration::from_secs(number("seconds")?),
+            "maxclients" => cfg.maxclients = number("count")? as usize,
+            "client-query-buffer-limit" | "proto-max-bulk-len" => {
+                let size = crate::config::parse_memory(one("size")?)
+                    .ok_or_else(|| format!("line {n}: {name} expects a size such as 512mb"))?;
+                if name == "proto-max-bulk-len" {
+                    cfg.proto_max_bulk_len = size as usize;
+                } else {
+                    cfg.client_query_buffer_limit = size as usize;
+                }
+            }
             // Not echoed either: a stray line could be a password.
             _ => return Err(format!("line {n}: unknown directive")),
         }
@@ -125,7 +142,12 @@ mod tests {
              conns-per-node 4\n\
              max-dedicated-per-node 8\n\
              connect-timeout-ms 250\n\
-             command-timeout-ms 1500\n",
+             command-timeout-ms 1500\n\
+             dedicated-wait-ms 250\n\
+             timeout 30\n\
+             maxclients 50\n\
+             client-query-buffer-limit 2mb\n\
+             proto-max-bulk-len 1GB\n",
         )
         .unwrap();
         assert_eq!(cfg.port, 7100);
@@ -146,6 +168,11 @@ mod tests {
         assert_eq!(cfg.max_dedicated_per_node, 8);
         assert_eq!(cfg.connect_timeout, Duration::from_millis(250));
         assert_eq!(cfg.command_timeout, Duration::from_millis(1500));
+        assert_eq!(cfg.dedicated_wait, Duration::from_millis(250));
+        assert_eq!(cfg.timeout, Duration::from_secs(30));
+        assert_eq!(cfg.maxclients, 50);
+        assert_eq!(cfg.client_query_buffer_limit, 2 << 20);
+        assert_eq!(cfg.proto_max_bulk_len, 1 << 30);
         cfg.validate().unwrap();
     }
 

@@ -116,11 +116,23 @@ fn check_password(c: &Client, user: Option<&[u8]>, pass: &[u8]) -> Result<(), &'
         return Err("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?");
     };
     let user_ok = user.is_none_or(|u| u == b"default");
-    if user_ok && pass == want.as_bytes() {
+    if user_ok && same_password(pass, want.as_bytes()) {
         Ok(())
     } else {
         Err("WRONGPASS invalid username-password pair or user is disabled.")
     }
+}
+
+/// Compares in time independent of where the bytes differ, and of the wanted password's
+/// length: both sides are hashed first (as Redis 7 compares SHA-256 digests), then the
+/// digests compared in constant time.
+fn same_password(given: &[u8], want: &[u8]) -> bool {
+    use subtle::ConstantTimeEq;
+    let (a, b) = (
+        crate::script::sha1::sha1(given),
+        crate::script::sha1::sha1(want),
+    );
+    a.ct_eq(&b).into()
 }
 
 /// AUTH user pass / HELLO AUTH: without requirepass the default user has no password (any
@@ -243,8 +255,9 @@ fn info(c: &Client, args: &[Bytes]) -> Pending {
             text.push_str("\r\n");
         }
         text.push_str(&format!(
-            "# Clients\r\nconnected_clients:{}\r\n",
+            "# Clients\r\nconnected_clients:{}\r\nmaxclients:{}\r\n",
             p.connected.load(Ordering::Relaxed),
+            p.cfg.maxclients,
         ));
     }
     if want("stats") {
@@ -253,8 +266,9 @@ fn info(c: &Client, args: &[Bytes]) -> Pending {
         }
         let sum = |f: fn(&super::node::Node) -> u64| p.nodes.iter().map(f).sum::<u64>();
         text.push_str(&format!(
-            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\ntotal_node_requests:{}\r\ntotal_node_errors:{}\r\n",
+            "# Stats\r\ntotal_connections_received:{}\r\nrejected_connections:{}\r\ntotal_commands_processed:{}\r\ntotal_node_requests:{}\r\ntotal_node_errors:{}\r\n",
             p.total_connections.load(Ordering::Relaxed),
+            p.rejected_connections.load(Ordering::Relaxed),
             p.commands.load(Ordering::Relaxed),
             sum(|n| n.info.requests.load(Ordering::Relaxed)),
             sum(|n| n.info.errors.load(Ordering::Relaxed)),
@@ -290,16 +304,38 @@ fn info(c: &Client, args: &[Bytes]) -> Pending {
                 })
                 .collect();
             text.push_str(&format!(
-                "node{i}:id={},url={},state={},requests={},errors={},p50_us={p50},p99_us={p99},p999_us={p999},shared_up={up},shared={conns},dedicated={},failures={},last_error={last_error}\r\n",
+                "node{i}:id={},url={},state={},requests={},errors={},p50_us={p50},p99_us={p99},p999_us={p999},shared_up={up},shared={conns},dedicated={},subscriptions={},failures={},last_error={last_error}\r\n",
                 n.id(),
                 n.info.spec.redacted_url(),
                 super::node::state_name(n),
                 n.info.requests.load(Ordering::Relaxed),
                 n.info.errors.load(Ordering::Relaxed),
                 n.dedicated_in_use(),
+                n.hub.names(),
                 n.info.failures.load(Ordering::Relaxed),
             ));
         }
     }
     reply(c, &Reply::Verbatim(Bytes::from(text)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::same_password;
+
+    #[test]
+    fn passwords_match_exactly() {
+        assert!(same_password(b"s3cret", b"s3cret"));
+        assert!(same_password(b"", b""));
+        for other in [
+            &b""[..],
+            b"s3cre",
+            b"s3cret ",
+            b"S3cret",
+            b"s3creu",
+            b"s3cret\0",
+        ] {
+            assert!(!same_password(other, b"s3cret"), "{other:?}");
+        }
+    }
 }

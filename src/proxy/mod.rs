@@ -9,12 +9,14 @@
 //! - [`route`]: which node(s) serve a command (pure).
 //! - [`scan`]: the fleet-wide SCAN cursor.
 //! - [`client`], [`local`]: a client connection; commands answered by the proxy.
-//! - [`pubsub`]: subscriptions on dedicated connections to the channels' nodes.
+//! - [`pubsub`], [`hub`]: a client's subscriptions; each node's one subscriber connection,
+//!   multiplexing every client's subscriptions.
 //! - [`stats`]: per-node latency histograms for INFO.
 
 pub mod client;
 pub mod config;
 pub mod config_file;
+pub mod hub;
 pub mod local;
 pub mod node;
 pub mod pubsub;
@@ -50,6 +52,8 @@ pub struct Proxy {
     pub next_client_id: AtomicU64,
     pub connected: AtomicU64,
     pub total_connections: AtomicU64,
+    /// Connections refused by `maxclients`.
+    pub rejected_connections: AtomicU64,
     pub commands: AtomicU64,
     pub port: AtomicU16,
     pub started: Instant,
@@ -72,6 +76,7 @@ impl Proxy {
             next_client_id: AtomicU64::new(0),
             connected: AtomicU64::new(0),
             total_connections: AtomicU64::new(0),
+            rejected_connections: AtomicU64::new(0),
             commands: AtomicU64::new(0),
             port: AtomicU16::new(0),
             started: Instant::now(),

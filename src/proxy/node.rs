@@ -5,7 +5,9 @@
 //!   senders. A client always uses the same shared connection of a node (sticky by client
 //!   id) so its own commands to that node stay in order.
 //! - Dedicated connections (at most `max_dedicated_per_node`, idle ones kept for reuse)
-//!   for blocking commands and transactions: the client task drives them directly.
+//!   for blocking commands and transactions: the client task drives them directly. When
+//!   all are taken, clients queue for one (up to `dedicated_wait`) instead of failing.
+//! - One subscriber connection ([`super::hub`]) shared by every subscribed client.
 //!
 //! A node that is down fails pending and new requests at once with
 //! `ERR node <id> is unavailable: <reason>` (never its URL: it may hold a password); the
@@ -45,7 +47,7 @@ const WRITE_BATCH: usize = 1 << 20;
 pub struct NodeInfo {
     pub spec: NodeSpec,
     connect_timeout: Duration,
-    command_timeout: Duration,
+    pub(super) command_timeout: Duration,
     pub requests: AtomicU64,
     pub errors: AtomicU64,
     /// Round trips on shared connections (write of the batch → its reply).
@@ -93,6 +95,13 @@ pub struct Node {
     idle: [Mutex<Vec<Dedicated>>; 2],
     dedicated_slots: Arc<Semaphore>,
     max_dedicated: usize,
+    /// How long a blocking or transaction client queues for a dedicated connection.
+    dedicated_wait: Duration,
+    /// Clients queued for a dedicated connection: a released one is then closed rather
+    /// than kept idle, so its slot goes to them.
+    queued: AtomicU64,
+    /// The node's subscriber connection, shared by all subscribed clients.
+    pub hub: super::hub::Hub,
 }
 
 /// `up`, `connecting` or `down` for INFO.
@@ -147,6 +156,9 @@ impl Node {
             idle: [Mutex::new(Vec::new()), Mutex::new(Vec::new())],
             dedicated_slots: Arc::new(Semaphore::new(cfg.max_dedicated_per_node.max(1))),
             max_dedicated: cfg.max_dedicated_per_node.max(1),
+            dedicated_wait: cfg.dedicated_wait,
+            queued: AtomicU64::new(0),
+            hub: super::hub::Hub::start(info.clone()),
             info,
         }
     }
@@ -219,16 +231,7 @@ impl Node {
                 return Ok(d);
             }
         }
-        let permit = self
-            .dedicated_slots
-            .clone()
-            .try_acquire_owned()
-            .map_err(|_| {
-                format!(
-                    "ERR too many blocking or transaction clients on node {}",
-                    self.id()
-                )
-            })?;
+        let permit = self.slot().await?;
         let (stream, buf) = connect(&self.info, resp3).await.map_err(|e| {
             self.info.errors.fetch_add(1, Ordering::Relaxed);
             self.info.unavailable(&e)
@@ -244,12 +247,51 @@ impl Node {
         })
     }
 
+    /// A slot in the dedicated pool; when all are taken, waits in line (FIFO) for one, for
+    /// `dedicated_wait`.
+    async fn slot(&self) -> Result<OwnedSemaphorePermit, String> {
+        let slots = self.dedicated_slots.clone();
+        if let Ok(p) = slots.clone().try_acquire_owned() {
+            return Ok(p);
+        }
+        self.queued.fetch_add(1, Ordering::Relaxed);
+        let _unqueue = Unqueue(&self.queued);
+        // One released just before we queued may sit idle, holding its slot.
+        for idle in &self.idle {
+            idle.lock().clear();
+        }
+        match tokio::time::timeout(self.dedicated_wait, slots.acquire_owned()).await {
+            Ok(Ok(p)) => Ok(p),
+            _ => {
+                self.info.errors.fetch_add(1, Ordering::Relaxed);
+                Err(format!(
+                    "ERR too many blocking or transaction clients on node {}: none of its {} dedicated connections (max-dedicated-per-node) came free within {} ms (dedicated-wait-ms)",
+                    self.id(),
+                    self.max_dedicated,
+                    self.dedicated_wait.as_millis()
+                ))
+            }
+        }
+    }
+
     /// Returns a dedicated connection in a clean state (no MULTI/WATCH/pending reply).
     pub fn release(&self, d: Dedicated) {
+        if self.queued.load(Ordering::Relaxed) > 0 {
+            return;
+        }
         let mut idle = self.idle[d.resp3 as usize].lock();
         if idle.len() < IDLE_DEDICATED {
             idle.push(d);
         }
+    }
+}
+
+/// Leaves the dedicated-connection queue however the wait ends (also when cancelled).
+struct Unqueue<'a>(&'a AtomicU64);
+
+impl Drop for Unqueue<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -266,11 +308,6 @@ pub struct Dedicated {
 }
 
 impl Dedicated {
-    /// The stream, bytes already read from it, and its slot in the node's dedicated pool.
-    pub fn into_parts(self) -> (TcpStream, BytesMut, OwnedSemaphorePermit) {
-        (self.stream, self.buf, self._permit)
-    }
-
     pub async fn write(&mut self, bytes: &[u8]) -> Result<(), String> {
         self.stream
             .write_all(bytes)
@@ -305,7 +342,7 @@ impl Dedicated {
 
 /// Connects and prepares a connection: AUTH, HELLO 3 for RESP3, SELECT db. Returns the
 /// stream and any bytes read past the handshake replies. Errors never hold the URL.
-async fn connect(info: &NodeInfo, resp3: bool) -> Result<(TcpStream, BytesMut), String> {
+pub(super) async fn connect(info: &NodeInfo, resp3: bool) -> Result<(TcpStream, BytesMut), String> {
     let spec = &info.spec;
     let stream = tokio::time::timeout(info.connect_timeout, TcpStream::connect(spec.addr()))
         .await

@@ -1,66 +1,33 @@
-//! Subscriptions through the proxy.
+//! Subscriptions through the proxy (the client's side).
 //!
 //! PUBLISH/SPUBLISH go to the node owning the channel name (route.rs), so a client's
-//! SUBSCRIBE/SSUBSCRIBE for a channel is made on that node, and PSUBSCRIBE on every node
-//! (a pattern can match channels anywhere). Each node the client subscribes on gets one
-//! dedicated connection whose reader task forwards messages to the client.
+//! SUBSCRIBE/SSUBSCRIBE for a channel is registered with that node's subscriber hub, and
+//! PSUBSCRIBE with every node's (a pattern can match channels anywhere). A hub
+//! ([`super::hub`]) multiplexes every client's subscriptions over one connection per node
+//! and queues each message to the clients of its name.
 //!
 //! The proxy keeps the client's channels and patterns itself and answers the
 //! (un)subscribe confirmations locally, with the counts the client expects (channels +
-//! patterns, shard channels apart, as Redis counts them); the nodes' own confirmations
-//! (per-node counts, one per node for patterns) are not forwarded, but the proxy waits
-//! for them before confirming: once the client holds its confirmation, a message
-//! published afterwards (from any connection) reaches it, as with Redis. If a subscription
-//! connection breaks, the client is disconnected so that its reconnect logic subscribes
-//! again: silently losing messages would be worse.
+//! patterns, shard channels apart, as Redis counts them). A subscription is confirmed once
+//! the node confirmed it to the hub: from then on a message published (from any
+//! connection) reaches the client, as with Redis. Messages queued before an unsubscribe
+//! is processed are written before its confirmation, none after it.
 
+use super::hub::{Hub, Sink};
 use super::node::Node;
-use super::resp::{self, Frame};
+use super::resp;
 use bytes::{Bytes, BytesMut};
 use std::collections::{BTreeSet, HashMap};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
-use std::time::Duration;
-use tokio::io::AsyncWriteExt;
-use tokio::net::tcp::OwnedWriteHalf;
-use tokio::sync::{mpsc, Notify};
+use tokio::sync::mpsc;
 
-/// How long a node may take to confirm a (un)subscribe.
-const CONFIRM_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// Confirmations read from one node's subscription connection.
-#[derive(Default)]
-struct Confirmed {
-    count: AtomicU64,
-    notify: Notify,
-}
-
-impl Confirmed {
-    /// A broken connection confirms everything: the client task gets the error instead.
-    fn close(&self) {
-        self.count.store(u64::MAX, Ordering::Release);
-        self.notify.notify_waiters();
-    }
-}
-
-/// The writing half of a node subscription connection and what it confirmed.
-struct Writer {
-    wr: OwnedWriteHalf,
-    confirmed: Arc<Confirmed>,
-    /// Confirmations asked for so far.
-    expected: u64,
-}
-
-/// A frame from a node's subscription connection, or why it broke.
+/// A message frame for the client (already in its protocol), or why its subscriptions
+/// broke (it is then disconnected).
 pub type Incoming = Result<Bytes, String>;
 
-/// Messages waiting for a slow subscriber beyond this disconnect it (Redis's
-/// client-output-buffer-limit for pubsub plays the same role).
-const MAX_QUEUED: usize = 32 << 20;
-
-#[derive(Default)]
 pub struct PubSub {
-    writers: HashMap<usize, Writer>,
+    client: u64,
     tx: Option<mpsc::UnboundedSender<Incoming>>,
     pub rx: Option<mpsc::UnboundedReceiver<Incoming>>,
     channels: BTreeSet<Bytes>,
@@ -68,9 +35,21 @@ pub struct PubSub {
     shard: BTreeSet<Bytes>,
     /// Bytes handed to the client task and not yet written to the client.
     pub queued: Arc<AtomicUsize>,
+    /// Set off by a hub when this client's queue went over its limit.
+    pub overflow: Arc<tokio::sync::Notify>,
+    /// Hubs that may hold registrations of this client (told to forget it on drop).
+    joined: HashMap<usize, Hub>,
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
+impl Drop for PubSub {
+    fn drop(&mut self) {
+        for hub in self.joined.values() {
+            hub.leave(self.client);
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub enum Kind {
     Channel,
     Pattern,
@@ -123,6 +102,20 @@ pub fn push(resp3: bool, items: &[Option<&[u8]>], count: Option<i64>) -> Bytes {
 }
 
 impl PubSub {
+    pub fn new(client: u64) -> PubSub {
+        PubSub {
+            client,
+            tx: None,
+            rx: None,
+            channels: BTreeSet::new(),
+            patterns: BTreeSet::new(),
+            shard: BTreeSet::new(),
+            queued: Arc::new(AtomicUsize::new(0)),
+            overflow: Arc::new(tokio::sync::Notify::new()),
+            joined: HashMap::new(),
+        }
+    }
+
     /// Subscriptions counted by Redis for the RESP2 "subscribed mode".
     pub fn active(&self) -> bool {
         !(self.channels.is_empty() && self.patterns.is_empty() && self.shard.is_empty())
@@ -143,42 +136,40 @@ impl PubSub {
         }
     }
 
-    /// The node's subscription connection, opened on first use.
-    async fn writer(
-        &mut self,
-        nodes: &[Node],
-        node: usize,
-        resp3: bool,
-    ) -> Result<&mut Writer, String> {
-        if !self.writers.contains_key(&node) {
-            let d = nodes[node].dedicated(resp3).await?;
-            let (stream, buf, permit) = d.into_parts();
-            let (rd, wr) = stream.into_split();
-            if self.tx.is_none() {
-                let (tx, rx) = mpsc::unbounded_channel();
-                self.tx = Some(tx);
-                self.rx = Some(rx);
-            }
-            let tx = self.tx.clone().expect("set above");
-            let id = nodes[node].id().to_string();
-            let queued = self.queued.clone();
-            let confirmed = Arc::new(Confirmed::default());
-            let c = confirmed.clone();
-            tokio::spawn(async move {
-                let _permit = permit;
-                forward(rd, buf, tx, id, queued, &c).await;
-                c.close();
-            });
-            self.writers.insert(
-                node,
-                Writer {
-                    wr,
-                    confirmed,
-                    expected: 0,
-                },
-            );
+    fn sink(&mut self, resp3: bool) -> Sink {
+        if self.tx.is_none() {
+            let (tx, rx) = mpsc::unbounded_channel();
+            self.tx = Some(tx);
+            self.rx = Some(rx);
         }
-        Ok(self.writers.get_mut(&node).expect("inserted above"))
+        Sink {
+            tx: self.tx.clone().expect("set above"),
+            queued: self.queued.clone(),
+            overflow: self.overflow.clone(),
+            resp3,
+        }
+    }
+
+    /// Which nodes' hubs hear about each name.
+    fn per_node(
+        &self,
+        nodes: &[Node],
+        owner: impl Fn(&[u8]) -> usize,
+        kind: Kind,
+        names: &[Bytes],
+    ) -> HashMap<usize, Vec<Bytes>> {
+        let mut per_node: HashMap<usize, Vec<Bytes>> = HashMap::new();
+        for n in names {
+            match kind {
+                Kind::Pattern => {
+                    for t in 0..nodes.len() {
+                        per_node.entry(t).or_default().push(n.clone());
+                    }
+                }
+                _ => per_node.entry(owner(n)).or_default().push(n.clone()),
+            }
+        }
+        per_node
     }
 
     /// Runs one (un)subscribe command; returns the confirmations for the client.
@@ -192,54 +183,68 @@ impl PubSub {
         names: &[Bytes],
     ) -> Result<Bytes, String> {
         let (sub_name, unsub_name) = kind.names();
+        let cmd = if subscribe { sub_name } else { unsub_name };
         // Unsubscribing from everything names the current set.
         let names: Vec<Bytes> = if names.is_empty() && !subscribe {
             self.set(kind).iter().cloned().collect()
         } else {
             names.to_vec()
         };
-        // Which nodes hear about which names.
-        let mut per_node: HashMap<usize, Vec<Bytes>> = HashMap::new();
-        for n in &names {
-            let targets: Vec<usize> = match kind {
-                Kind::Pattern => (0..nodes.len()).collect(),
-                _ => vec![owner(n)],
-            };
-            for t in targets {
-                // Only nodes we are subscribed on need an unsubscribe.
-                if subscribe || self.writers.contains_key(&t) {
-                    per_node.entry(t).or_default().push(n.clone());
+        if subscribe {
+            // Only names new to this client need the hubs (Redis confirms the others
+            // again with the same count).
+            let mut fresh: Vec<Bytes> = Vec::new();
+            for n in &names {
+                if !self.set(kind).contains(n) && !fresh.contains(n) {
+                    fresh.push(n.clone());
                 }
             }
-        }
-        let cmd = if subscribe { sub_name } else { unsub_name };
-        let mut waits = Vec::with_capacity(per_node.len());
-        for (node, list) in per_node {
-            let n = list.len() as u64;
-            let mut args = vec![Bytes::from_static(cmd.as_bytes())];
-            args.extend(list);
-            let bytes = resp::command(&args);
-            let w = self.writer(nodes, node, resp3).await?;
-            w.wr.write_all(&bytes)
-                .await
-                .map_err(|e| nodes[node].info.unavailable(&e.to_string()))?;
-            w.expected += n;
-            waits.push((node, w.confirmed.clone(), w.expected));
-        }
-        // The node confirms one frame per name, in order.
-        for (node, confirmed, expected) in waits {
-            let wait = async {
-                loop {
-                    let notified = confirmed.notify.notified();
-                    if confirmed.count.load(Ordering::Acquire) >= expected {
-                        return;
-                    }
-                    notified.await;
+            let sink = self.sink(resp3);
+            let per_node = self.per_node(nodes, &owner, kind, &fresh);
+            let mut waits = Vec::with_capacity(per_node.len());
+            for (node, list) in per_node {
+                let hub = nodes[node].hub.clone();
+                self.joined.entry(node).or_insert_with(|| hub.clone());
+                waits.push((node, list, hub));
+            }
+            let asked: Vec<_> = waits
+                .iter()
+                .map(|(_, list, hub)| hub.subscribe(self.client, sink.clone(), kind, list.clone()))
+                .collect();
+            let mut failed = None;
+            for a in asked {
+                if let Err(e) = a.wait().await {
+                    failed.get_or_insert(e);
                 }
-            };
-            tokio::time::timeout(CONFIRM_TIMEOUT, wait)
-                .await
-                .map_err(|_| nodes[node].info.unavailable("subscription not confirmed"))?;
+            }
+            if let Some(e) = failed {
+                // All or nothing, as one Redis does: drop what the other hubs registered.
+                let undo: Vec<_> = waits
+                    .iter()
+                    .map(|(_, list, hub)| hub.unsubscribe(self.client, kind, list.clone()))
+                    .collect();
+                for u in undo {
+                    let _ = u.wait().await;
+                }
+                return Err(e);
+            }
+        } else {
+            let mine: Vec<Bytes> = names
+                .iter()
+                .filter(|n| self.set(kind).contains(*n))
+                .cloned()
+                .collect();
+            let per_node = self.per_node(nodes, &owner, kind, &mine);
+            let asked: Vec<_> = per_node
+                .into_iter()
+                .filter_map(|(node, list)| {
+                    let hub = self.joined.get(&node)?;
+                    Some(hub.unsubscribe(self.client, kind, list))
+                })
+                .collect();
+            for a in asked {
+                let _ = a.wait().await;
+            }
         }
         let mut out = BytesMut::new();
         if names.is_empty() {
@@ -263,71 +268,6 @@ impl PubSub {
     }
 }
 
-/// Node confirmations are answered by the proxy itself: counted, not forwarded.
-fn is_confirmation(frame: &Bytes) -> bool {
-    let Ok(Frame::Array(kids)) = resp::decode(frame) else {
-        return false;
-    };
-    let Some(Ok(Frame::Bulk(kind))) = kids.first().map(resp::decode) else {
-        return false;
-    };
-    matches!(
-        &kind[..],
-        b"subscribe"
-            | b"unsubscribe"
-            | b"psubscribe"
-            | b"punsubscribe"
-            | b"ssubscribe"
-            | b"sunsubscribe"
-    )
-}
-
-/// Reads a subscription connection and hands messages to the client task.
-async fn forward(
-    mut rd: tokio::net::tcp::OwnedReadHalf,
-    mut buf: BytesMut,
-    tx: mpsc::UnboundedSender<Incoming>,
-    id: String,
-    queued: Arc<AtomicUsize>,
-    confirmed: &Confirmed,
-) {
-    use tokio::io::AsyncReadExt;
-    let mut scan = resp::Scanner::default();
-    loop {
-        loop {
-            match scan.scan(&buf) {
-                Ok(Some(n)) => {
-                    let f = buf.split_to(n).freeze();
-                    if is_confirmation(&f) {
-                        confirmed.count.fetch_add(1, Ordering::AcqRel);
-                        confirmed.notify.notify_waiters();
-                        continue;
-                    }
-                    if queued.fetch_add(f.len(), Ordering::Relaxed) + f.len() > MAX_QUEUED {
-                        let _ = tx.send(Err("subscriber too slow: output limit reached".into()));
-                        return;
-                    }
-                    if tx.send(Ok(f)).is_err() {
-                        return;
-                    }
-                }
-                Ok(None) => break,
-                Err(e) => {
-                    let _ = tx.send(Err(format!("bad reply from node {id}: {}", e.0)));
-                    return;
-                }
-            }
-        }
-        match rd.read_buf(&mut buf).await {
-            Ok(n) if n > 0 => {}
-            _ => {
-                let _ = tx.send(Err(format!("subscription connection to node {id} lost")));
-                return;
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -342,15 +282,5 @@ mod tests {
             &push(true, &[Some(b"unsubscribe"), None], Some(0))[..],
             b">3\r\n$11\r\nunsubscribe\r\n_\r\n:0\r\n"
         );
-        assert!(is_confirmation(&push(
-            true,
-            &[Some(b"psubscribe"), Some(b"p*")],
-            Some(2)
-        )));
-        assert!(!is_confirmation(&push(
-            false,
-            &[Some(b"message"), Some(b"c"), Some(b"m")],
-            None
-        )));
     }
 }
