@@ -118,12 +118,8 @@ impl Log {
 
 /// Hides what legitimately differs between runs: a function's running time.
 fn normalize(s: &str) -> String {
-    // KNOWN DIVERGENCE, owned by the sandbox branch (it rewrites the kill hook): respite's
-    // killed-script error carries mlua's "runtime error: " prefix. Remove this line once
-    // that branch is merged, so the text is compared exactly again.
-    let s = &s.replace("-runtime error: ERR Script killed", "-ERR Script killed");
     let mut out = String::new();
-    let mut rest = s.as_str();
+    let mut rest = s;
     while let Some(i) = rest.find("\"duration_ms\", :") {
         let (head, tail) = rest.split_at(i + "\"duration_ms\", :".len());
         out.push_str(head);
@@ -416,13 +412,11 @@ fn timedout_killed_even_when_use_pcall(kind: Kind) {
 }
 
 #[test]
-#[ignore = "needs the sandbox branch's pcall kill fix"]
 fn timedout_scripts_can_be_killed_even_when_use_pcall() {
     timedout_killed_even_when_use_pcall(Kind::Eval);
 }
 
 #[test]
-#[ignore = "needs the sandbox branch's pcall kill fix"]
 fn timedout_functions_can_be_killed_even_when_use_pcall() {
     timedout_killed_even_when_use_pcall(Kind::Function);
 }
