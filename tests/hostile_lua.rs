@@ -674,7 +674,8 @@ fn cve_2025_46819_long_string_delimiter_errors_are_clean() {
             "local s = [=[\n\n]=] return [=",
             "3: invalid long string delimiter near '[='",
         ),
-        // Level 0 nesting is an error in Redis's Lua (LUA_COMPAT_LSTR 1); other levels nest.
+        // Level 0 nesting is an error in Redis's own deps/lua (LUA_COMPAT_LSTR 1, as here;
+        // Debian's redis-server links another Lua build that accepts it). Other levels nest.
         (
             "return [[a[[b]]",
             "1: nesting of [[...]] is deprecated near '['",
