@@ -138,6 +138,11 @@ static void inclinenumber (LexState *ls) {
 
 
 void luaX_setinput (lua_State *L, LexState *ls, ZIO *z, TString *source) {
+  /* respite: no current token yet. The LexState lives uninitialised on the C stack, and
+  ** an error raised while reading the first token ("chunk has too many lines" after
+  ** 2^31 newlines from a `load` reader) names ls->t.token: garbage indexed luaX_tokens
+  ** out of bounds. 0 means "no token", so the message has no "near" part. */
+  ls->t.token = 0;
   ls->decpoint = '.';
   ls->L = L;
   ls->lookahead.token = TK_EOS;  /* no look-ahead token */
@@ -207,8 +212,19 @@ static void read_numeral (LexState *ls, SemInfo *seminfo) {
 }
 
 
-static int skip_sep (LexState *ls) {
-  int count = 0;
+/*
+** respite (CVE-2025-46819): the level of a long bracket was an `int` (the count of '=')
+** and read_long_string cut the string at `2 + sep` from each end, so 2^30 '=' (a chunk
+** built with string.rep and loadstring) overflowed `2*(2 + sep)` and the lexer read far
+** outside its buffer. The level is now a size_t, which the buffer length bounds, and is
+** returned with no signed encoding: the full bracket width `level + 2` for `[=*[` (or
+** `]=*]`), SEP_LONE for a lone bracket, SEP_INVALID for `[=*` without its second bracket.
+*/
+#define SEP_INVALID	((size_t)0)
+#define SEP_LONE	((size_t)1)
+
+static size_t skip_sep (LexState *ls) {
+  size_t count = 0;
   int s = ls->current;
   lua_assert(s == '[' || s == ']');
   save_and_next(ls);
@@ -216,11 +232,13 @@ static int skip_sep (LexState *ls) {
     save_and_next(ls);
     count++;
   }
-  return (ls->current == s) ? count : (-count) - 1;
+  if (ls->current == s)
+    return count + 2;
+  return (count == 0) ? SEP_LONE : SEP_INVALID;
 }
 
 
-static void read_long_string (LexState *ls, SemInfo *seminfo, int sep) {
+static void read_long_string (LexState *ls, SemInfo *seminfo, size_t sep) {
   int cont = 0;
   (void)(cont);  /* avoid warnings when `cont' is not used */
   save_and_next(ls);  /* skip 2nd `[' */
@@ -238,7 +256,7 @@ static void read_long_string (LexState *ls, SemInfo *seminfo, int sep) {
           save_and_next(ls);  /* skip 2nd `[' */
           cont++;
 #if LUA_COMPAT_LSTR == 1
-          if (sep == 0)
+          if (sep == 2)  /* respite: level 0, `[[` (sep is now the bracket width) */
             luaX_lexerror(ls, "nesting of [[...]] is deprecated", '[');
 #endif
         }
@@ -250,7 +268,7 @@ static void read_long_string (LexState *ls, SemInfo *seminfo, int sep) {
           save_and_next(ls);  /* skip 2nd `]' */
 #if defined(LUA_COMPAT_LSTR) && LUA_COMPAT_LSTR == 2
           cont--;
-          if (sep == 0 && cont >= 0) break;
+          if (sep == 2 && cont >= 0) break;  /* respite: level 0 */
 #endif
           goto endloop;
         }
@@ -269,9 +287,9 @@ static void read_long_string (LexState *ls, SemInfo *seminfo, int sep) {
       }
     }
   } endloop:
-  if (seminfo)
-    seminfo->ts = luaX_newstring(ls, luaZ_buffer(ls->buff) + (2 + sep),
-                                     luaZ_bufflen(ls->buff) - 2*(2 + sep));
+  if (seminfo)  /* respite: both brackets are `sep` wide, in size_t arithmetic */
+    seminfo->ts = luaX_newstring(ls, luaZ_buffer(ls->buff) + sep,
+                                     luaZ_bufflen(ls->buff) - 2*sep);
 }
 
 
@@ -346,9 +364,9 @@ static int llex (LexState *ls, SemInfo *seminfo) {
         /* else is a comment */
         next(ls);
         if (ls->current == '[') {
-          int sep = skip_sep(ls);
+          size_t sep = skip_sep(ls);
           luaZ_resetbuffer(ls->buff);  /* `skip_sep' may dirty the buffer */
-          if (sep >= 0) {
+          if (sep > SEP_LONE) {  /* respite: size_t level, see skip_sep */
             read_long_string(ls, NULL, sep);  /* long comment */
             luaZ_resetbuffer(ls->buff);
             continue;
@@ -360,12 +378,12 @@ static int llex (LexState *ls, SemInfo *seminfo) {
         continue;
       }
       case '[': {
-        int sep = skip_sep(ls);
-        if (sep >= 0) {
+        size_t sep = skip_sep(ls);  /* respite: size_t level, see skip_sep */
+        if (sep > SEP_LONE) {
           read_long_string(ls, seminfo, sep);
           return TK_STRING;
         }
-        else if (sep == -1) return '[';
+        else if (sep == SEP_LONE) return '[';
         else luaX_lexerror(ls, "invalid long string delimiter", TK_STRING);
       }
       case '=': {
