@@ -1,0 +1,179 @@
+//! The Lua libraries' decoders (cjson, cmsgpack, struct), called as scripts call them, with
+//! the input as a Lua string. One Lua state per thread, with the libraries only (the
+//! narrowest state that has them) and a memory limit, so a hostile input fails with a Lua
+//! error rather than exhausting memory.
+
+use mlua::{Function, Lua};
+
+/// Memory a decoder may use before it fails with "not enough memory".
+const MEMORY_LIMIT: usize = 256 << 20;
+
+/// Checks shared by the targets: `deep_eq` compares decoded values (NaN equal to itself).
+const PRELUDE: &str = r#"
+local function deep_eq(a, b, depth)
+  if a == b then return true end
+  if a ~= a and b ~= b then return true end
+  if type(a) ~= "table" or type(b) ~= "table" then return false end
+  if depth > 2000 then return false end
+  for k, v in pairs(a) do
+    if not deep_eq(v, b[k], depth + 1) then return false end
+  end
+  for k in pairs(b) do
+    if a[k] == nil then return false end
+  end
+  return true
+end
+return deep_eq
+"#;
+
+/// cjson: decode; whatever decodes and encodes decodes again, and from the second round on
+/// (numbers are printed with 14 digits, so the first may round) decode∘encode is the
+/// identity.
+const CJSON: &str = r#"
+local deep_eq, s = ...
+local ok, v = pcall(cjson.decode, s)
+if not ok then return end
+local ok2, e1 = pcall(cjson.encode, v)
+if not ok2 then return end
+local v2 = cjson.decode(e1)
+local e2 = cjson.encode(v2)
+local v3 = cjson.decode(e2)
+assert(deep_eq(v2, v3, 0), "cjson round trip changed the value: " .. e1 .. " / " .. e2)
+"#;
+
+/// cmsgpack: the three unpackers (with an offset and limit taken from the input's first
+/// bytes); whatever unpacks packs and unpacks back to equal values.
+const CMSGPACK: &str = r#"
+local deep_eq, s, limit, offset = ...
+pcall(cmsgpack.unpack_one, s, offset)
+pcall(cmsgpack.unpack_limit, s, limit, offset)
+local r = {pcall(cmsgpack.unpack, s)}
+if not r[1] then return end
+local n = #r - 1
+if n == 0 then return end
+local vals = {}
+for i = 1, n do vals[i] = r[i + 1] end
+local ok, p1 = pcall(cmsgpack.pack, unpack(vals, 1, n))
+if not ok then return end
+local a = {cmsgpack.unpack(p1)}
+local p2 = cmsgpack.pack(unpack(a, 1, n))
+local b = {cmsgpack.unpack(p2)}
+assert(#a == n and #b == n, "cmsgpack round trip changed the value count")
+for i = 1, n do
+  assert(deep_eq(a[i], b[i], 0), "cmsgpack round trip changed value " .. i)
+end
+"#;
+
+/// struct: unpack with a format from the input (and a start position), size, and pack of
+/// what unpacked; repacking what that packs unpacks to equal values.
+const STRUCT: &str = r#"
+local deep_eq, fmt, data, init = ...
+pcall(struct.size, fmt)
+pcall(struct.unpack, fmt, data, init)
+local r = {pcall(struct.unpack, fmt, data)}
+if not r[1] then return end
+local n = #r - 2 -- the last value is the next position
+if n < 0 then return end
+local vals = {}
+for i = 1, n do vals[i] = r[i + 1] end
+local ok, p = pcall(struct.pack, fmt, unpack(vals, 1, n))
+if not ok then return end
+local a = {pcall(struct.unpack, fmt, p)}
+if not a[1] then return end
+local ok2, p2 = pcall(struct.pack, fmt, unpack(a, 2, n + 1))
+if not ok2 then return end
+local b = {struct.unpack(fmt, p2)}
+for i = 1, n do
+  assert(deep_eq(a[i + 1], b[i], 0), "struct round trip changed value " .. i)
+end
+"#;
+
+struct State {
+    lua: Lua,
+    deep_eq: Function,
+    cjson: Function,
+    cmsgpack: Function,
+    structlib: Function,
+    runs: u32,
+}
+
+fn state() -> State {
+    let lua = Lua::new();
+    crate::script::open_libraries(&lua).expect("open the libraries");
+    lua.set_memory_limit(MEMORY_LIMIT).expect("memory limit");
+    let load = |src: &str, name: &str| -> Function {
+        lua.load(src)
+            .set_name(name)
+            .into_function()
+            .expect("compile")
+    };
+    let deep_eq: Function = load(PRELUDE, "prelude").call(()).expect("prelude");
+    State {
+        cjson: load(CJSON, "cjson"),
+        cmsgpack: load(CMSGPACK, "cmsgpack"),
+        structlib: load(STRUCT, "struct"),
+        deep_eq,
+        lua,
+        runs: 0,
+    }
+}
+
+thread_local! {
+    static STATE: std::cell::RefCell<Option<State>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `f` on this thread's state; a Lua error raised by the checks (not by the library
+/// under test, whose errors the scripts catch) is an invariant violation.
+fn with_state(f: impl FnOnce(&State) -> mlua::Result<()>) {
+    STATE.with(|s| {
+        let mut s = s.borrow_mut();
+        let st = s.get_or_insert_with(state);
+        if let Err(e) = f(st) {
+            if !e.to_string().contains("not enough memory") {
+                panic!("{e}");
+            }
+        }
+        st.runs += 1;
+        if st.runs % 256 == 0 {
+            let _ = st.lua.gc_collect();
+        }
+    });
+}
+
+/// `cjson.decode` on the input, then the round trip.
+pub fn lua_cjson(data: &[u8]) {
+    with_state(|st| {
+        let s = st.lua.create_string(data)?;
+        st.cjson.call::<()>((st.deep_eq.clone(), s))
+    });
+}
+
+/// The cmsgpack unpackers on the input after two bytes that give a limit and an offset.
+pub fn lua_cmsgpack(data: &[u8]) {
+    let (limit, offset, body) = match data {
+        [l, o, rest @ ..] => (i64::from(*l as i8), i64::from(*o as i8), rest),
+        _ => (0, 0, data),
+    };
+    with_state(|st| {
+        let s = st.lua.create_string(body)?;
+        st.cmsgpack
+            .call::<()>((st.deep_eq.clone(), s, limit, offset))
+    });
+}
+
+/// struct on a format and data from the input: first byte is the format's length, second
+/// the start position for one `unpack`.
+pub fn lua_struct(data: &[u8]) {
+    let [n, init, rest @ ..] = data else {
+        return;
+    };
+    let n = (*n as usize).min(rest.len());
+    let (fmt, body) = rest.split_at(n);
+    let init = i64::from(*init as i8);
+    with_state(|st| {
+        let fmt = st.lua.create_string(fmt)?;
+        let body = st.lua.create_string(body)?;
+        st.structlib
+            .call::<()>((st.deep_eq.clone(), fmt, body, init))
+    });
+}
