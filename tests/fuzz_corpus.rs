@@ -147,3 +147,28 @@ fn write_seeds() {
         std::fs::write(dir.join(name), data).unwrap();
     }
 }
+
+/// How long each corpus input of a target takes (a slow input is a hang in waiting).
+#[test]
+#[ignore = "timing report"]
+fn time_corpus() {
+    for (name, f) in respite::fuzzing::TARGETS {
+        let mut worst = (std::time::Duration::ZERO, PathBuf::new());
+        let mut total = std::time::Duration::ZERO;
+        for path in files(&fuzz_dir().join("corpus").join(name)) {
+            let data = std::fs::read(&path).unwrap();
+            let t = std::time::Instant::now();
+            f(&data);
+            let d = t.elapsed();
+            total += d;
+            if d > worst.0 {
+                worst = (d, path);
+            }
+        }
+        println!(
+            "{name}: total {total:?}, slowest {:?} {}",
+            worst.0,
+            worst.1.display()
+        );
+    }
+}

@@ -616,7 +616,8 @@ impl Model {
                 }
             }
             "lset" => {
-                let i = num(&a[2]);
+                // Redis 7.2 passes the index on as a C int (respite does the same).
+                let i = i64::from(num(&a[2]) as i32);
                 let Some(l) = get!(List) else {
                     return err("ERR no such key");
                 };
@@ -849,15 +850,34 @@ pub fn commands_model(data: &[u8]) {
     } else {
         &[]
     };
-    let srv = server(params);
-    let mut c = client(&srv);
+    let tiny = !params.is_empty();
+    // Starting a server costs more than a whole input: keep one per configuration and
+    // empty it between inputs (the model's commands leave no other state behind).
+    thread_local! {
+        static SERVERS: std::cell::RefCell<Vec<(bool, Arc<Shared>, Client)>> =
+            const { std::cell::RefCell::new(Vec::new()) };
+    }
+    SERVERS.with(|s| {
+        let mut s = s.borrow_mut();
+        if !s.iter().any(|(t, _, _)| *t == tiny) {
+            let srv = server(params);
+            let c = client(&srv);
+            s.push((tiny, srv, c));
+        }
+        let (_, srv, c) = s.iter_mut().find(|(t, _, _)| *t == tiny).expect("cached");
+        c.run(srv, vec![Bytes::from_static(b"FLUSHALL")]);
+        run_model(&mut inp, srv, c);
+    });
+}
+
+fn run_model(inp: &mut Input, srv: &Arc<Shared>, c: &mut Client) {
     let mut model = Model::default();
     let mut steps = 0;
     while !inp.is_empty() && steps < 128 {
         steps += 1;
-        let args = model_command(&mut inp);
+        let args = model_command(inp);
         let expect = model.run(&args);
-        let got = c.run(&srv, args.iter().map(|a| Bytes::from(a.clone())).collect());
+        let got = c.run(srv, args.iter().map(|a| Bytes::from(a.clone())).collect());
         assert_eq!(
             String::from_utf8_lossy(&resp2(&got)),
             String::from_utf8_lossy(&resp2(&expect)),

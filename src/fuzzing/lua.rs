@@ -8,7 +8,8 @@ use mlua::{Function, Lua};
 /// Memory a decoder may use before it fails with "not enough memory".
 const MEMORY_LIMIT: usize = 256 << 20;
 
-/// Checks shared by the targets: `deep_eq` compares decoded values (NaN equal to itself).
+/// Checks shared by the targets, prepended to each: `deep_eq` compares decoded values (NaN
+/// equal to itself).
 const PRELUDE: &str = r#"
 local function deep_eq(a, b, depth)
   if a == b then return true end
@@ -23,14 +24,13 @@ local function deep_eq(a, b, depth)
   end
   return true
 end
-return deep_eq
 "#;
 
 /// cjson: decode; whatever decodes and encodes decodes again, and from the second round on
 /// (numbers are printed with 14 digits, so the first may round) decode∘encode is the
 /// identity.
 const CJSON: &str = r#"
-local deep_eq, s = ...
+local s = ...
 local ok, v = pcall(cjson.decode, s)
 if not ok then return end
 local ok2, e1 = pcall(cjson.encode, v)
@@ -44,7 +44,7 @@ assert(deep_eq(v2, v3, 0), "cjson round trip changed the value: " .. e1 .. " / "
 /// cmsgpack: the three unpackers (with an offset and limit taken from the input's first
 /// bytes); whatever unpacks packs and unpacks back to equal values.
 const CMSGPACK: &str = r#"
-local deep_eq, s, limit, offset = ...
+local s, limit, offset = ...
 pcall(cmsgpack.unpack_one, s, offset)
 pcall(cmsgpack.unpack_limit, s, limit, offset)
 local r = {pcall(cmsgpack.unpack, s)}
@@ -67,7 +67,7 @@ end
 /// struct: unpack with a format from the input (and a start position), size, and pack of
 /// what unpacked; repacking what that packs unpacks to equal values.
 const STRUCT: &str = r#"
-local deep_eq, fmt, data, init = ...
+local fmt, data, init = ...
 pcall(struct.size, fmt)
 pcall(struct.unpack, fmt, data, init)
 local r = {pcall(struct.unpack, fmt, data)}
@@ -90,7 +90,6 @@ end
 
 struct State {
     lua: Lua,
-    deep_eq: Function,
     cjson: Function,
     cmsgpack: Function,
     structlib: Function,
@@ -102,17 +101,15 @@ fn state() -> State {
     crate::script::open_libraries(&lua).expect("open the libraries");
     lua.set_memory_limit(MEMORY_LIMIT).expect("memory limit");
     let load = |src: &str, name: &str| -> Function {
-        lua.load(src)
+        lua.load(format!("{PRELUDE}{src}"))
             .set_name(name)
             .into_function()
             .expect("compile")
     };
-    let deep_eq: Function = load(PRELUDE, "prelude").call(()).expect("prelude");
     State {
         cjson: load(CJSON, "cjson"),
         cmsgpack: load(CMSGPACK, "cmsgpack"),
         structlib: load(STRUCT, "struct"),
-        deep_eq,
         lua,
         runs: 0,
     }
@@ -144,7 +141,7 @@ fn with_state(f: impl FnOnce(&State) -> mlua::Result<()>) {
 pub fn lua_cjson(data: &[u8]) {
     with_state(|st| {
         let s = st.lua.create_string(data)?;
-        st.cjson.call::<()>((st.deep_eq.clone(), s))
+        st.cjson.call::<()>(s)
     });
 }
 
@@ -156,8 +153,7 @@ pub fn lua_cmsgpack(data: &[u8]) {
     };
     with_state(|st| {
         let s = st.lua.create_string(body)?;
-        st.cmsgpack
-            .call::<()>((st.deep_eq.clone(), s, limit, offset))
+        st.cmsgpack.call::<()>((s, limit, offset))
     });
 }
 
@@ -173,7 +169,6 @@ pub fn lua_struct(data: &[u8]) {
     with_state(|st| {
         let fmt = st.lua.create_string(fmt)?;
         let body = st.lua.create_string(body)?;
-        st.structlib
-            .call::<()>((st.deep_eq.clone(), fmt, body, init))
+        st.structlib.call::<()>((fmt, body, init))
     });
 }

@@ -35,12 +35,12 @@ pub const TARGETS: &[(&str, fn(&[u8]))] = &[
 // RESP request parser
 
 /// What a parser made of a whole input: the commands, then the error that ended it (if
-/// any), and how many bytes were left unconsumed.
+/// any), and how many bytes it consumed (an error consumes nothing: the connection closes).
 #[derive(Debug, PartialEq)]
 struct Parse {
     commands: Vec<Vec<Bytes>>,
     error: Option<ParseError>,
-    left: usize,
+    consumed: usize,
 }
 
 /// Feeds `data` to one parser in `chunks` (the cut points), as a connection's reads would.
@@ -50,7 +50,7 @@ fn parse_in_chunks(data: &[u8], cuts: &[usize], limits: Limits) -> Parse {
     let mut out = Parse {
         commands: Vec::new(),
         error: None,
-        left: 0,
+        consumed: 0,
     };
     let mut from = 0;
     for &cut in cuts.iter().chain(std::iter::once(&data.len())) {
@@ -72,13 +72,13 @@ fn parse_in_chunks(data: &[u8], cuts: &[usize], limits: Limits) -> Parse {
                 }
                 Err(e) => {
                     out.error = Some(e);
-                    out.left = buf.len();
+                    out.consumed = from - buf.len();
                     return out;
                 }
             }
         }
     }
-    out.left = buf.len();
+    out.consumed = data.len() - buf.len();
     out
 }
 
@@ -109,11 +109,11 @@ pub fn resp_parse(data: &[u8]) {
             authenticated,
         };
         let whole = parse_in_chunks(data, &[], limits);
-        assert!(whole.left <= data.len());
+        assert!(whole.consumed <= data.len());
         if whole.error.is_none() {
             // Only a trailing incomplete frame may be left.
             let mut p = Parser::default();
-            let mut rest = BytesMut::from(&data[data.len() - whole.left..]);
+            let mut rest = BytesMut::from(&data[whole.consumed..]);
             assert!(matches!(
                 p.parse(&mut rest, limits),
                 Ok(Parsed::Incomplete { .. })
@@ -134,7 +134,7 @@ pub fn resp_parse(data: &[u8]) {
             let frame = encode_multibulk(cmd);
             let again = parse_in_chunks(&frame, &[], Limits::default());
             assert_eq!(again.error, None);
-            assert_eq!(again.left, 0);
+            assert_eq!(again.consumed, frame.len());
             let expect: Vec<Vec<Bytes>> = vec![cmd.clone()];
             assert_eq!(again.commands, expect, "re-encoded command");
         }
