@@ -269,9 +269,74 @@ pub(super) fn commands_table() -> &'static [&'static CommandSpec] {
     })
 }
 
-/// An argument: a word, a subcommand name, or raw bytes from the input.
+/// DUMP payloads for RESTORE arguments: every type and encoding (made by a scratch server
+/// with small encoding thresholds, and the legacy encodings of the seeds).
+fn payloads() -> &'static [Vec<u8>] {
+    static P: std::sync::OnceLock<Vec<Vec<u8>>> = std::sync::OnceLock::new();
+    P.get_or_init(|| {
+        let mut out: Vec<Vec<u8>> = Vec::new();
+        let mut seeds = Vec::new();
+        super::seeds::rdb(&mut seeds);
+        out.extend(seeds.into_iter().map(|(_, _, p)| p));
+        for params in [
+            &[][..],
+            &[
+                ("list-max-listpack-size", "1"),
+                ("set-max-intset-entries", "1"),
+                ("hash-max-listpack-entries", "1"),
+                ("zset-max-listpack-entries", "1"),
+                ("stream-node-max-entries", "1"),
+            ][..],
+        ] {
+            let srv = server(params);
+            let mut c = client(&srv);
+            let lines = [
+                "SET s 12",
+                "SET s2 hello-hello-hello-hello-hello-hello",
+                "RPUSH l a 1 b 2",
+                "SADD si 1 2 3",
+                "SADD ss a b c",
+                "HSET h f v g 1",
+                "ZADD z 1 a 2.5 b",
+                "XADD x 1-1 f v",
+                "XADD x 2-1 f w g x",
+                "XGROUP CREATE x g 0",
+                "XREADGROUP GROUP g c STREAMS x >",
+            ];
+            for line in lines {
+                c.run(
+                    &srv,
+                    line.split(' ')
+                        .map(|a| Bytes::from(a.to_string()))
+                        .collect(),
+                );
+            }
+            for key in ["s", "s2", "l", "si", "ss", "h", "z", "x"] {
+                let dump = vec![Bytes::from_static(b"DUMP"), Bytes::from(key.to_string())];
+                if let Reply::Bulk(p) = c.run(&srv, dump) {
+                    out.push(p.to_vec());
+                }
+            }
+        }
+        out
+    })
+}
+
+/// An argument: a word, a subcommand name, a DUMP payload (possibly with one byte
+/// changed, its CRC fixed), or raw bytes from the input.
 fn arg(inp: &mut Input, spec: &CommandSpec, i: usize) -> Vec<u8> {
     let t = inp.byte();
+    if t == 0xDF {
+        let all = payloads();
+        let mut p = all[usize::from(inp.byte()) % all.len()].clone();
+        let (at, x) = (usize::from(inp.byte()), inp.byte());
+        if x != 0 && !p.is_empty() {
+            let n = p.len();
+            p[at % n] ^= x;
+            super::fix_payload_crc(&mut p);
+        }
+        return p;
+    }
     if t >= 0xE0 {
         return inp.take(usize::from(t - 0xE0)).to_vec();
     }

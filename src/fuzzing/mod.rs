@@ -18,9 +18,12 @@ use crate::protocol::parse::{Limits, ParseError, Parsed, Parser};
 use crate::types::rdb::{self, value as rdb_value};
 use bytes::{Bytes, BytesMut};
 
+/// A fuzz target's entry point.
+pub type Target = fn(&[u8]);
+
 /// The fuzz targets, by name: `fuzz/fuzz_targets/<name>.rs` calls the function, and
 /// `fuzz/corpus/<name>/` holds its corpus.
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+pub const TARGETS: &[(&str, Target)] = &[
     ("resp_parse", resp_parse),
     ("rdb_restore", rdb_restore),
     ("wal_decode", wal_decode),

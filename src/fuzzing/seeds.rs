@@ -55,7 +55,7 @@ fn wrap(ty: u8, blob: &[u8]) -> Vec<u8> {
     payload(ty, &w.buf)
 }
 
-fn rdb(out: &mut Vec<Seed>) {
+pub(super) fn rdb(out: &mut Vec<Seed>) {
     let mut add = |name: &str, p: Vec<u8>| out.push(("rdb_restore", format!("seed-{name}"), p));
     add(
         "list-ziplist",
@@ -290,6 +290,12 @@ pub fn encode_commands(lines: &[&str]) -> Vec<u8> {
             "the generator picks CONFIG's arguments itself"
         );
         for a in args {
+            // `@i.at.x`: DUMP payload i, byte `at` xored with x.
+            if let Some(p) = a.strip_prefix('@') {
+                out.push(0xDF);
+                out.extend(p.split('.').map(|n| n.parse::<u8>().expect("@i.at.x")));
+                continue;
+            }
             assert!(a.len() < 32, "raw arguments are at most 31 bytes");
             out.push(0xE0 + a.len() as u8);
             out.extend_from_slice(a.as_bytes());
@@ -405,6 +411,22 @@ fn commands(out: &mut Vec<Seed>) {
             "multi",
             &[
                 "MULTI", "SET k 1", "INCR k", "EXEC", "WATCH k", "MULTI", "GET k", "DISCARD",
+            ],
+        ),
+        (
+            "restore",
+            &[
+                "RESTORE k 0 @5.0.0",
+                "SADD k x",
+                "SPOP k",
+                "RESTORE k 0 @8.3.65 REPLACE",
+                "RESTORE l 0 @12.0.0",
+                "LPUSH l x",
+                "RESTORE x 0 @25.0.0",
+                "XADD x * a b",
+                "XINFO STREAM x FULL",
+                "HGETALL k",
+                "DUMP l",
             ],
         ),
         (
