@@ -172,3 +172,18 @@ fn time_corpus() {
         );
     }
 }
+
+/// Runs one committed crash reproducer through its target.
+fn regression(target_name: &str, file: &str) {
+    let path = fuzz_dir().join("regressions").join(target_name).join(file);
+    let data = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    target(target_name)(&data);
+}
+
+/// A write-ahead-log record whose whole-value zset repeats a member (and holds a NaN
+/// score) decoded into a zset whose member map and score tree disagreed; it is refused as
+/// corrupt now.
+#[test]
+fn fuzz_wal_zset_duplicate_member_nan_score() {
+    regression("wal_decode", "zset-duplicate-member-nan-score");
+}

@@ -475,13 +475,7 @@ pub fn commands(data: &[u8]) {
         let _ = c.run(&srv, args);
         let (changes, _) = journal.take(std::time::Duration::ZERO);
         if !changes.is_empty() {
-            let mut enc = Vec::new();
-            codec::encode(&changes, &mut enc);
-            let back = codec::decode(&enc, &opts)
-                .unwrap_or_else(|e| panic!("changes {changes:?} do not decode: {e}"));
-            let mut again = Vec::new();
-            codec::encode(&back, &mut again);
-            assert_eq!(enc, again, "the codec is not stable on {changes:?}");
+            super::codec_round_trip(&changes, &opts);
         }
     }
     for c in &mut clients {
