@@ -7,7 +7,7 @@ use crate::clock::Clock;
 use crate::cmd::{self, CommandSpec};
 use crate::config::Config;
 use crate::engine::journal::Journal;
-use crate::persist::{codec, LoadOptions};
+use crate::persist::LoadOptions;
 use crate::protocol::{write_reply, Reply};
 use crate::server::session::Session;
 use crate::server::state::Shared;
