@@ -20,6 +20,8 @@ pub mod clock;
 pub mod cmd;
 pub mod config;
 pub mod engine;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod persist;
 pub mod protocol;
 pub mod proxy;

@@ -228,7 +228,14 @@ pub(super) fn build_value(
             let mut z = ZSet::new(skiplist);
             for (m, v) in rows {
                 let bits = l::read_u64(&v).ok_or_else(|| corrupt("zset row"))?;
-                z.insert(Bytes::from(m), f64::from_bits(bits));
+                let score = f64::from_bits(bits);
+                // `insert` takes a new member with a real score: a repeated member (a log
+                // record's rows are not unique as a table's are) or a NaN would leave the
+                // member map and the score tree disagreeing.
+                if score.is_nan() || z.score(&m).is_some() {
+                    return Err(corrupt("zset row"));
+                }
+                z.insert(Bytes::from(m), score);
             }
             Value::ZSet(Box::new(z))
         }

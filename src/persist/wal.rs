@@ -119,11 +119,7 @@ impl Wal {
         self.buf.clear();
         self.buf.extend_from_slice(&[0u8; HEADER]);
         codec::encode(changes, &mut self.buf);
-        let len = (self.buf.len() - HEADER) as u32;
-        self.buf[0..4].copy_from_slice(&len.to_le_bytes());
-        self.buf[8..16].copy_from_slice(&rec.to_le_bytes());
-        let crc = crc32(&self.buf[8..]);
-        self.buf[4..8].copy_from_slice(&crc.to_le_bytes());
+        seal(&mut self.buf, rec);
         if let Err(e) = self.file.write_all(&self.buf) {
             // A partial append would be followed by later records: cut it off.
             let _ = self.file.set_len(self.cur_bytes);
@@ -236,22 +232,10 @@ pub fn recover(store: &Store, opts: &LoadOptions) -> Result<Recovered> {
         File::open(path)
             .and_then(|mut f| f.read_to_end(&mut data))
             .map_err(io)?;
-        let mut at = 0usize;
-        while at < data.len() {
-            let Some(h) = data.get(at..at + HEADER) else {
-                out.torn = true;
-                break 'segments;
-            };
-            let len = u32::from_le_bytes(h[0..4].try_into().expect("4 bytes")) as usize;
-            let crc = u32::from_le_bytes(h[4..8].try_into().expect("4 bytes"));
-            let rec = u64::from_le_bytes(h[8..16].try_into().expect("8 bytes"));
-            let end = at + HEADER + len;
-            if len > MAX_RECORD || end > data.len() || crc32(&data[at + 8..end]) != crc {
-                out.torn = true;
-                break 'segments;
-            }
+        let segment = scan(&data);
+        for (rec, payload) in segment.records {
             if rec > last {
-                let changes = codec::decode(&data[at + HEADER..end], opts)?;
+                let changes = codec::decode(payload, opts)?;
                 out.records += 1;
                 out.changes += changes.len() as u64;
                 pending.extend(changes);
@@ -261,7 +245,10 @@ pub fn recover(store: &Store, opts: &LoadOptions) -> Result<Recovered> {
                     pending.clear();
                 }
             }
-            at = end;
+        }
+        if segment.torn {
+            out.torn = true;
+            break 'segments;
         }
     }
     if !pending.is_empty() || last > applied {
@@ -277,8 +264,59 @@ pub fn recover(store: &Store, opts: &LoadOptions) -> Result<Recovered> {
     Ok(out)
 }
 
+/// The records of one segment, up to the first torn or corrupt one.
+#[derive(Debug, Default)]
+pub struct Segment<'a> {
+    /// (record number, payload), in file order.
+    pub records: Vec<(u64, &'a [u8])>,
+    /// Bytes taken by `records` (the offset of the first byte not read).
+    pub end: usize,
+    /// A short record or a checksum mismatch ended the segment before its last byte.
+    pub torn: bool,
+}
+
+/// Splits a segment's bytes into records (the framing only; payloads are not decoded).
+pub fn scan(data: &[u8]) -> Segment<'_> {
+    let mut out = Segment::default();
+    while out.end < data.len() {
+        let at = out.end;
+        let Some(h) = data.get(at..at + HEADER) else {
+            out.torn = true;
+            break;
+        };
+        let len = u32::from_le_bytes(h[0..4].try_into().expect("4 bytes")) as usize;
+        let crc = u32::from_le_bytes(h[4..8].try_into().expect("4 bytes"));
+        let rec = u64::from_le_bytes(h[8..16].try_into().expect("8 bytes"));
+        let end = at + HEADER + len;
+        if len > MAX_RECORD || end > data.len() || crc32(&data[at + 8..end]) != crc {
+            out.torn = true;
+            break;
+        }
+        out.records.push((rec, &data[at + HEADER..end]));
+        out.end = end;
+    }
+    out
+}
+
+/// One record as [`Wal::append`] frames it (for tests and fuzzing seeds).
+pub fn frame(rec: u64, changes: &[Change]) -> Vec<u8> {
+    let mut buf = vec![0u8; HEADER];
+    codec::encode(changes, &mut buf);
+    seal(&mut buf, rec);
+    buf
+}
+
+/// Fills in the header of a record whose payload follows `HEADER` zero bytes in `buf`.
+fn seal(buf: &mut [u8], rec: u64) {
+    let len = (buf.len() - HEADER) as u32;
+    buf[0..4].copy_from_slice(&len.to_le_bytes());
+    buf[8..16].copy_from_slice(&rec.to_le_bytes());
+    let crc = crc32(&buf[8..]);
+    buf[4..8].copy_from_slice(&crc.to_le_bytes());
+}
+
 /// CRC-32 (IEEE 802.3, reflected), table-driven.
-fn crc32(data: &[u8]) -> u32 {
+pub(crate) fn crc32(data: &[u8]) -> u32 {
     static TABLE: std::sync::OnceLock<[u32; 256]> = std::sync::OnceLock::new();
     let t = TABLE.get_or_init(|| {
         let mut t = [0u32; 256];

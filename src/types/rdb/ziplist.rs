@@ -94,8 +94,8 @@ pub fn parse(zl: &[u8]) -> Result<Vec<Entry<'_>>, Bad> {
     Ok(out)
 }
 
-/// Builds a ziplist the way Redis 6 would (small strings and 16-bit integers), for tests.
-#[cfg(test)]
+/// Builds a ziplist the way Redis 6 would (small strings and 16-bit integers), for tests and
+/// fuzzing seeds.
 pub(crate) fn build(items: &[&[u8]]) -> Vec<u8> {
     let mut body = Vec::new();
     let mut prev = 0usize;

@@ -1,0 +1,6 @@
+#![no_main]
+//! Calls `respite::fuzzing::commands`; the corpus replays on stable in tests/fuzz_corpus.rs.
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| respite::fuzzing::commands(data));

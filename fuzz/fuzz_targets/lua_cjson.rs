@@ -1,0 +1,6 @@
+#![no_main]
+//! Calls `respite::fuzzing::lua_cjson`; the corpus replays on stable in tests/fuzz_corpus.rs.
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| respite::fuzzing::lua_cjson(data));
