@@ -1006,6 +1006,10 @@ unsafe fn after_run(state: *mut mlua::ffi::lua_State, gc_step: bool) {
 
 /// `set_readonly(t)` for lib.lua: sets the patched Lua's read-only flag on a table. Only
 /// lib.lua holds it (a local), so scripts cannot call it.
+///
+/// # Safety
+/// Called only by Lua as a C function, with a valid state; `luaL_checktype` raises (a
+/// Lua error, which unwinds through the `C-unwind` ABI) before a non-table is touched.
 unsafe extern "C-unwind" fn set_readonly_c(state: *mut mlua::ffi::lua_State) -> c_int {
     mlua::ffi::luaL_checktype(state, 1, mlua::ffi::LUA_TTABLE);
     lua_enablereadonlytable(state, 1, 1);
@@ -1062,6 +1066,10 @@ impl Interp {
 }
 
 /// The count hook of every interpreter (and of the coroutines its scripts create).
+///
+/// # Safety
+/// Called only by Lua's hook machinery, with the running state and its `lua_Debug`; the
+/// interpreter pointer it reads is live while set (see `HOOKED`).
 unsafe extern "C-unwind" fn script_hook(
     state: *mut mlua::ffi::lua_State,
     ar: *mut mlua::ffi::lua_Debug,
