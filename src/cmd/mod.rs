@@ -206,7 +206,12 @@ fn dispatch_inner(srv: &Arc<Shared>, sess: &mut Session, args: Vec<Bytes>) -> Re
     }
     // Redis's protected commands are refused right after the arity check (before auth,
     // BUSY and MULTI queueing), so inside MULTI a refused DEBUG dooms the transaction.
-    if spec.name == "debug" && !server::debug_allowed(srv, sess) {
+    if spec.name == "debug"
+        && !server::debug_allowed(
+            srv.config.get("enable-debug-command").as_deref(),
+            sess.handle.is_local(),
+        )
+    {
         return reject(srv, sess, id, spec, errors::DEBUG_NOT_ALLOWED, "");
     }
     if !sess.authenticated && !allowed_unauthenticated(spec) {

@@ -10,8 +10,6 @@ mod info;
 use super::args::is;
 use super::{errors, CommandSpec, Cx, KeySpec, Lock};
 use crate::protocol::Reply;
-use crate::server::session::Session;
-use crate::server::state::Shared;
 use bytes::Bytes;
 use std::sync::atomic::Ordering;
 
@@ -204,11 +202,12 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
 ];
 
-/// `enable-debug-command` (Redis's protected-command check; dispatch applies it).
-pub fn debug_allowed(srv: &Shared, sess: &Session) -> bool {
-    match srv.config.get("enable-debug-command").as_deref() {
+/// `enable-debug-command` (Redis's protected-command check; dispatch applies it) for a
+/// client that is or is not on loopback.
+pub fn debug_allowed(setting: Option<&str>, local: bool) -> bool {
+    match setting {
         Some("yes") => true,
-        Some("local") => sess.handle.is_local(),
+        Some("local") => local,
         _ => false,
     }
 }
