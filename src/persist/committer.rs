@@ -326,9 +326,18 @@ impl Persistence {
                 let gather = (last_fsync / 2).clamp(GATHER_MIN, GATHER_MAX);
                 self.journal.gather(last_n, gather);
             }
-            let seq = self
-                .journal
-                .take_into(&mut batch, if stopping { Duration::ZERO } else { wait });
+            // Read before taking the batch: a SAVE that arrives after the take must not be
+            // answered by a commit of changes taken before its writes were all appended.
+            let req = self.force_req.load(Ordering::Acquire);
+            let forced = req > self.force_done.load(Ordering::Acquire);
+            let seq = self.journal.take_into(
+                &mut batch,
+                if stopping || forced {
+                    Duration::ZERO
+                } else {
+                    wait
+                },
+            );
             last_n = batch.len();
             // Trim the log behind the checkpointer.
             let applied = self.applied.load(Ordering::Acquire);
@@ -339,8 +348,6 @@ impl Persistence {
                 }
                 self.stats.wal_bytes.store(wal.bytes(), Ordering::Relaxed);
             }
-            let req = self.force_req.load(Ordering::Acquire);
-            let forced = req > self.force_done.load(Ordering::Acquire);
             let due = last_sync.elapsed() >= mode.durable_every();
             let n = batch.len() as u64;
             let injected = n > 0
