@@ -11,6 +11,7 @@ pub mod testing;
 pub mod admin;
 pub mod bitmaps;
 pub mod client;
+pub mod cluster;
 pub mod command;
 pub mod connection;
 pub mod dump;
@@ -58,7 +59,7 @@ impl Cx<'_, '_> {
 }
 
 /// Every family's top-level commands, in one place.
-fn families() -> [&'static [CommandSpec]; 21] {
+fn families() -> [&'static [CommandSpec]; 22] {
     [
         strings::COMMANDS,
         keys::COMMANDS,
@@ -81,6 +82,7 @@ fn families() -> [&'static [CommandSpec]; 21] {
         functions::COMMANDS,
         geo::COMMANDS,
         sort::COMMANDS,
+        cluster::COMMANDS,
     ]
 }
 
@@ -120,7 +122,13 @@ impl Registry {
     /// Resolves a command line to its spec (subcommand when the command is a container).
     /// Errors are the replies Redis gives for unknown commands/subcommands.
     pub fn resolve(&self, args: &[Bytes]) -> Result<(usize, &'static CommandSpec), Reply> {
-        let Some((id, spec)) = self.lookup(&args[0]) else {
+        // `config|get` names a subcommand in COMMAND INFO, never on a command line
+        // (Redis issue #10070): only top-level names resolve here.
+        let found = match args[0].contains(&b'|') {
+            true => None,
+            false => self.lookup(&args[0]),
+        };
+        let Some((id, spec)) = found else {
             return Err(errors::unknown_command(args));
         };
         if spec.subcommands.is_empty() || args.len() < 2 {

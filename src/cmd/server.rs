@@ -1,4 +1,5 @@
-//! Server commands: CONFIG, INFO, DEBUG, TIME, LASTSAVE, SAVE, BGSAVE, WAIT, SHUTDOWN.
+//! Server commands: CONFIG, INFO, DEBUG, TIME, LASTSAVE, SAVE, BGSAVE, WAIT, SHUTDOWN, the
+//! replication surface of a primary (server/replication.rs) and MEMORY (server/memory.rs).
 //!
 //! The memory engine keeps no snapshot: SAVE and BGSAVE only record a successful save
 //! (LASTSAVE, INFO persistence) and reply as Redis does. There are no replicas, so WAIT
@@ -6,6 +7,8 @@
 
 mod configcmd;
 mod info;
+mod memory;
+mod replication;
 
 use super::args::is;
 use super::{errors, CommandSpec, Cx, KeySpec, Lock};
@@ -198,6 +201,124 @@ pub static COMMANDS: &[CommandSpec] = &[
         summary: "Synchronously save the dataset to disk and then shut down the server",
         complexity: "O(N) when saving, where N is the total number of keys in all databases when saving data, otherwise O(1)",
         handler: shutdown,
+        ..CommandSpec::DEFAULT
+    },    CommandSpec {
+        name: "role",
+        arity: 1,
+        flags: &["noscript", "loading", "stale", "fast"],
+        keys: KeySpec::None,
+        acl: &["admin", "dangerous", "fast"],
+        group: "server",
+        since: "2.8.12",
+        summary: "Returns the replication role.",
+        complexity: "O(1)",
+        handler: replication::role,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "waitaof",
+        arity: 4,
+        flags: &["noscript"],
+        keys: KeySpec::None,
+        acl: &["connection", "slow"],
+        group: "generic",
+        since: "7.2.0",
+        summary: "Blocks until all of the preceding write commands sent by the connection are written to the append-only file of the master and/or replicas.",
+        complexity: "O(1)",
+        handler: replication::waitaof,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "replicaof",
+        arity: 3,
+        flags: &["no_async_loading", "admin", "noscript", "stale"],
+        keys: KeySpec::None,
+        acl: &["admin", "dangerous", "slow"],
+        group: "server",
+        since: "5.0.0",
+        summary: "Configures a server as replica of another, or promotes it to a master.",
+        complexity: "O(1)",
+        handler: replication::replicaof,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "slaveof",
+        arity: 3,
+        flags: &["no_async_loading", "admin", "noscript", "stale"],
+        keys: KeySpec::None,
+        acl: &["admin", "dangerous", "slow"],
+        group: "server",
+        since: "1.0.0",
+        summary: "Sets a Redis server as a replica of another, or promotes it to being a master.",
+        complexity: "O(1)",
+        handler: replication::replicaof,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "memory",
+        arity: -2,
+        flags: &[],
+        keys: KeySpec::None,
+        acl: &["slow"],
+        group: "server",
+        since: "4.0.0",
+        summary: "A container for memory diagnostics commands.",
+        complexity: "Depends on subcommand.",
+        handler: memory_container,
+        subcommands: &[
+        CommandSpec {
+            name: "memory|help",
+            arity: 2,
+            flags: &["loading", "stale"],
+            keys: KeySpec::None,
+            acl: &["slow"],
+            group: "server",
+            since: "4.0.0",
+            summary: "Returns helpful text about the different subcommands.",
+            complexity: "O(1)",
+            handler: memory::help,
+            ..CommandSpec::DEFAULT
+        },
+        CommandSpec {
+            name: "memory|malloc-stats",
+            arity: 2,
+            flags: &[],
+            keys: KeySpec::None,
+            acl: &["slow"],
+            group: "server",
+            since: "4.0.0",
+            summary: "Returns the allocator statistics.",
+            complexity: "Depends on how much memory is allocated, could be slow",
+            handler: memory::malloc_stats,
+            ..CommandSpec::DEFAULT
+        },
+        CommandSpec {
+            name: "memory|purge",
+            arity: 2,
+            flags: &[],
+            keys: KeySpec::None,
+            acl: &["slow"],
+            group: "server",
+            since: "4.0.0",
+            summary: "Asks the allocator to release memory.",
+            complexity: "Depends on how much memory is allocated, could be slow",
+            handler: memory::purge,
+            ..CommandSpec::DEFAULT
+        },
+        CommandSpec {
+            name: "memory|usage",
+            arity: -3,
+            flags: &["readonly"],
+            keys: KeySpec::Range(2, 2, 1),
+            acl: &["read", "slow"],
+            group: "server",
+            since: "4.0.0",
+            summary: "Estimates the memory usage of a key.",
+            complexity: "O(N) where N is the number of samples.",
+            handler: memory::usage,
+            ..CommandSpec::DEFAULT
+        },
+        ],
         ..CommandSpec::DEFAULT
     },
 ];
@@ -404,4 +525,12 @@ fn shutdown(cx: &mut Cx) -> Reply {
     // Like Redis, the caller gets no reply: its connection closes as the server exits.
     cx.sess.close_after_reply = true;
     Reply::NoReply
+}
+
+/// MEMORY alone never reaches here (arity); kept for the table's container slot.
+fn memory_container(cx: &mut Cx) -> Reply {
+    match cx.args.get(1) {
+        Some(sub) => errors::unknown_subcommand("memory", sub),
+        None => errors::wrong_args("memory"),
+    }
 }

@@ -1,0 +1,95 @@
+//! The replication surface of a standalone primary with no replicas, as Redis 7.2 answers
+//! it: ROLE, WAITAOF, REPLICAOF/SLAVEOF NO ONE. respite never replicates, so nothing can
+//! acknowledge a write but the local durable store.
+
+use super::super::args::is;
+use super::super::{errors, Cx};
+use crate::protocol::parse::parse_i64;
+use crate::protocol::Reply;
+use std::time::Duration;
+
+/// `ROLE` of a primary: role, replication offset, replicas (none).
+pub fn role(_cx: &mut Cx) -> Reply {
+    Reply::Array(vec![
+        Reply::bulk_static("master"),
+        Reply::Int(0),
+        Reply::Array(Vec::new()),
+    ])
+}
+
+/// Redis `getRangeLongFromObjectOrReply` without a custom message.
+fn range_long(arg: &[u8], min: i64, max: i64, msg: Option<&'static str>) -> Result<i64, Reply> {
+    let n = parse_i64(arg).ok_or_else(|| errors::err(msg.unwrap_or(errors::NOT_INT)))?;
+    if n < min || n > max {
+        return Err(match msg {
+            Some(m) => errors::err(m),
+            None => Reply::error(format!(
+                "ERR value is out of range, value must between {min} and {max}"
+            )),
+        });
+    }
+    Ok(n)
+}
+
+/// Redis `getTimeoutFromObjectOrReply` in milliseconds, with its overflow check against
+/// the current time.
+pub fn timeout(arg: &[u8], now_ms: u64) -> Result<u64, Reply> {
+    let t = super::super::args::timeout_ms(arg)?;
+    if t > 0 && t > (i64::MAX as u64).saturating_sub(now_ms) {
+        return Err(errors::err(errors::TIMEOUT_OUT_OF_RANGE));
+    }
+    Ok(t)
+}
+
+/// `WAITAOF numlocal numreplicas timeout` (7.2): how many of "this server's AOF" and "the
+/// replicas' AOFs" hold every write the connection made. The local one is the durable
+/// engine's log: the answer forces a durable commit of everything appended so far and
+/// reports whether it completed within the timeout. No replica ever acknowledges, so
+/// there is nothing to wait for on their side (as WAIT, it answers at once).
+pub fn waitaof(cx: &mut Cx) -> Reply {
+    let numlocal = match range_long(&cx.args[1], 0, 1, None) {
+        Ok(n) => n,
+        Err(e) => return e,
+    };
+    if let Err(e) = range_long(
+        &cx.args[2],
+        0,
+        i64::MAX,
+        Some("ERR value is out of range, must be positive"),
+    ) {
+        return e;
+    }
+    let t = match timeout(&cx.args[3], cx.now()) {
+        Ok(t) => t,
+        Err(e) => return e,
+    };
+    let Some(p) = cx.srv.persist.get() else {
+        if numlocal > 0 {
+            return errors::err(
+                "ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled.",
+            );
+        }
+        // Redis without AOF: the fsynced offset is -1, below any client's.
+        return Reply::Array(vec![Reply::Int(0), Reply::Int(0)]);
+    };
+    // A failing log makes nothing durable: report it without waiting.
+    let acklocal = p.failure().is_none() && {
+        // Timeout 0 blocks until done, as in Redis; a day stands for "forever".
+        let wait = if t == 0 { 86_400_000 } else { t };
+        super::super::off_core(|| p.sync(Duration::from_millis(wait)))
+    };
+    Reply::Array(vec![Reply::Int(acklocal.into()), Reply::Int(0)])
+}
+
+/// `REPLICAOF host port` / `REPLICAOF NO ONE` (and SLAVEOF). A primary stays one: NO ONE
+/// is OK; following another server is refused after Redis's own argument checks, since
+/// respite cannot replicate.
+pub fn replicaof(cx: &mut Cx) -> Reply {
+    if is(&cx.args[1], "NO") && is(&cx.args[2], "ONE") {
+        return Reply::OK;
+    }
+    if let Err(e) = range_long(&cx.args[2], 0, 65535, Some("ERR Invalid master port")) {
+        return e;
+    }
+    errors::err("ERR REPLICAOF is not supported: respite is a standalone primary and cannot replicate from another server")
+}
