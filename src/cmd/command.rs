@@ -1,6 +1,7 @@
 //! COMMAND and its subcommands, all driven by the command table (`registry()`), with the
 //! metadata the table lacks (tips, key specs, argument docs) from [`meta`].
 
+mod getkeys;
 mod meta;
 
 use super::args::{self, is};
@@ -8,8 +9,6 @@ use super::table::CommandSpec;
 use super::{errors, registry, Cx, KeySpec};
 use crate::protocol::Reply;
 use crate::types::glob::glob_match;
-use bytes::Bytes;
-use meta::Node;
 
 pub static COMMANDS: &[CommandSpec] = &[CommandSpec {
     name: "command",
@@ -359,174 +358,33 @@ fn command_list(cx: &mut Cx) -> Reply {
     )
 }
 
-/// Resolves the command line given to GETKEYS and finds its key positions, with Redis's
-/// errors.
-fn keys_of(line: &[Bytes]) -> Result<(&'static CommandSpec, Vec<usize>), Reply> {
-    let spec = match registry().resolve(line) {
-        Ok((_, s)) if line.len() >= 2 || s.subcommands.is_empty() => s,
-        _ => return Err(errors::err("ERR Invalid command specified")),
-    };
-    if matches!(spec.keys, KeySpec::None) {
-        return Err(errors::err("ERR The command has no key arguments"));
-    }
-    if !spec.arity_ok(line.len()) {
-        return Err(errors::err(
-            "ERR Invalid number of arguments specified for command",
-        ));
-    }
-    let keys = spec.key_indices(line);
-    if keys.is_empty() && !spec.has_flag("no_mandatory_keys") {
-        return Err(errors::err("ERR Invalid arguments specified for command"));
-    }
-    Ok((spec, keys))
-}
-
 fn command_getkeys(cx: &mut Cx) -> Reply {
     let line = &cx.args[2..];
-    match keys_of(line) {
-        Ok((_, keys)) => Reply::Array(keys.iter().map(|&i| Reply::Bulk(line[i].clone())).collect()),
+    match getkeys::keys(line) {
+        Ok(keys) => Reply::Array(
+            keys.iter()
+                .map(|(i, _)| Reply::Bulk(line[*i].clone()))
+                .collect(),
+        ),
         Err(e) => e,
     }
 }
 
 fn command_getkeysandflags(cx: &mut Cx) -> Reply {
     let line = &cx.args[2..];
-    let (spec, keys) = match keys_of(line) {
-        Ok(found) => found,
-        Err(e) => return e,
-    };
-    let by_spec = meta::meta(spec.name).map_or_else(Vec::new, |m| keys_by_spec(&m.key_specs, line));
-    Reply::Array(
-        keys.iter()
-            .map(|&i| {
-                let flags = by_spec
-                    .iter()
-                    .find(|(pos, _)| *pos == i)
-                    .map_or_else(Vec::new, |(_, f)| key_flags(spec, f, line));
-                Reply::Array(vec![
-                    Reply::Bulk(line[i].clone()),
-                    status_set(flags.into_iter()),
-                ])
-            })
-            .collect(),
-    )
-}
-
-/// The flags reported for a key found by a key spec. `variable_flags` specs are resolved the
-/// way Redis's own key finders do (SET is RW only with GET).
-fn key_flags<'a>(spec: &CommandSpec, flags: &'a Node, line: &[Bytes]) -> Vec<&'a str> {
-    let names: Vec<&str> = flags.items().iter().filter_map(Node::as_str).collect();
-    if !names.contains(&"variable_flags") {
-        return names;
+    match getkeys::keys(line) {
+        Ok(keys) => Reply::Array(
+            keys.into_iter()
+                .map(|(i, flags)| {
+                    Reply::Array(vec![
+                        Reply::Bulk(line[i].clone()),
+                        Reply::Set(flags.into_iter().map(|f| Reply::Status(f.into())).collect()),
+                    ])
+                })
+                .collect(),
+        ),
+        Err(e) => e,
     }
-    if spec.name == "set" {
-        return if line.iter().skip(3).any(|a| is(a, "GET")) {
-            vec!["RW", "access", "update"]
-        } else {
-            vec!["OW", "update"]
-        };
-    }
-    names
-        .into_iter()
-        .filter(|f| *f != "variable_flags")
-        .collect()
-}
-
-/// Key positions and flags from Redis key specs (db.c `getKeysUsingKeySpecs`, skipping
-/// specs that do not apply, as with `GET_KEYSPEC_RETURN_PARTIAL`).
-fn keys_by_spec<'a>(specs: &'a Node, line: &[Bytes]) -> Vec<(usize, &'a Node)> {
-    let argc = line.len() as i64;
-    let mut out = Vec::new();
-    for ks in specs.items() {
-        let Some(flags) = ks.get("flags") else {
-            continue;
-        };
-        if flags.items().iter().any(|f| f.as_str() == Some("not_key")) {
-            continue;
-        }
-        let (Some(bs), Some(fk)) = (ks.get("begin_search"), ks.get("find_keys")) else {
-            continue;
-        };
-        let bs_spec = bs.get("spec");
-        let first = match bs.get("type").and_then(Node::as_str) {
-            Some("index") => bs_spec.and_then(|s| s.get("index")).and_then(Node::as_int),
-            Some("keyword") => keyword_start(bs_spec, line),
-            _ => None,
-        };
-        let Some(mut first) = first else { continue };
-        let fk_spec = fk.get("spec");
-        let int = |k: &str| fk_spec.and_then(|s| s.get(k)).and_then(Node::as_int);
-        let (last, step) = match fk.get("type").and_then(Node::as_str) {
-            Some("range") => {
-                let (Some(lastkey), Some(step), Some(limit)) =
-                    (int("lastkey"), int("keystep"), int("limit"))
-                else {
-                    continue;
-                };
-                let last = if lastkey >= 0 {
-                    first + lastkey
-                } else if limit == 0 {
-                    argc + lastkey
-                } else {
-                    first + ((argc - first) / limit + lastkey)
-                };
-                (last, step)
-            }
-            Some("keynum") => {
-                let (Some(idx), Some(firstkey), Some(step)) =
-                    (int("keynumidx"), int("firstkey"), int("keystep"))
-                else {
-                    continue;
-                };
-                let at = first + idx;
-                if at < 0 || at >= argc {
-                    continue;
-                }
-                let Some(n) = crate::protocol::parse::parse_i64(&line[at as usize])
-                    .filter(|n| *n >= 0 && *n <= argc)
-                else {
-                    continue;
-                };
-                first += firstkey;
-                (first + n - 1, step)
-            }
-            _ => continue,
-        };
-        if step <= 0 || last >= argc || last < first || first >= argc || first < 1 {
-            continue;
-        }
-        let mut i = first;
-        while i <= last {
-            out.push((i as usize, flags));
-            i += step;
-        }
-    }
-    out
-}
-
-/// `keyword` begin-search: the argument after the keyword, searched from `startfrom`
-/// (negative counts from the end, searching backwards).
-fn keyword_start(spec: Option<&Node>, line: &[Bytes]) -> Option<i64> {
-    let spec = spec?;
-    let kw = spec.get("keyword")?.as_str()?;
-    let from = spec.get("startfrom")?.as_int()?;
-    let argc = line.len() as i64;
-    let (start, end) = if from > 0 {
-        (from, argc - 1)
-    } else {
-        (argc + from, 1)
-    };
-    let mut i = start;
-    while i != end {
-        if i >= argc || i < 1 {
-            break;
-        }
-        if is(&line[i as usize], kw) {
-            return Some(i + 1);
-        }
-        i += if start <= end { 1 } else { -1 };
-    }
-    None
 }
 
 fn command_help(_cx: &mut Cx) -> Reply {
@@ -558,6 +416,7 @@ fn command_help(_cx: &mut Cx) -> Reply {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bytes::Bytes;
 
     fn line(words: &[&str]) -> Vec<Bytes> {
         words
@@ -586,20 +445,24 @@ mod tests {
         }
     }
 
+    fn keys(words: &[&str]) -> Result<Vec<usize>, Reply> {
+        getkeys::keys(&line(words)).map(|k| k.into_iter().map(|x| x.0).collect())
+    }
+
     #[test]
-    fn key_specs_find_keys() {
-        let m = meta::meta("zunionstore").unwrap();
-        let l = line(&["zunionstore", "d", "2", "a", "b", "WEIGHTS", "1", "2"]);
-        let found: Vec<usize> = keys_by_spec(&m.key_specs, &l).iter().map(|x| x.0).collect();
-        assert_eq!(found, vec![1, 3, 4]);
-        let m = meta::meta("mset").unwrap();
-        let l = line(&["mset", "a", "1", "b", "2"]);
-        let found: Vec<usize> = keys_by_spec(&m.key_specs, &l).iter().map(|x| x.0).collect();
-        assert_eq!(found, vec![1, 3]);
-        let m = meta::meta("xread").unwrap();
-        let l = line(&["xread", "COUNT", "2", "STREAMS", "a", "b", "0", "0"]);
-        let found: Vec<usize> = keys_by_spec(&m.key_specs, &l).iter().map(|x| x.0).collect();
-        assert_eq!(found, vec![4, 5]);
+    fn getkeys_follows_specs_then_finders() {
+        let z = ["zunionstore", "d", "2", "a", "b", "WEIGHTS", "1", "2"];
+        assert_eq!(keys(&z).unwrap(), vec![1, 3, 4]);
+        assert_eq!(keys(&["mset", "a", "1", "b", "2"]).unwrap(), vec![1, 3]);
+        let x = ["xread", "COUNT", "2", "STREAMS", "a", "b", "0", "0"];
+        assert_eq!(keys(&x).unwrap(), vec![4, 5]);
+        // An unusable numkeys sends Redis to its finder, which finds nothing.
+        assert!(keys(&["zunionstore", "d", "x", "a"]).is_err());
+        // SORT's STORE key comes from the finder, with its flags.
+        let s = getkeys::keys(&line(&["sort", "k", "STORE", "d"])).unwrap();
+        assert_eq!(s[1], (3, vec!["OW".to_string(), "update".to_string()]));
+        // Shard channels are not keys.
+        assert!(keys(&["spublish", "c", "m"]).is_err());
     }
 
     #[test]
