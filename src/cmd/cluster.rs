@@ -2,6 +2,7 @@
 //! every subcommand (after its arity check) replies "This instance has cluster support
 //! disabled". The subcommands carry their Redis flags, so the rules that read the table
 //! apply as in Redis (CLUSTER RESET is `noscript`: a script gets "not allowed").
+//! ASKING, READONLY and READWRITE (cluster client flags) answer the same.
 //! An emulated cluster mode can grow here: the table below is its surface.
 
 use super::{CommandSpec, Cx, KeySpec};
@@ -392,6 +393,45 @@ pub static COMMANDS: &[CommandSpec] = &[
             ..CommandSpec::DEFAULT
         },
         ],
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "asking",
+        arity: 1,
+        flags: &["fast"],
+        keys: KeySpec::None,
+        acl: &["connection", "fast"],
+        group: "cluster",
+        since: "3.0.0",
+        summary: "Signals that a cluster client is following an -ASK redirect.",
+        complexity: "O(1)",
+        handler: disabled,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "readonly",
+        arity: 1,
+        flags: &["fast", "loading", "stale"],
+        keys: KeySpec::None,
+        acl: &["connection", "fast"],
+        group: "cluster",
+        since: "3.0.0",
+        summary: "Enables read-only queries for a connection to a Redis Cluster replica node.",
+        complexity: "O(1)",
+        handler: disabled,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "readwrite",
+        arity: 1,
+        flags: &["fast", "loading", "stale"],
+        keys: KeySpec::None,
+        acl: &["connection", "fast"],
+        group: "cluster",
+        since: "3.0.0",
+        summary: "Enables read-write queries for a connection to a Reids Cluster replica node.",
+        complexity: "O(1)",
+        handler: disabled,
         ..CommandSpec::DEFAULT
     },
 ];

@@ -2,7 +2,7 @@
 
 use super::args::{self, is};
 use super::{errors, transactions};
-use super::{CommandSpec, Cx, KeySpec};
+use super::{CommandSpec, Cx, KeySpec, Lock};
 use crate::protocol::Reply;
 
 pub static COMMANDS: &[CommandSpec] = &[
@@ -83,6 +83,8 @@ pub static COMMANDS: &[CommandSpec] = &[
         summary: "Reset the connection",
         complexity: "O(1)",
         handler: reset,
+        // It forgets the WATCHed keys, in whatever shards they are (as UNWATCH does).
+        lock: Lock::All,
         ..CommandSpec::DEFAULT
     },
     CommandSpec {

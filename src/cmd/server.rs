@@ -7,6 +7,7 @@
 
 mod configcmd;
 mod info;
+mod lolwut;
 mod memory;
 mod replication;
 
@@ -252,6 +253,19 @@ pub static COMMANDS: &[CommandSpec] = &[
         summary: "Sets a Redis server as a replica of another, or promotes it to being a master.",
         complexity: "O(1)",
         handler: replication::replicaof,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
+        name: "lolwut",
+        arity: -1,
+        flags: &["readonly", "fast"],
+        keys: KeySpec::None,
+        acl: &["read", "fast"],
+        group: "server",
+        since: "5.0.0",
+        summary: "Displays computer art and the Redis version",
+        complexity: "",
+        handler: lolwut::lolwut,
         ..CommandSpec::DEFAULT
     },
     CommandSpec {

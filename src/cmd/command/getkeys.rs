@@ -126,7 +126,13 @@ fn by_specs(specs: &Node, line: &[Bytes]) -> Option<Vec<(usize, Flags)>> {
         }
         let f: Flags = ks
             .get("flags")
-            .map(|f| f.items().iter().filter_map(Node::as_str).map(String::from).collect())
+            .map(|f| {
+                f.items()
+                    .iter()
+                    .filter_map(Node::as_str)
+                    .map(String::from)
+                    .collect()
+            })
             .unwrap_or_default();
         let mut i = first;
         while i <= last {
@@ -302,7 +308,9 @@ fn xread(l: &[Bytes]) -> Vec<(usize, Flags)> {
     if num == 0 || num % 2 != 0 {
         return Vec::new();
     }
-    (pos + 1..pos + 1 + num / 2).map(|i| (i, Vec::new())).collect()
+    (pos + 1..pos + 1 + num / 2)
+        .map(|i| (i, Vec::new()))
+        .collect()
 }
 
 fn set(l: &[Bytes]) -> Vec<(usize, Flags)> {
@@ -330,5 +338,12 @@ fn bitfield(l: &[Bytes]) -> Vec<(usize, Flags)> {
         }
         i += 1;
     }
-    vec![(1, flags(if readonly { RO_ACCESS } else { RW_ACCESS_UPDATE }))]
+    vec![(
+        1,
+        flags(if readonly {
+            RO_ACCESS
+        } else {
+            RW_ACCESS_UPDATE
+        }),
+    )]
 }
