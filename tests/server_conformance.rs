@@ -471,3 +471,30 @@ fn lolwut_5_and_6_draw_as_redis_does() {
         assert_eq!(a.cmd(bad), b.cmd(bad), "{bad}");
     }
 }
+
+#[test]
+fn getkeys_takes_a_bare_command_name_as_redis_72() {
+    // 7.2's COMMAND GETKEYS has arity -3: the named command's own arity is checked.
+    let srv = server();
+    let mut c = conn(srv.port());
+    for line in ["COMMAND GETKEYS get", "COMMAND GETKEYSANDFLAGS set"] {
+        assert_eq!(
+            error_text(&c.cmd(line)),
+            "ERR Invalid number of arguments specified for command",
+            "{line}"
+        );
+    }
+    assert_eq!(
+        error_text(&c.cmd("COMMAND GETKEYS ping")),
+        "ERR The command has no key arguments"
+    );
+    assert_eq!(
+        error_text(&c.cmd("COMMAND GETKEYS")),
+        "ERR wrong number of arguments for 'command|getkeys' command"
+    );
+    // WAIT is allowed in scripts in 7.2 and answers at once.
+    let r = c
+        .call(&args(&["EVAL", "return redis.call('wait',1,0)", "0"]))
+        .unwrap();
+    assert_eq!(r, Frame::Int(0));
+}

@@ -75,7 +75,7 @@ pub static COMMANDS: &[CommandSpec] = &[CommandSpec {
         },
         CommandSpec {
             name: "command|getkeys",
-            arity: -4,
+            arity: -3,
             flags: &["loading", "stale"],
             keys: KeySpec::None,
             acl: &["slow", "connection"],
@@ -102,7 +102,7 @@ pub static COMMANDS: &[CommandSpec] = &[CommandSpec {
         },
         CommandSpec {
             name: "command|getkeysandflags",
-            arity: -4,
+            arity: -3,
             flags: &["loading", "stale"],
             keys: KeySpec::None,
             acl: &["slow", "connection"],

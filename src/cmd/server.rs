@@ -181,7 +181,8 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "wait",
         arity: 3,
-        flags: &["noscript"],
+        // Redis 7.2 lets scripts call WAIT (it answers at once there).
+        flags: &[],
         keys: KeySpec::None,
         acl: &["slow", "connection"],
         group: "generic",
