@@ -498,3 +498,27 @@ fn getkeys_takes_a_bare_command_name_as_redis_72() {
         .unwrap();
     assert_eq!(r, Frame::Int(0));
 }
+
+#[test]
+fn command_info_of_what_72_changed() {
+    let srv = server();
+    let mut c = conn(srv.port());
+    let head = |c: &mut Conn, name: &str| match c.cmd(&format!("COMMAND INFO {name}")) {
+        Frame::Array(v) => match &v[0] {
+            Frame::Array(e) => (e[1].clone(), e[2].clone()),
+            other => panic!("{other}"),
+        },
+        other => panic!("{other}"),
+    };
+    assert_eq!(head(&mut c, "wait"), (Frame::Int(3), Frame::Array(vec![])));
+    for name in ["command|getkeys", "command|getkeysandflags"] {
+        assert_eq!(head(&mut c, name).0, Frame::Int(-3));
+    }
+    let flags = |f: Frame| match f {
+        Frame::Array(v) => v.iter().map(|x| x.to_string()).collect::<Vec<_>>(),
+        other => panic!("{other}"),
+    };
+    assert_eq!(flags(head(&mut c, "cluster|slots").1), ["+loading", "+stale"]);
+    assert_eq!(flags(head(&mut c, "waitaof").1), ["+noscript"]);
+    assert_eq!(flags(head(&mut c, "cluster|myshardid").1), ["+stale"]);
+}
