@@ -305,7 +305,7 @@ fn xread(l: &[Bytes]) -> Vec<(usize, Flags)> {
         return Vec::new();
     };
     let num = l.len() - pos - 1;
-    if num == 0 || num % 2 != 0 {
+    if num == 0 || !num.is_multiple_of(2) {
         return Vec::new();
     }
     (pos + 1..pos + 1 + num / 2)

@@ -23,21 +23,24 @@ pub fn lolwut(cx: &mut Cx) -> Reply {
         args = &args[2..];
     }
     let version = major.map_or_else(|| crate::REDIS_VERSION.to_string(), |v| format!("{v}.0.0"));
-    let v = version.as_bytes();
-    let text = if (v[0] == b'5' && v[1] == b'.' && v[2] != b'9')
-        || (v[0] == b'4' && v[1] == b'.' && v[2] == b'9')
-    {
-        schotter_command(cx, args)
-    } else if (v[0] == b'6' && v[1] == b'.' && v[2] != b'9')
-        || (v[0] == b'5' && v[1] == b'.' && v[2] == b'9')
-    {
-        skyline_command(cx, args)
-    } else {
-        Ok(format!("Redis ver. {}\n", crate::REDIS_VERSION))
+    let text = match art_of(version.as_bytes()) {
+        5 => schotter_command(cx, args),
+        6 => skyline_command(cx, args),
+        _ => Ok(format!("Redis ver. {}\n", crate::REDIS_VERSION)),
     };
     match text {
         Ok(t) => Reply::Verbatim(Bytes::from(t)),
         Err(e) => e,
+    }
+}
+
+/// Which art a version gets (lolwut.c's test of the first three characters).
+fn art_of(v: &[u8]) -> u8 {
+    match (v.first(), v.get(1), v.get(2)) {
+        (Some(b'5'), Some(b'.'), Some(b'9')) => 6,
+        (Some(b'5'), Some(b'.'), Some(_)) | (Some(b'4'), Some(b'.'), Some(b'9')) => 5,
+        (Some(b'6'), Some(b'.'), Some(c)) if *c != b'9' => 6,
+        _ => 0,
     }
 }
 
@@ -107,6 +110,8 @@ impl Canvas {
 
     /// lwDrawSquare: a square of side `size` centred at x,y, rotated by `angle`.
     fn square(&mut self, x: i32, y: i32, size: f32, angle: f32, color: u8) {
+        // Redis's own constant, not SQRT_2: the pixels depend on it.
+        #[allow(clippy::approx_constant)]
         let size = ((size as f64 / 1.4142135623) as f32).round();
         let mut k: f32 = (std::f64::consts::PI / 4.0 + angle as f64) as f32;
         let (mut px, mut py) = ([0i32; 4], [0i32; 4]);
