@@ -386,6 +386,13 @@ fn info_replication_matches_a_primary_without_replicas() {
             .collect()
     };
     assert_eq!(fields(srv.port()), fields(redis.port));
+    // With min-replicas-to-write in force, the count of good replicas shows too.
+    for port in [srv.port(), redis.port] {
+        conn(port).cmd("CONFIG SET min-replicas-to-write 1");
+    }
+    let with_min = fields(srv.port());
+    assert!(with_min.contains(&"min_slaves_good_slaves:0".to_string()));
+    assert_eq!(with_min, fields(redis.port));
 }
 
 fn text(f: &Frame) -> String {

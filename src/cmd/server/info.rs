@@ -344,6 +344,12 @@ fn stats(srv: &Shared, l: &mut Lines) {
 fn replication(srv: &Shared, l: &mut Lines) {
     push(l, "role", "master");
     push(l, "connected_slaves", 0);
+    // Shown while min-replicas-to-write is in force (no replica is ever good here).
+    if srv.config.get_i64("min-replicas-to-write") > 0
+        && srv.config.get_i64("min-replicas-max-lag") > 0
+    {
+        push(l, "min_slaves_good_slaves", 0);
+    }
     push(l, "master_failover_state", "no-failover");
     push(l, "master_replid", &srv.run_id);
     push(l, "master_replid2", "0".repeat(40));
