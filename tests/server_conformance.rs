@@ -525,7 +525,10 @@ fn command_info_of_what_72_changed() {
         Frame::Array(v) => v.iter().map(|x| x.to_string()).collect::<Vec<_>>(),
         other => panic!("{other}"),
     };
-    assert_eq!(flags(head(&mut c, "cluster|slots").1), ["+loading", "+stale"]);
+    assert_eq!(
+        flags(head(&mut c, "cluster|slots").1),
+        ["+loading", "+stale"]
+    );
     assert_eq!(flags(head(&mut c, "waitaof").1), ["+noscript"]);
     assert_eq!(flags(head(&mut c, "cluster|myshardid").1), ["+stale"]);
 }

@@ -257,6 +257,19 @@ pub static COMMANDS: &[CommandSpec] = &[
         ..CommandSpec::DEFAULT
     },
     CommandSpec {
+        name: "failover",
+        arity: -1,
+        flags: &["admin", "noscript", "stale"],
+        keys: KeySpec::None,
+        acl: &["admin", "dangerous", "slow"],
+        group: "server",
+        since: "6.2.0",
+        summary: "Starts a coordinated failover from a server to one of its replicas.",
+        complexity: "O(1)",
+        handler: replication::failover,
+        ..CommandSpec::DEFAULT
+    },
+    CommandSpec {
         name: "lolwut",
         arity: -1,
         flags: &["readonly", "fast"],

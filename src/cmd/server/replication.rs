@@ -93,3 +93,38 @@ pub fn replicaof(cx: &mut Cx) -> Reply {
     }
     errors::err("ERR REPLICAOF is not supported: respite is a standalone primary and cannot replicate from another server")
 }
+
+/// `FAILOVER [TO host port [FORCE]] [ABORT] [TIMEOUT ms]` (replication.c): Redis's
+/// argument checks, then, as a primary that never has replicas, its answer for that case.
+pub fn failover(cx: &mut Cx) -> Reply {
+    let a = cx.args;
+    if a.len() == 2 && is(&a[1], "ABORT") {
+        return errors::err("ERR No failover in progress.");
+    }
+    let (mut timeout, mut host, mut force) = (0i64, false, false);
+    let mut j = 1;
+    while j < a.len() {
+        if is(&a[j], "TIMEOUT") && j + 1 < a.len() && timeout == 0 {
+            timeout = match parse_i64(&a[j + 1]) {
+                Some(t) => t,
+                None => return errors::not_int(),
+            };
+            if timeout <= 0 {
+                return errors::err("ERR FAILOVER timeout must be greater than 0");
+            }
+            j += 1;
+        } else if is(&a[j], "TO") && j + 2 < a.len() && !host {
+            if parse_i64(&a[j + 2]).is_none() {
+                return errors::not_int();
+            }
+            host = true;
+            j += 2;
+        } else if is(&a[j], "FORCE") && !force {
+            force = true;
+        } else {
+            return errors::syntax();
+        }
+        j += 1;
+    }
+    errors::err("ERR FAILOVER requires connected replicas.")
+}
