@@ -20,6 +20,7 @@ pub mod hashes;
 pub mod hll;
 pub mod keys;
 pub mod lists;
+pub mod migrate;
 pub mod pubsub;
 pub mod scripting;
 pub mod server;
@@ -58,7 +59,7 @@ impl Cx<'_, '_> {
 }
 
 /// Every family's top-level commands, in one place.
-fn families() -> [&'static [CommandSpec]; 21] {
+fn families() -> [&'static [CommandSpec]; 22] {
     [
         strings::COMMANDS,
         keys::COMMANDS,
@@ -81,6 +82,7 @@ fn families() -> [&'static [CommandSpec]; 21] {
         functions::COMMANDS,
         geo::COMMANDS,
         sort::COMMANDS,
+        migrate::COMMANDS,
     ]
 }
 
