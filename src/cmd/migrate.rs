@@ -224,7 +224,7 @@ impl Job<'_> {
     fn run<T: Any + Send + Sync>(&self, owner: &Arc<T>) -> (Vec<usize>, Reply) {
         let mut may_retry = true;
         loop {
-            let Some(mut taken) = link::take(owner, self.host, self.port, self.timeout) else {
+            let Some(mut taken) = link::take(owner, self.host, self.port) else {
                 return (Vec::new(), errors::err(CONNECT_FAILED));
             };
             match self.exchange(&mut taken.conn, may_retry) {

@@ -28,6 +28,12 @@ const WRITE_CHUNK: usize = 64 * 1024;
 /// Redis reads each reply line into a 1024-byte buffer (so at most 1023 bytes of it).
 const LINE_MAX: usize = 1023;
 
+/// `connect` on a non-blocking socket that is still shaking hands.
+#[cfg(target_os = "linux")]
+const EINPROGRESS: i32 = 115;
+#[cfg(not(target_os = "linux"))]
+const EINPROGRESS: i32 = 36;
+
 /// How an exchange with the target broke. Redis retries once on a fresh connection unless
 /// the failure was a timeout (`errno == ETIMEDOUT`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -79,23 +85,41 @@ fn atoi(s: &[u8]) -> i32 {
 }
 
 impl Conn {
-    /// Connects within `timeout` (Redis `connBlockingConnect`). Redis turns the port
-    /// argument into a number with `atoi` and hands its decimal text to `getaddrinfo`, which
-    /// keeps the low 16 bits; the same happens here.
-    pub fn connect(host: &[u8], port: &[u8], timeout: Duration) -> Option<Conn> {
+    /// Starts a connection the way Redis's `connBlockingConnect` does: the first resolved
+    /// address whose non-blocking `connect` does not fail at once is taken, and the outcome
+    /// of the handshake is left to the first write (Redis waits for writability but goes on
+    /// either way). So only an unresolvable host or an immediate failure gives None ("error
+    /// connecting"); a refused or silent port fails the write (an error, retried once, or a
+    /// timeout). Redis turns the port argument into a number with `atoi` and hands its
+    /// decimal text to `getaddrinfo`, which keeps the low 16 bits; the same happens here.
+    pub fn connect(host: &[u8], port: &[u8]) -> Option<Conn> {
+        use socket2::{Domain, Socket, Type};
         let host = std::str::from_utf8(host).ok()?;
         let port = atoi(port) as u16;
         let addrs = (host, port).to_socket_addrs().ok()?;
         for addr in addrs {
-            if let Ok(stream) = TcpStream::connect_timeout(&addr, timeout) {
-                let _ = stream.set_nodelay(true);
-                return Some(Conn {
-                    stream,
-                    pending: Vec::new(),
-                    last_dbid: -1,
-                    last_use: Instant::now(),
-                });
+            let Ok(sock) = Socket::new(Domain::for_address(addr), Type::STREAM, None) else {
+                continue;
+            };
+            if sock.set_nonblocking(true).is_err() {
+                continue;
             }
+            match sock.connect(&addr.into()) {
+                Ok(()) => {}
+                Err(e) if e.raw_os_error() == Some(EINPROGRESS) => {}
+                Err(_) => continue,
+            }
+            if sock.set_nonblocking(false).is_err() {
+                continue;
+            }
+            let stream: TcpStream = sock.into();
+            let _ = stream.set_nodelay(true);
+            return Some(Conn {
+                stream,
+                pending: Vec::new(),
+                last_dbid: -1,
+                last_use: Instant::now(),
+            });
         }
         None
     }
@@ -209,14 +233,9 @@ pub struct Taken {
 }
 
 /// Takes the cached connection to `host:port` of `owner`'s cache, or connects (and caches
-/// the new connection, dropping a random one when 64 are cached). None when the connection
-/// cannot be made within `timeout`.
-pub fn take<T: Any + Send + Sync>(
-    owner: &Arc<T>,
-    host: &[u8],
-    port: &[u8],
-    timeout: Duration,
-) -> Option<Taken> {
+/// the new connection, dropping a random one when 64 are cached). None when no connection
+/// could be started.
+pub fn take<T: Any + Send + Sync>(owner: &Arc<T>, host: &[u8], port: &[u8]) -> Option<Taken> {
     let key = name(host, port);
     let me = Arc::as_ptr(owner) as *const ();
     let busy = {
@@ -235,7 +254,7 @@ pub fn take<T: Any + Send + Sync>(
             None => false,
         }
     };
-    let conn = Conn::connect(host, port, timeout)?;
+    let conn = Conn::connect(host, port)?;
     if busy {
         return Some(Taken {
             conn,
