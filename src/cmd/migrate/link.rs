@@ -346,7 +346,7 @@ fn sweep() {
         for (_, pool) in cache.pools.iter_mut() {
             pool.retain(|_, slot| {
                 slot.as_ref()
-                    .map_or(true, |c| c.last_use.elapsed() <= CACHE_TTL)
+                    .is_none_or(|c| c.last_use.elapsed() <= CACHE_TTL)
             });
         }
         cache.pools.retain(|(_, p)| !p.is_empty());
