@@ -464,7 +464,8 @@ fn respite_to_redis_and_redis_to_respite() {
 }
 
 /// redis-server as the source against a respite target and a redis-server target with the
-/// same state: the replies agree (respite's RESTORE errors, AUTH, SELECT seen through Redis).
+/// same state: the replies agree (respite's RESTORE errors, AUTH, SELECT seen through Redis),
+/// and the target then migrates a key back.
 fn against_target(src: &mut Conn, dst_port: u16) -> Vec<Frame> {
     let mut dst = Conn::connect(dst_port).unwrap();
     dst.cmd("FLUSHALL");
@@ -487,6 +488,19 @@ fn against_target(src: &mut Conn, dst_port: u16) -> Vec<Frame> {
     out.push(m(src, "k 1 5000 AUTH wrong"));
     out.push(m(src, "k 1 5000 AUTH sesame"));
     out.push(dst.cmd("GET k"));
+    // And back: the target migrates the key to the source (db 2).
+    let src_port = match src.cmd("CONFIG GET port") {
+        Frame::Array(v) => v[1].to_string().trim_matches('"').to_string(),
+        other => panic!("{other:?}"),
+    };
+    out.push(run(
+        &mut dst,
+        &format!("MIGRATE 127.0.0.1 {src_port} k 2 5000"),
+    ));
+    out.push(dst.cmd("EXISTS k"));
+    src.cmd("SELECT 2");
+    out.push(src.cmd("GET k"));
+    src.cmd("SELECT 0");
     dst.cmd("CONFIG SET requirepass ''");
     out
 }
@@ -501,6 +515,7 @@ fn redis_source_sees_respite_target_as_redis() {
     // The source's cached connection to the old target must not matter: a new port.
     let with_respite = against_target(&mut c, ours.port());
     assert_eq!(theirs, with_respite);
+    assert_eq!(theirs.last(), Some(&Frame::Bulk(b"v".to_vec())));
     assert!(
         matches!(&theirs[0], Frame::Error(e) if e.contains("BUSYKEY")),
         "{:?}",
