@@ -710,3 +710,33 @@ fn command_info_and_getkeys_as_redis() {
         assert_eq!(run(&mut r, line), run(&mut o, line), "{line}");
     }
 }
+
+#[test]
+fn keyspace_events_as_redis() {
+    let oracle = RedisServer::start();
+    let ts = TestServer::start().unwrap();
+    let events = |port: u16| {
+        let dst = RedisServer::start();
+        dst_busy(dst.port);
+        let t = dst.port;
+        let script = [
+            "MSET a 1 b 2 c 3 busy 4".to_string(),
+            format!("MIGRATE 127.0.0.1 {t} a 0 5000"),
+            format!("MIGRATE 127.0.0.1 {t} b 0 5000 COPY"),
+            format!("MIGRATE 127.0.0.1 {t} busy 0 5000"),
+            format!("MIGRATE 127.0.0.1 {t} c 0 5000 REPLACE"),
+            "SET after 1".to_string(),
+        ];
+        let lines: Vec<&str> = script.iter().map(String::as_str).collect();
+        support::keyevents(port, "KEA", &lines)
+    };
+    let theirs = events(oracle.port);
+    assert_eq!(theirs, events(ts.port()));
+    assert!(theirs.iter().any(|e| e == "__keyevent@0__:del a"), "{theirs:?}");
+}
+
+/// Gives the target a key the source also has (its RESTORE then fails with BUSYKEY).
+fn dst_busy(port: u16) {
+    let mut c = Conn::connect(port).unwrap();
+    assert_eq!(c.cmd("SET busy x"), ok());
+}
