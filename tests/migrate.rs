@@ -706,6 +706,9 @@ fn command_info_and_getkeys_as_redis() {
         "COMMAND GETKEYS MIGRATE h 1 '' 0 5 AUTH keys KEYS a",
         "COMMAND GETKEYS MIGRATE h 1 '' 0 5 AUTH2 keys keys a",
         "COMMAND GETKEYS MIGRATE h 1 k 0 5 KEYS a",
+        "COMMAND GETKEYS MIGRATE h 1 '' 0 5 KEYS",
+        "COMMAND GETKEYS MIGRATE h 1 '' 0 5 COPY KEYS",
+        "COMMAND GETKEYS MIGRATE keys 1 k 0 5",
     ] {
         assert_eq!(run(&mut r, line), run(&mut o, line), "{line}");
     }
@@ -732,7 +735,10 @@ fn keyspace_events_as_redis() {
     };
     let theirs = events(oracle.port);
     assert_eq!(theirs, events(ts.port()));
-    assert!(theirs.iter().any(|e| e == "__keyevent@0__:del a"), "{theirs:?}");
+    assert!(
+        theirs.iter().any(|e| e == "__keyevent@0__:del a"),
+        "{theirs:?}"
+    );
 }
 
 /// Gives the target a key the source also has (its RESTORE then fails with BUSYKEY).

@@ -53,10 +53,19 @@ const CONNECT_FAILED: &str = "IOERR error or timeout connecting to the client";
 const WRITE_FAILED: &str = "IOERR error or timeout writing to target instance";
 const READ_FAILED: &str = "IOERR error or timeout reading to target instance";
 
-/// Redis `migrateGetKeys`: the key argument, or every argument after `KEYS` (skipping the
-/// arguments of AUTH and AUTH2 on the way); none when KEYS comes with a non-empty key
-/// argument (the command then fails).
+/// The keys as Redis finds them (`getKeysFromCommandWithSpecs`). Its key specs come first:
+/// unless a `KEYS` word stands somewhere from the port to the last-but-one argument, they
+/// name the key argument alone. Otherwise the KEYS spec is incomplete and Redis falls back
+/// on `migrateGetKeys`: every argument after `KEYS` (the arguments of AUTH and AUTH2 are
+/// skipped on the way), the key argument when no KEYS option is found, and none when KEYS
+/// comes with a non-empty key argument (the command then fails).
 fn migrate_keys(a: &[Bytes]) -> Vec<usize> {
+    if a.len() < 4 {
+        return Vec::new();
+    }
+    if !a[2..a.len() - 1].iter().any(|x| is(x, "KEYS")) {
+        return vec![3];
+    }
     let (mut first, mut num) = (3, 1);
     let mut i = 6;
     while i < a.len() {
@@ -375,5 +384,8 @@ mod tests {
             vec![9]
         );
         assert!(migrate_keys(&line("migrate h p k 0 5 keys a")).is_empty());
+        // KEYS as the last argument: the key specs answer (the key argument).
+        assert_eq!(migrate_keys(&line("migrate h p '' 0 5 keys")), vec![3]);
+        assert_eq!(migrate_keys(&line("migrate h p '' 0 5 copy keys")), vec![3]);
     }
 }
