@@ -58,6 +58,14 @@ pub struct Conn {
     last_use: Instant,
 }
 
+/// `timeout` from now; a timeout too large for the clock waits without end.
+fn deadline_after(timeout: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(timeout)
+        .or_else(|| now.checked_add(Duration::from_secs(u32::MAX.into())))
+        .unwrap_or(now)
+}
+
 /// C `atoi`: leading spaces, an optional sign, digits up to the first other byte; what
 /// does not fit an `int` saturates through `strtol` and is then truncated to 32 bits.
 fn atoi(s: &[u8]) -> i32 {
@@ -127,7 +135,7 @@ impl Conn {
     /// Sends `data` in 64 KiB chunks, each of which must be written within `timeout`.
     pub fn send(&mut self, data: &[u8], timeout: Duration) -> Result<(), Fail> {
         for chunk in data.chunks(WRITE_CHUNK) {
-            let deadline = Instant::now() + timeout;
+            let deadline = deadline_after(timeout);
             let mut rest = chunk;
             while !rest.is_empty() {
                 let left = deadline.saturating_duration_since(Instant::now());
@@ -155,7 +163,7 @@ impl Conn {
     /// longer here than one that sends nothing). An empty line counts as a failure, as
     /// Redis's `<= 0` test makes it.
     pub fn read_line(&mut self, timeout: Duration) -> Result<Vec<u8>, Fail> {
-        let deadline = Instant::now() + timeout;
+        let deadline = deadline_after(timeout);
         loop {
             let scan = self.pending.len().min(LINE_MAX);
             if let Some(nl) = self.pending[..scan].iter().position(|&c| c == b'\n') {
