@@ -6,8 +6,9 @@
 //! - respite → respite, and redis-server → respite (respite as the RESTORE target);
 //! - TTLs carried, large values pipelined, only acknowledged keys deleted, durably;
 //! - cached connections: reused, re-made after the target drops them, released when idle;
-//! - a silent target holds only MIGRATE's keys, and only for the timeout, even with
-//!   `--threads 1`;
+//! - a silent target holds the keyspace (as in Redis) only for the timeout, and with
+//!   `--threads 1` the server still accepts connections, serves SHUTDOWN, and runs the
+//!   queued commands once MIGRATE ends;
 //! - COMMAND INFO / COMMAND GETKEYS as redis-server reports them (movable keys).
 
 mod support;
@@ -600,6 +601,12 @@ impl Respite {
     }
 }
 
+impl Respite {
+    fn running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+}
+
 impl Drop for Respite {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -607,30 +614,66 @@ impl Drop for Respite {
     }
 }
 
+/// No reply within a short wait: the command is still queued (a hang guard for "not yet",
+/// never a bound on how fast anything must be).
+fn not_answered(c: &mut Conn) -> bool {
+    c.set_timeout(Duration::from_millis(200));
+    let pending = c.read().is_err();
+    c.set_timeout(PATIENCE);
+    pending
+}
+
 #[test]
-fn silent_target_holds_only_its_keys_with_one_thread() {
-    let server = Respite::start(&["--threads", "1"]);
+fn silent_target_holds_the_keyspace_as_redis_with_one_thread() {
+    let mut server = Respite::start(&["--threads", "1"]);
     let mut a = Conn::connect(server.port).unwrap();
     let mut b = Conn::connect(server.port).unwrap();
     a.cmd("SET moving v");
+    a.cmd("SET other 1");
     let silent = Silent::start();
     // A long timeout: the target answers when this test says so.
     a.send_line(&format!("MIGRATE 127.0.0.1 {} moving 0 60000", silent.port))
         .unwrap();
     silent.wait_request();
-    // MIGRATE is waiting on its target; other clients are served meanwhile.
-    assert_eq!(b.cmd("PING"), Frame::Simple("PONG".into()));
-    assert_eq!(b.cmd("SET other 1"), ok());
-    assert_eq!(b.cmd("INCR other"), Frame::Int(2));
-    assert_eq!(b.cmd("GET other"), Frame::Bulk(b"2".to_vec()));
-    // …and MIGRATE has not answered yet.
-    a.set_timeout(Duration::from_millis(200));
-    assert!(a.read().is_err(), "MIGRATE answered before its target");
-    // The target accepts the key (SELECT's reply, then RESTORE's).
+    // Let the active expiry sweep (every 100 ms) run meanwhile: it must not park the only
+    // worker behind MIGRATE.
+    std::thread::sleep(Duration::from_millis(300));
+    // Commands from a connected client and from a new one wait for MIGRATE, as in Redis…
+    b.send_line("INCR other").unwrap();
+    let mut c = Conn::connect(server.port).unwrap();
+    c.send_line("PING").unwrap();
+    assert!(not_answered(&mut a), "MIGRATE answered before its target");
+    assert!(
+        not_answered(&mut b),
+        "INCR ran while MIGRATE held the keyspace"
+    );
+    assert!(
+        not_answered(&mut c),
+        "PING ran while MIGRATE held the keyspace"
+    );
+    // …and run once the target accepts the key (SELECT's reply, then RESTORE's).
     silent.answer(b"+OK\r\n+OK\r\n");
-    a.set_timeout(PATIENCE);
     assert_eq!(a.read().unwrap(), ok());
+    assert_eq!(b.read().unwrap(), Frame::Int(2));
+    assert_eq!(c.read().unwrap(), Frame::Simple("PONG".into()));
     assert_eq!(a.cmd("EXISTS moving"), Frame::Int(0));
+    assert!(server.running());
+}
+
+#[test]
+fn shutdown_is_served_while_a_target_is_silent_with_one_thread() {
+    let mut server = Respite::start(&["--threads", "1"]);
+    let mut a = Conn::connect(server.port).unwrap();
+    let mut b = Conn::connect(server.port).unwrap();
+    a.cmd("SET k v");
+    let silent = Silent::start();
+    a.send_line(&format!("MIGRATE 127.0.0.1 {} k 0 600000", silent.port))
+        .unwrap();
+    silent.wait_request();
+    std::thread::sleep(Duration::from_millis(300));
+    b.send_line("SHUTDOWN NOSAVE").unwrap();
+    // Well before MIGRATE's ten-minute timeout.
+    poll("the server to exit", || !server.running());
 }
 
 #[test]
@@ -643,11 +686,12 @@ fn silent_target_times_out_with_one_thread() {
     a.send_line(&format!("MIGRATE 127.0.0.1 {} k 0 1500", silent.port))
         .unwrap();
     silent.wait_request();
-    assert_eq!(b.cmd("PING"), Frame::Simple("PONG".into()));
+    b.send_line("PING").unwrap();
     assert_eq!(
         a.read().unwrap(),
         Frame::Error("IOERR error or timeout reading to target instance".into())
     );
+    assert_eq!(b.read().unwrap(), Frame::Simple("PONG".into()));
     // The key stays, and the broken connection is not cached.
     assert_eq!(a.cmd("EXISTS k"), Frame::Int(1));
     assert_eq!(info_field(&mut b, "stats", "migrate_cached_sockets"), "0");

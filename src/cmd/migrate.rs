@@ -3,16 +3,21 @@
 //! connection has another db selected, `SELECT`), and deletes the keys the target accepted
 //! unless COPY is given.
 //!
-//! Like Redis, the command holds its keys for the whole exchange, so it is atomic: the keys'
-//! shards stay locked while it talks to the target. Every step of the exchange (connect,
-//! each 64 KiB written, each reply line) must finish within `timeout`, so a silent or slow
-//! target holds them at most that long per step, and the waits run with the worker's core
-//! handed to another thread (`off_core`): the other connections are still served with
-//! `--threads 1`. Connections are cached per target ([`link`]).
+//! Like Redis, the command holds the keyspace for the whole exchange, so it is atomic: it
+//! takes the keyspace exclusively, as scripts and DEBUG SLEEP do, and every other command
+//! waits for it as every command waits in Redis. Each step of the exchange (each 64 KiB
+//! written, each reply line) must finish within `timeout`, so a silent or slow target holds
+//! the keyspace at most that long per step; the waits run with the worker's core handed to
+//! another thread (`off_core`), and the commands waiting for the keyspace wait off-core
+//! too, so with `--threads 1` the server still accepts connections and serves SHUTDOWN.
+//! (Holding only the keys' shards would let other keys be served meanwhile, but a shard
+//! lock is waited for on the worker itself, by other commands and by the active expiry
+//! sweep: one slow target would then stall a worker thread.) Connections are cached per
+//! target ([`link`]).
 
 mod link;
 
-use super::table::{CommandSpec, KeySpec};
+use super::table::{CommandSpec, KeySpec, Lock};
 use super::{args, dump, errors, off_core, Cx};
 use crate::protocol::Reply;
 use crate::types::rdb::value;
@@ -39,6 +44,7 @@ pub static COMMANDS: &[CommandSpec] = &[CommandSpec {
     summary: "Atomically transfers a key from one Redis instance to another.",
     complexity: "This command actually executes a DUMP+DEL in the source instance, and a RESTORE in the target instance. See the pages of these commands for time complexity. Also an O(N) data transfer between the two instances is performed.",
     handler: migrate,
+    lock: Lock::All,
     ..CommandSpec::DEFAULT
 }];
 
