@@ -160,6 +160,13 @@ fn restore(cx: &mut Cx) -> Reply {
     Reply::OK
 }
 
+/// Deletes a key MIGRATE moved to its target (Redis: `dbDelete`, then a `del` event, sent
+/// even for a key named twice in KEYS and so already gone).
+pub(super) fn delete_moved(cx: &mut Cx, key: &[u8]) {
+    cx.ks.remove(key);
+    notify::key(cx, notify::GENERIC, "del", key);
+}
+
 /// The idle seconds `OBJECT IDLETIME` reports after `RESTORE .. IDLETIME idle`: Redis keeps
 /// access times on a 24-bit seconds clock, so larger values wrap (and `idle * 1000`
 /// overflows as a C `long long` for the very largest, turning slightly negative).

@@ -21,6 +21,7 @@ pub mod hashes;
 pub mod hll;
 pub mod keys;
 pub mod lists;
+pub mod migrate;
 pub mod pubsub;
 pub mod scripting;
 pub mod server;
@@ -59,7 +60,7 @@ impl Cx<'_, '_> {
 }
 
 /// Every family's top-level commands, in one place.
-fn families() -> [&'static [CommandSpec]; 22] {
+fn families() -> [&'static [CommandSpec]; 23] {
     [
         strings::COMMANDS,
         keys::COMMANDS,
@@ -83,6 +84,7 @@ fn families() -> [&'static [CommandSpec]; 22] {
         geo::COMMANDS,
         sort::COMMANDS,
         cluster::COMMANDS,
+        migrate::COMMANDS,
     ]
 }
 

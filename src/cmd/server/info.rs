@@ -337,6 +337,11 @@ fn stats(srv: &Shared, l: &mut Lines) {
     push(l, "pubsub_patterns", srv.pubsub.count(Kind::Pattern));
     push(l, "pubsubshard_channels", srv.pubsub.count(Kind::Shard));
     push(l, "total_forks", 0);
+    push(
+        l,
+        "migrate_cached_sockets",
+        super::super::migrate::cached_sockets(srv),
+    );
     push(l, "unexpected_error_replies", 0);
     push(l, "total_error_replies", get(&s.error_replies));
 }
