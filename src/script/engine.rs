@@ -1123,7 +1123,8 @@ unsafe fn after_run(state: *mut mlua::ffi::lua_State, gc_step: bool) {
         lua_gc(state, LUA_GCRESTART, 0);
     }
     if gc_step {
-        mlua::ffi::lua_gc(state, mlua::ffi::LUA_GCSTEP, 0);
+        // A step of GC_EVERY "kilobytes", as Redis sizes it.
+        mlua::ffi::lua_gc(state, mlua::ffi::LUA_GCSTEP, GC_EVERY as c_int);
     }
 }
 

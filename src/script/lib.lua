@@ -36,8 +36,9 @@ local redis = {}
 redis.call, redis.pcall = call_c, pcall_c
 redis.error_reply = raising(function(...)
   local e = ...
+  -- Bad arguments are not raised: the error table is returned (Redis `luaPushError`).
   if select('#', ...) ~= 1 or type(e) ~= 'string' then
-    return fail('ERR wrong number or type of arguments')
+    return {err = 'ERR wrong number or type of arguments'}
   end
   if e:sub(1, 1) ~= '-' then e = '-' .. e end
   local code, msg = e:match('^%-([^ ]*) (.*)$')
@@ -48,7 +49,7 @@ end)
 redis.status_reply = raising(function(...)
   local s = ...
   if select('#', ...) ~= 1 or type(s) ~= 'string' then
-    return fail('ERR wrong number or type of arguments')
+    return {err = 'ERR wrong number or type of arguments'}
   end
   return {ok = s}
 end)
