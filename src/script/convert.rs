@@ -339,6 +339,15 @@ fn leaf_or_kind(t: &Table) -> Result<Reply, Kind> {
     if let Ok(Value::String(s)) = t.raw_get::<Value>("big_number") {
         return Ok(Reply::Bulk(Bytes::copy_from_slice(&s.as_bytes())));
     }
+    // `{verbatim_string = {format = ..., string = ...}}`: both fields must be strings.
+    // The reply type carries no format: every one is sent as `txt`.
+    if let Ok(Value::Table(v)) = t.raw_get::<Value>("verbatim_string") {
+        if let (Ok(Value::String(_)), Ok(Value::String(s))) =
+            (v.raw_get::<Value>("format"), v.raw_get::<Value>("string"))
+        {
+            return Ok(Reply::Verbatim(Bytes::copy_from_slice(&s.as_bytes())));
+        }
+    }
     if let Ok(Value::Table(m)) = t.raw_get::<Value>("map") {
         let mut items = Vec::new();
         for (k, v) in m.pairs::<Value, Value>().flatten() {
