@@ -309,14 +309,14 @@ fn layout(out: &mut String, digits: &[u8], k: i32, neg: bool) {
     let text = |d: &[u8]| std::str::from_utf8(d).unwrap_or_default().to_owned();
     if k >= 0 && exp < n + 7 {
         out.push_str(&text(digits));
-        out.extend(std::iter::repeat('0').take(k as usize));
+        out.extend(std::iter::repeat_n('0', k as usize));
         return;
     }
     if k < 0 && (k > -7 || exp < 4) {
         let int_len = n + k;
         if int_len <= 0 {
             out.push_str("0.");
-            out.extend(std::iter::repeat('0').take((-int_len) as usize));
+            out.extend(std::iter::repeat_n('0', (-int_len) as usize));
             out.push_str(&text(digits));
         } else {
             let (int, frac) = digits.split_at(int_len as usize);
