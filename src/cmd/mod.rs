@@ -323,6 +323,10 @@ fn state_refusal(
     args: &[Bytes],
     script: ScriptState,
 ) -> Option<&'static str> {
+    // In-process inspection is not a client: Redis spares its master and AOF alike.
+    if sess.internal {
+        return None;
+    }
     // Redis skips the memory check while a script is timed out (it is yielding).
     let oom = !matches!(script, ScriptState::TimedOut(_)) && refusals::out_of_memory(&srv.config);
     let noreplicas = !refusals::good_replicas(&srv.config);

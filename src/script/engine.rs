@@ -481,6 +481,8 @@ impl Interp {
             })
         }?;
         lua.set_memory_limit(MEMORY_LIMIT)?;
+        // The compiler's garbage from lib.lua goes now: a fresh VM starts at its live size.
+        lua.gc_collect()?;
         let generation = scripts.generation.load(Ordering::Acquire);
         Ok(Interp {
             lua,
