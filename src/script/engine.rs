@@ -59,15 +59,20 @@ pub struct Scripts {
     /// The running function's name and command line (FUNCTION STATS); `None` while an
     /// EVAL script (or nothing) runs.
     running_fn: Mutex<Option<(String, Vec<Bytes>)>>,
-    /// The Lua heap of the interpreter that ran last (INFO's `used_memory_vm_eval`).
-    vm_bytes: AtomicU64,
+    /// The Lua heap after the last EVAL script, after the last function, and after
+    /// either (INFO's `used_memory_vm_eval`, `…_vm_functions`, `…_vm_total`).
+    vm_eval: AtomicU64,
+    vm_functions: AtomicU64,
+    vm_last: AtomicU64,
 }
 
 /// INFO memory's scripting figures (Redis 7.2 `used_memory_vm_eval` and neighbours).
-/// EVAL scripts and functions share one interpreter per thread here, so its heap is
-/// reported as the eval VM's and the functions VM is empty.
+/// EVAL scripts and functions share one interpreter per thread here, where Redis has a
+/// VM for each: the eval figure is its heap as the last EVAL script left it, the functions
+/// figure as the last function left it, and the total is the latest of the two.
 pub struct MemoryInfo {
     pub vm_eval: u64,
+    pub vm_total: u64,
     pub scripts_eval: u64,
     pub cached_scripts: usize,
     pub functions: usize,
@@ -81,6 +86,7 @@ pub fn memory_info(srv: &Shared) -> MemoryInfo {
     let Some(s) = registered(srv) else {
         return MemoryInfo {
             vm_eval: 0,
+            vm_total: 0,
             scripts_eval: 0,
             cached_scripts: 0,
             functions: 0,
@@ -96,12 +102,13 @@ pub fn memory_info(srv: &Shared) -> MemoryInfo {
     };
     let libs = s.functions.lock();
     MemoryInfo {
-        vm_eval: s.vm_bytes.load(Ordering::Relaxed),
+        vm_eval: s.vm_eval.load(Ordering::Relaxed),
+        vm_total: s.vm_last.load(Ordering::Relaxed),
         scripts_eval,
         cached_scripts,
         functions: libs.function_count(),
         libraries: libs.len(),
-        vm_functions: 0,
+        vm_functions: s.vm_functions.load(Ordering::Relaxed),
         functions_bytes: libs.iter().map(|l| l.code.len() as u64).sum(),
     }
 }
@@ -120,7 +127,9 @@ impl Scripts {
             functions: Mutex::new(Default::default()),
             next_lib_id: AtomicU64::new(1),
             running_fn: Mutex::new(None),
-            vm_bytes: AtomicU64::new(0),
+            vm_eval: AtomicU64::new(0),
+            vm_functions: AtomicU64::new(0),
+            vm_last: AtomicU64::new(0),
         }
     }
 
@@ -1029,9 +1038,13 @@ fn call(
             }
         }
     };
-    scripts
-        .vm_bytes
-        .store(it.lua.used_memory() as u64, Ordering::Relaxed);
+    let heap = it.lua.used_memory() as u64;
+    let kind = match function {
+        None => &scripts.vm_eval,
+        Some(_) => &scripts.vm_functions,
+    };
+    kind.store(heap, Ordering::Relaxed);
+    scripts.vm_last.store(heap, Ordering::Relaxed);
     cx.sess.in_exec = saved_in_exec;
     cx.sess.resp3 = saved_resp3;
     cx.sess.db = saved_db;

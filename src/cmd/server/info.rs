@@ -235,9 +235,8 @@ fn memory(srv: &Shared, l: &mut Lines) {
     push(l, "number_of_functions", m.functions);
     push(l, "number_of_libraries", m.libraries);
     push(l, "used_memory_vm_functions", m.vm_functions);
-    let vm_total = m.vm_eval + m.vm_functions;
-    push(l, "used_memory_vm_total", vm_total);
-    push(l, "used_memory_vm_total_human", bytes_to_human(vm_total));
+    push(l, "used_memory_vm_total", m.vm_total);
+    push(l, "used_memory_vm_total_human", bytes_to_human(m.vm_total));
     push(l, "used_memory_functions", m.functions_bytes);
     let scripts = m.scripts_eval + m.functions_bytes;
     push(l, "used_memory_scripts", scripts);
