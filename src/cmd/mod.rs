@@ -23,6 +23,7 @@ pub mod keys;
 pub mod lists;
 pub mod migrate;
 pub mod pubsub;
+pub mod refusals;
 pub mod scripting;
 pub mod server;
 pub mod sets;
@@ -177,15 +178,15 @@ fn allowed_unauthenticated(spec: &CommandSpec) -> bool {
 /// `CLIENT REPLY`). Empty lines are ignored by the caller.
 pub fn dispatch(srv: &Arc<Shared>, sess: &mut Session, args: Vec<Bytes>) -> Reply {
     let reply = dispatch_inner(srv, sess, args);
+    let counted = ERROR_COUNTED.with(|c| c.replace(false));
     if sess.internal {
         sess.pending = Default::default();
     } else if sess.mark.is_none() {
         // Not inside a connection's read batch (tests, internal callers): count now.
         flush_stats(srv, sess);
     }
-    if let (Reply::Error(msg), false) = (&reply, sess.internal) {
-        Shared::bump_errors(srv);
-        srv.stats.record_error(msg);
+    if let (Reply::Error(msg), false, false) = (&reply, sess.internal, counted) {
+        count_error(srv, msg);
     }
     match sess.reply_mode {
         ReplyMode::On => reply,
@@ -199,6 +200,24 @@ pub fn dispatch(srv: &Arc<Shared>, sess: &mut Session, args: Vec<Bytes>) -> Repl
             Reply::NoReply
         }
     }
+}
+
+thread_local! {
+    /// Set while the reply being returned is an error already counted in the error stats
+    /// (a script failing with the error of a command it called: Redis's
+    /// `ERR_REPLY_FLAG_NO_STATS_UPDATE`).
+    static ERROR_COUNTED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Counts an error reply in INFO's `errorstats` and `total_error_replies`.
+pub fn count_error(srv: &Shared, msg: &str) {
+    Shared::bump_errors(srv);
+    srv.stats.record_error(msg);
+}
+
+/// Marks the error reply of the command this thread is dispatching as already counted.
+pub fn error_already_counted() {
+    ERROR_COUNTED.with(|c| c.set(true));
 }
 
 fn dispatch_inner(srv: &Arc<Shared>, sess: &mut Session, args: Vec<Bytes>) -> Reply {
@@ -250,6 +269,10 @@ fn dispatch_inner(srv: &Arc<Shared>, sess: &mut Session, args: Vec<Bytes>) -> Re
             sess.wrote.store(true, Ordering::Relaxed);
         }
     }
+    let script = crate::script::state(srv);
+    if let Some(msg) = state_refusal(srv, sess, spec, &args, script) {
+        return reject(srv, sess, id, spec, msg, "");
+    }
     let now = match sess.mark {
         Some(t) => srv.clock.ms_at(t),
         None => srv.clock.now_ms(),
@@ -260,7 +283,6 @@ fn dispatch_inner(srv: &Arc<Shared>, sess: &mut Session, args: Vec<Bytes>) -> Re
         .store(now, Ordering::Relaxed);
     // BUSY comes before MULTI queueing, as in Redis's `processCommand`: a command refused
     // while a script is timed out dooms the transaction it was meant for.
-    let script = crate::script::state(srv);
     if let ScriptState::TimedOut(busy) = script {
         if !spec.has_flag("allow_busy") {
             return reject(srv, sess, id, spec, busy, "");
@@ -298,6 +320,53 @@ fn dispatch_inner(srv: &Arc<Shared>, sess: &mut Session, args: Vec<Bytes>) -> Re
         blocking::serve_ready(srv, ready);
     }
     reply
+}
+
+/// Redis `processCommand`'s refusals by server state, before MULTI queueing: out of
+/// memory, deny-oom commands fail (and inside MULTI everything but EXEC, DISCARD, QUIT and
+/// RESET); with too few good replicas, writes fail. A script that declared flags counts
+/// as write / deny-oom by them, and EXEC by the commands it queued.
+fn state_refusal(
+    srv: &Shared,
+    sess: &Session,
+    spec: &CommandSpec,
+    args: &[Bytes],
+    script: ScriptState,
+) -> Option<&'static str> {
+    // In-process inspection is not a client: Redis spares its master and AOF alike.
+    if sess.internal {
+        return None;
+    }
+    // Redis skips the memory check while a script is timed out (it is yielding).
+    let oom = !matches!(script, ScriptState::TimedOut(_)) && refusals::out_of_memory(&srv.config);
+    let noreplicas = !refusals::good_replicas(&srv.config);
+    if !oom && !noreplicas {
+        return None;
+    }
+    let flags = |spec: &CommandSpec, args: &[Bytes]| match crate::script::declared_flags(srv, args)
+    {
+        Some(f) => {
+            let writes = !f.has(crate::script::Flags::NO_WRITES);
+            (writes, writes && !f.has(crate::script::Flags::ALLOW_OOM))
+        }
+        None => (spec.is_write(), spec.has_flag("denyoom")),
+    };
+    let (mut write, mut denyoom) = flags(spec, args);
+    if let (true, Some(multi)) = (spec.name == "exec", &sess.multi) {
+        for line in &multi.queue {
+            if let Ok((_, s)) = registry().resolve(line) {
+                let (w, d) = flags(s, line);
+                write |= w;
+                denyoom |= d;
+            }
+        }
+    }
+    let queues =
+        sess.multi.is_some() && !matches!(spec.name, "exec" | "discard" | "quit" | "reset");
+    if oom && (denyoom || queues) {
+        return Some(refusals::OOM);
+    }
+    (noreplicas && write).then_some(refusals::NOREPLICAS)
 }
 
 /// Whether a command runs without the keyspace gate: SHUTDOWN whenever no script runs

@@ -26,6 +26,21 @@ pub fn error_table(lua: &Lua, text: &str) -> mlua::Result<Table> {
     Ok(t)
 }
 
+/// Whether a script's error value is one whose stats were counted when the command
+/// that produced it failed (the `ignore_error_stats_update` field Redis sets).
+pub fn stats_counted(v: &Value) -> bool {
+    match v {
+        Value::Table(t) => {
+            matches!(t.raw_get::<Value>("err"), Ok(Value::String(_)))
+                && !matches!(
+                    t.raw_get::<Value>("ignore_error_stats_update"),
+                    Ok(Value::Nil | Value::Boolean(false)) | Err(_)
+                )
+        }
+        _ => false,
+    }
+}
+
 /// A command's reply as the script sees it. `resp3` is the protocol the script chose
 /// with `redis.setresp` (RESP2 shapes by default).
 pub fn reply_to_lua(lua: &Lua, r: Reply, resp3: bool) -> mlua::Result<Value> {
@@ -323,6 +338,15 @@ fn leaf_or_kind(t: &Table) -> Result<Reply, Kind> {
     }
     if let Ok(Value::String(s)) = t.raw_get::<Value>("big_number") {
         return Ok(Reply::Bulk(Bytes::copy_from_slice(&s.as_bytes())));
+    }
+    // `{verbatim_string = {format = ..., string = ...}}`: both fields must be strings.
+    // The reply type carries no format: every one is sent as `txt`.
+    if let Ok(Value::Table(v)) = t.raw_get::<Value>("verbatim_string") {
+        if let (Ok(Value::String(_)), Ok(Value::String(s))) =
+            (v.raw_get::<Value>("format"), v.raw_get::<Value>("string"))
+        {
+            return Ok(Reply::Verbatim(Bytes::copy_from_slice(&s.as_bytes())));
+        }
     }
     if let Ok(Value::Table(m)) = t.raw_get::<Value>("map") {
         let mut items = Vec::new();

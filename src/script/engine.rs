@@ -6,7 +6,7 @@ use super::convert::{error_table, lua_to_reply, reply_to_lua};
 use super::rand48;
 use super::sha1::sha1_hex;
 use super::shebang::{self, Flags};
-use crate::cmd::{errors, registry, Cx};
+use crate::cmd::{errors, refusals, registry, Cx};
 use crate::protocol::Reply;
 use crate::server::state::Shared;
 use bytes::Bytes;
@@ -59,6 +59,58 @@ pub struct Scripts {
     /// The running function's name and command line (FUNCTION STATS); `None` while an
     /// EVAL script (or nothing) runs.
     running_fn: Mutex<Option<(String, Vec<Bytes>)>>,
+    /// The Lua heap after the last EVAL script, after the last function, and after
+    /// either (INFO's `used_memory_vm_eval`, `…_vm_functions`, `…_vm_total`).
+    vm_eval: AtomicU64,
+    vm_functions: AtomicU64,
+    vm_last: AtomicU64,
+}
+
+/// INFO memory's scripting figures (Redis 7.2 `used_memory_vm_eval` and neighbours).
+/// EVAL scripts and functions share one interpreter per thread here, where Redis has a
+/// VM for each: the eval figure is its heap as the last EVAL script left it, the functions
+/// figure as the last function left it, and the total is the latest of the two.
+pub struct MemoryInfo {
+    pub vm_eval: u64,
+    pub vm_total: u64,
+    pub scripts_eval: u64,
+    pub cached_scripts: usize,
+    pub functions: usize,
+    pub libraries: usize,
+    pub vm_functions: u64,
+    pub functions_bytes: u64,
+}
+
+/// The server's scripting memory figures.
+pub fn memory_info(srv: &Shared) -> MemoryInfo {
+    let Some(s) = registered(srv) else {
+        return MemoryInfo {
+            vm_eval: 0,
+            vm_total: 0,
+            scripts_eval: 0,
+            cached_scripts: 0,
+            functions: 0,
+            libraries: 0,
+            vm_functions: 0,
+            functions_bytes: 0,
+        };
+    };
+    let (cached_scripts, scripts_eval) = {
+        let bodies = s.bodies.lock();
+        let bytes = bodies.iter().map(|(k, v)| (k.len() + v.len()) as u64).sum();
+        (bodies.len(), bytes)
+    };
+    let libs = s.functions.lock();
+    MemoryInfo {
+        vm_eval: s.vm_eval.load(Ordering::Relaxed),
+        vm_total: s.vm_last.load(Ordering::Relaxed),
+        scripts_eval,
+        cached_scripts,
+        functions: libs.function_count(),
+        libraries: libs.len(),
+        vm_functions: s.vm_functions.load(Ordering::Relaxed),
+        functions_bytes: libs.iter().map(|l| l.code.len() as u64).sum(),
+    }
 }
 
 impl Scripts {
@@ -75,6 +127,9 @@ impl Scripts {
             functions: Mutex::new(Default::default()),
             next_lib_id: AtomicU64::new(1),
             running_fn: Mutex::new(None),
+            vm_eval: AtomicU64::new(0),
+            vm_functions: AtomicU64::new(0),
+            vm_last: AtomicU64::new(0),
         }
     }
 
@@ -177,6 +232,13 @@ pub fn scripts(srv: &Arc<Shared>) -> Arc<Scripts> {
 /// PAUSE WRITE: `Some(true)` without `no-writes`, `Some(false)` with it; `None` (the
 /// command table's flags decide) for a legacy script, an unknown SHA or a bad shebang.
 pub fn eval_shebang_writes(srv: &Shared, args: &[Bytes]) -> Option<bool> {
+    declared_flags(srv, args).map(|f| !f.has(Flags::NO_WRITES))
+}
+
+/// The flags the script of an EVAL*/FCALL* line declared (its shebang, or the function's
+/// flags): Redis's `getCommandFlags` takes a command's write and deny-oom flags from
+/// them. `None` for scripts without a shebang, unknown ones and other commands.
+pub fn declared_flags(srv: &Shared, args: &[Bytes]) -> Option<Flags> {
     let (Some(name), Some(script)) = (args.first(), args.get(1)) else {
         return None;
     };
@@ -188,12 +250,11 @@ pub fn eval_shebang_writes(srv: &Shared, args: &[Bytes]) -> Option<bool> {
         found?
     } else if name.eq_ignore_ascii_case(b"fcall") || name.eq_ignore_ascii_case(b"fcall_ro") {
         let (_, f) = registered(srv)?.functions.lock().find(script)?;
-        return Some(!f.flags.has(Flags::NO_WRITES));
+        return Some(f.flags);
     } else {
         return None;
     };
-    let flags = shebang::parse(&body).ok()?.flags?;
-    Some(!flags.has(Flags::NO_WRITES))
+    shebang::parse(&body).ok()?.flags
 }
 
 type Registry = Mutex<Vec<(Weak<Shared>, Arc<Scripts>)>>;
@@ -218,6 +279,9 @@ thread_local! {
     static INTERPS: RefCell<Vec<(Weak<Shared>, Rc<Interp>)>> = const { RefCell::new(Vec::new()) };
     /// The running script's command bridge, set only while a script runs on this thread.
     static CURRENT: Cell<Option<*mut Exec<'static>>> = const { Cell::new(None) };
+    /// The command line `redis_call_c` read off the Lua stack, for `redis_call` to run.
+    static PENDING_ARGV: RefCell<Option<Result<Vec<Bytes>, &'static str>>> =
+        const { RefCell::new(None) };
     /// The interpreter running Lua code on this thread, for `script_hook`; null when none.
     static HOOKED: Cell<*const Interp> = const { Cell::new(std::ptr::null()) };
 }
@@ -308,7 +372,16 @@ impl Interp {
         super::open_libraries(&lua)?;
         let resp3 = Rc::new(Cell::new(false));
         let r3c = resp3.clone();
-        let rawcall = lua.create_function(move |lua, a| redis_call(lua, a, r3c.get()))?;
+        let rawcall = lua.create_function(move |lua, raise| redis_call(lua, raise, r3c.get()))?;
+        // SAFETY: each pushes one C closure over two values (one stack slot).
+        let (call_c, pcall_c) = unsafe {
+            let make = |raise: bool| {
+                lua.exec_raw::<Function>((rawcall.clone(), raise), |state| {
+                    mlua::ffi::lua_pushcclosure(state, redis_call_c, 2);
+                })
+            };
+            (make(true)?, make(false)?)
+        };
         let sha1 = lua.create_function(|lua, v: Value| {
             let s = lua.coerce_string(v)?;
             let hex = sha1_hex(
@@ -320,11 +393,12 @@ impl Interp {
         })?;
         let log = lua.create_function(|lua, (level, msg): (i64, Variadic<Value>)| {
             let mut text = Vec::new();
+            // Values with no string form are skipped, with their separator.
             for (i, v) in msg.into_iter().enumerate() {
-                if i > 0 {
-                    text.push(b' ');
-                }
                 if let Some(s) = lua.coerce_string(v)? {
+                    if i > 0 {
+                        text.push(b' ');
+                    }
                     text.extend_from_slice(&s.as_bytes());
                 }
             }
@@ -342,8 +416,13 @@ impl Interp {
             r3.set(v == 3);
             Ok(())
         })?;
-        let known = lua.create_function(|_, name: mlua::LuaString| {
-            Ok(registry().lookup(&name.as_bytes()).is_some())
+        // redis.acl_check_cmd: whether the command line names a command (every user may
+        // run every command here), or the argument error.
+        let known = lua.create_function(|_, args: Variadic<Value>| {
+            Ok(match command_line(args) {
+                Ok(argv) => (registry().resolve(&argv).is_ok(), None),
+                Err(e) => (false, Some(e)),
+            })
         })?;
         let raising = lua.create_function(|lua, imp: Function| {
             // SAFETY: pushes one C closure over the given function (one stack slot).
@@ -382,7 +461,8 @@ impl Interp {
             .load(include_str!("lib.lua"))
             .set_name("=redis_lib")
             .call((
-                rawcall,
+                call_c,
+                pcall_c,
                 sha1,
                 log,
                 setresp,
@@ -410,6 +490,8 @@ impl Interp {
             })
         }?;
         lua.set_memory_limit(MEMORY_LIMIT)?;
+        // The compiler's garbage from lib.lua goes now: a fresh VM starts at its live size.
+        lua.gc_collect()?;
         let generation = scripts.generation.load(Ordering::Acquire);
         Ok(Interp {
             lua,
@@ -588,13 +670,10 @@ pub fn fcall(cx: &mut Cx, read_only: bool) -> Reply {
     if numkeys < 0 {
         return errors::err(errors::NUMKEYS_NEGATIVE);
     }
-    if info.flags.has(Flags::NO_CLUSTER) && cx.srv.config.get_bool("cluster-enabled") {
-        return errors::err(errors::SCRIPT_NO_CLUSTER);
-    }
-    if !info.flags.has(Flags::NO_WRITES) && read_only {
-        return errors::err(errors::SCRIPT_WRITE_FLAG_RO);
-    }
-    let read_only = read_only || info.flags.has(Flags::NO_WRITES);
+    let mode = match prepare(cx, Some(info.flags), read_only) {
+        Ok(m) => m,
+        Err(e) => return e,
+    };
     let it = match interp(cx.srv) {
         Ok(i) => i,
         Err(e) => return Reply::error(format!("ERR {e}")),
@@ -604,9 +683,15 @@ pub fn fcall(cx: &mut Cx, read_only: bool) -> Reply {
         Err(e) => return e,
     };
     let split = 3 + numkeys as usize;
-    match call(cx, &it, &func, split, read_only, Some(&info.name)) {
-        Ok(Ok(v)) => lua_to_reply(&v, it.resp3.get()),
-        Ok(Err(v)) => error_reply(&v, &info.name),
+    match call(cx, &it, &func, split, mode, Some(&info.name)) {
+        Ok(Ok(v)) => {
+            mark_counted(&v);
+            lua_to_reply(&v, it.resp3.get())
+        }
+        Ok(Err(v)) => {
+            mark_counted(&v);
+            error_reply(&v, &info.name)
+        }
         Err(e) => Reply::error(format!("ERR Error running script {}, {e}", info.name)),
     }
 }
@@ -774,25 +859,71 @@ pub fn eval(cx: &mut Cx, source: Source, read_only: bool) -> Reply {
     let Some(script) = func else {
         return errors::err(errors::NOSCRIPT);
     };
-    // Redis `scriptPrepareForRun`: declared flags are checked before the script runs
-    // (the replica, stale, disk-error and OOM checks cannot apply to this server).
-    let mut read_only = read_only;
-    if let Some(flags) = script.flags {
-        if flags.has(Flags::NO_CLUSTER) && cx.srv.config.get_bool("cluster-enabled") {
-            return errors::err(errors::SCRIPT_NO_CLUSTER);
-        }
-        if !flags.has(Flags::NO_WRITES) && read_only {
-            return errors::err(errors::SCRIPT_WRITE_FLAG_RO);
-        }
-        read_only |= flags.has(Flags::NO_WRITES);
-    }
+    let mode = match prepare(cx, script.flags, read_only) {
+        Ok(m) => m,
+        Err(e) => return e,
+    };
     let func = script.func;
     let split = 3 + numkeys as usize;
-    match call(cx, &it, &func, split, read_only, None) {
-        Ok(Ok(v)) => lua_to_reply(&v, it.resp3.get()),
-        Ok(Err(v)) => error_reply(&v, sha),
+    match call(cx, &it, &func, split, mode, None) {
+        Ok(Ok(v)) => {
+            mark_counted(&v);
+            lua_to_reply(&v, it.resp3.get())
+        }
+        Ok(Err(v)) => {
+            mark_counted(&v);
+            error_reply(&v, sha)
+        }
         Err(e) => Reply::error(format!("ERR Error running script {sha}, {e}")),
     }
+}
+
+/// A script's error value whose stats were counted already is not counted again when it
+/// becomes the script's reply.
+fn mark_counted(v: &Value) {
+    if super::convert::stats_counted(v) {
+        crate::cmd::error_already_counted();
+    }
+}
+
+/// What a running script may do (Redis's run_ctx flags).
+#[derive(Clone, Copy)]
+struct Mode {
+    /// EVAL_RO / FCALL_RO, or declared `no-writes`: write commands fail.
+    read_only: bool,
+    /// Declared `allow-oom`: deny-oom commands run even out of memory.
+    allow_oom: bool,
+}
+
+/// Redis `scriptPrepareForRun`: declared flags (`None`: a script without a shebang) are
+/// checked against the server's state before the script runs. The replica, stale and
+/// disk-error checks cannot apply to this server.
+fn prepare(cx: &Cx, flags: Option<Flags>, read_only: bool) -> Result<Mode, Reply> {
+    let Some(flags) = flags else {
+        return Ok(Mode {
+            read_only,
+            allow_oom: false,
+        });
+    };
+    let config = &cx.srv.config;
+    if flags.has(Flags::NO_CLUSTER) && config.get_bool("cluster-enabled") {
+        return Err(errors::err(errors::SCRIPT_NO_CLUSTER));
+    }
+    if !flags.has(Flags::NO_WRITES) {
+        if read_only {
+            return Err(errors::err(errors::SCRIPT_WRITE_FLAG_RO));
+        }
+        if !refusals::good_replicas(config) {
+            return Err(Reply::error(refusals::NOREPLICAS));
+        }
+        if !flags.has(Flags::ALLOW_OOM) && refusals::out_of_memory(config) {
+            return Err(Reply::error(refusals::SCRIPT_OOM));
+        }
+    }
+    Ok(Mode {
+        read_only: read_only || flags.has(Flags::NO_WRITES),
+        allow_oom: flags.has(Flags::ALLOW_OOM),
+    })
 }
 
 /// The final reply for a script that failed (Redis 7 `luaCallFunction`).
@@ -830,7 +961,7 @@ fn call(
     it: &Interp,
     func: &Function,
     split: usize,
-    read_only: bool,
+    mode: Mode,
     function: Option<&str>,
 ) -> mlua::Result<Result<Value, Value>> {
     let args: &[Bytes] = cx.args;
@@ -854,7 +985,7 @@ fn call(
     let resp3 = it.resp3.clone();
     let result = {
         let mut exec = |args: Vec<Bytes>| -> Result<Reply, String> {
-            run_command(cx, &scripts, args, read_only, resp3.get())
+            run_command(cx, &scripts, args, mode, resp3.get())
         };
         let ptr: *mut Exec<'_> = &mut exec;
         // SAFETY: the pointer is only dereferenced by `redis_call` while this frame is
@@ -907,6 +1038,13 @@ fn call(
             }
         }
     };
+    let heap = it.lua.used_memory() as u64;
+    let kind = match function {
+        None => &scripts.vm_eval,
+        Some(_) => &scripts.vm_functions,
+    };
+    kind.store(heap, Ordering::Relaxed);
+    scripts.vm_last.store(heap, Ordering::Relaxed);
     cx.sess.in_exec = saved_in_exec;
     cx.sess.resp3 = saved_resp3;
     cx.sess.db = saved_db;
@@ -1000,7 +1138,8 @@ unsafe fn after_run(state: *mut mlua::ffi::lua_State, gc_step: bool) {
         lua_gc(state, LUA_GCRESTART, 0);
     }
     if gc_step {
-        mlua::ffi::lua_gc(state, mlua::ffi::LUA_GCSTEP, 0);
+        // A step of GC_EVERY "kilobytes", as Redis sizes it.
+        mlua::ffi::lua_gc(state, mlua::ffi::LUA_GCSTEP, GC_EVERY as c_int);
     }
 }
 
@@ -1116,12 +1255,40 @@ fn run_command(
     cx: &mut Cx,
     scripts: &Scripts,
     args: Vec<Bytes>,
-    read_only: bool,
+    mode: Mode,
     resp3: bool,
 ) -> Result<Reply, String> {
-    let (id, spec) = registry()
-        .resolve(&args)
-        .map_err(|_| "ERR Unknown Redis command called from script".to_string())?;
+    // Redis `scriptCall`: a refused command counts as a rejected call of it and as an
+    // error reply; one that ran and failed counts as an error reply (its failed call is
+    // counted by `execute`). The script's own reply then does not count them again.
+    let counts = !cx.sess.internal;
+    let resolved = registry().resolve(&args).ok();
+    let out = checked_command(cx, scripts, args, resolved, mode, resp3);
+    if counts {
+        match &out {
+            Err(text) => {
+                if let Some((id, _)) = resolved {
+                    cx.srv.cmdstats[id].rejected.fetch_add(1, Ordering::Relaxed);
+                }
+                crate::cmd::count_error(cx.srv, text);
+            }
+            Ok(Reply::Error(msg)) => crate::cmd::count_error(cx.srv, msg),
+            Ok(_) => {}
+        }
+    }
+    out
+}
+
+fn checked_command(
+    cx: &mut Cx,
+    scripts: &Scripts,
+    args: Vec<Bytes>,
+    resolved: Option<(usize, &'static crate::cmd::CommandSpec)>,
+    mode: Mode,
+    resp3: bool,
+) -> Result<Reply, String> {
+    let (id, spec) =
+        resolved.ok_or_else(|| "ERR Unknown Redis command called from script".to_string())?;
     if !spec.arity_ok(args.len()) {
         return Err("ERR Wrong number of args calling Redis command from script".into());
     }
@@ -1129,8 +1296,21 @@ fn run_command(
         return Err("ERR This Redis command is not allowed from script".into());
     }
     let writes = spec.is_write();
-    if writes && read_only {
+    if mode.read_only && (writes || spec.has_flag("may_replicate")) {
         return Err("ERR Write commands are not allowed from read-only scripts.".into());
+    }
+    // Redis `scriptVerifyWriteCommandAllow` and `scriptVerifyOOM`: the server's state can
+    // fail a script only before its first write (it cannot stop half-way).
+    let dirty = scripts.wrote.load(Ordering::Acquire);
+    if writes && !dirty && !refusals::good_replicas(&cx.srv.config) {
+        return Err(refusals::NOREPLICAS.into());
+    }
+    if spec.has_flag("denyoom")
+        && !mode.allow_oom
+        && !dirty
+        && refusals::out_of_memory(&cx.srv.config)
+    {
+        return Err(refusals::OOM.into());
     }
     cx.sess.resp3 = resp3;
     let reply = crate::cmd::execute(cx.srv, cx.sess, cx.ks, id, spec, &args);
@@ -1140,30 +1320,91 @@ fn run_command(
     Ok(reply)
 }
 
-/// `redis.call` / `redis.pcall` core: returns the reply, and whether the wrapper must
-/// raise it (an error under `redis.call`).
-fn redis_call(
-    lua: &Lua,
-    (raise, args): (bool, Variadic<Value>),
-    resp3: bool,
-) -> mlua::Result<(Value, bool)> {
-    let fail = |text: &str| -> mlua::Result<(Value, bool)> {
-        Ok((Value::Table(error_table(lua, text)?), raise))
-    };
+/// A command line from Lua values (`luaArgsToRedisArgv`), or the error Redis raises.
+fn command_line(args: Variadic<Value>) -> Result<Vec<Bytes>, &'static str> {
     if args.is_empty() {
-        return fail("ERR Please specify at least one argument for this redis lib call");
+        return Err("ERR Please specify at least one argument for this redis lib call");
     }
     let mut argv = Vec::with_capacity(args.len());
     for a in args.into_iter() {
         match a {
             Value::String(s) => argv.push(Bytes::copy_from_slice(&s.as_bytes())),
-            Value::Integer(_) | Value::Number(_) => match lua.coerce_string(a)? {
-                Some(s) => argv.push(Bytes::copy_from_slice(&s.as_bytes())),
-                None => return fail(errors::SCRIPT_ARG_TYPE),
-            },
-            _ => return fail(errors::SCRIPT_ARG_TYPE),
+            // Not Lua's `%.14g` (`tostring`): Redis 7.2 keeps every bit of the number.
+            Value::Integer(i) => argv.push(Bytes::from(super::dtoa::fpconv_dtoa(i as f64))),
+            Value::Number(n) => argv.push(Bytes::from(super::dtoa::fpconv_dtoa(n))),
+            _ => return Err(errors::SCRIPT_ARG_TYPE),
         }
     }
+    Ok(argv)
+}
+
+/// `redis.call` (upvalue 2 true) and `redis.pcall`: reads the command line and pops it
+/// itself, as Redis's `luaArgsToRedisArgv` does, then runs it through upvalue 1
+/// (`redis_call`) on an empty frame. A callback through mlua would need free slots that
+/// a call with ~8000 arguments (`unpack` of a big table) leaves none of: Lua 5.1 caps a
+/// C function's frame at 8000 slots.
+unsafe extern "C-unwind" fn redis_call_c(state: *mut mlua::ffi::lua_State) -> c_int {
+    use mlua::ffi;
+    let n = ffi::lua_gettop(state);
+    let argv = args_from_stack(state, n);
+    PENDING_ARGV.with(|p| *p.borrow_mut() = Some(argv));
+    ffi::lua_settop(state, 0);
+    ffi::lua_pushvalue(state, ffi::lua_upvalueindex(1));
+    ffi::lua_pushvalue(state, ffi::lua_upvalueindex(2));
+    ffi::lua_call(state, 1, 2);
+    if ffi::lua_toboolean(state, -1) != 0 {
+        ffi::lua_pop(state, 1);
+        // No Rust value lives in this frame: unwinding past it skips no destructor.
+        ffi::lua_error(state);
+    }
+    ffi::lua_pop(state, 1);
+    1
+}
+
+/// The arguments `1..=n` of a C function as a command line (`luaArgsToRedisArgv`).
+///
+/// # Safety
+/// `state` is a live Lua state with at least `n` values on the current frame.
+unsafe fn args_from_stack(
+    state: *mut mlua::ffi::lua_State,
+    n: c_int,
+) -> Result<Vec<Bytes>, &'static str> {
+    use mlua::ffi;
+    if n == 0 {
+        return Err("ERR Please specify at least one argument for this redis lib call");
+    }
+    let mut argv = Vec::with_capacity(n as usize);
+    for i in 1..=n {
+        match ffi::lua_type(state, i) {
+            // Not Lua's `%.14g` (`tostring`): Redis 7.2 keeps every bit of the number.
+            ffi::LUA_TNUMBER => {
+                let d = ffi::lua_tonumber(state, i);
+                argv.push(Bytes::from(super::dtoa::fpconv_dtoa(d)));
+            }
+            ffi::LUA_TSTRING => {
+                let mut len = 0usize;
+                let p = ffi::lua_tolstring(state, i, &mut len);
+                // SAFETY: Lua returned a pointer to `len` bytes of a string on the stack.
+                let bytes = std::slice::from_raw_parts(p as *const u8, len);
+                argv.push(Bytes::copy_from_slice(bytes));
+            }
+            _ => return Err(errors::SCRIPT_ARG_TYPE),
+        }
+    }
+    Ok(argv)
+}
+
+/// `redis.call` / `redis.pcall` core, on the command line `redis_call_c` left: returns
+/// the reply, and whether it must be raised (an error under `redis.call`).
+fn redis_call(lua: &Lua, raise: bool, resp3: bool) -> mlua::Result<(Value, bool)> {
+    let fail = |text: &str| -> mlua::Result<(Value, bool)> {
+        Ok((Value::Table(error_table(lua, text)?), raise))
+    };
+    let argv = match PENDING_ARGV.with(|p| p.borrow_mut().take()) {
+        Some(Ok(argv)) => argv,
+        Some(Err(e)) => return fail(e),
+        None => return fail("ERR redis.call is only available while a script runs"),
+    };
     let Some(ptr) = CURRENT.with(|c| c.get()) else {
         return fail("ERR redis.call is only available while a script runs");
     };

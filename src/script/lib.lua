@@ -1,7 +1,7 @@
 -- Sandbox and redis.* wrappers, run once per interpreter (chunk name "=redis_lib").
 -- Rust helpers return error texts; these wrappers raise them as Redis 7 does: as
 -- {err = ...} tables, so the error handler can add where the script failed.
-local rawcall, sha1raw, lograw, setresp_raw, version, version_num, known_cmd, raising,
+local call_c, pcall_c, sha1raw, lograw, setresp_raw, version, version_num, known_cmd, raising,
   rand_raw, seed_raw, set_readonly = ...
 local G = _G
 local dbg = debug
@@ -19,17 +19,26 @@ end
 -- the stack as with Redis's C functions) return `nil, {err = ...}` to raise.
 local function fail(text) return nil, {err = text} end
 
+-- C's `(int)lua_tonumber(v)`, how Redis reads log levels, RESP versions and replication
+-- flags: numeric strings convert, anything else is 0, fractions truncate toward zero,
+-- and what an int cannot hold (NaN included) becomes INT_MIN as on x86-64.
+local tonumber_, floor, ceil = tonumber, math.floor, math.ceil
+local function c_int(v)
+  local n = tonumber_(v)
+  if n == nil then return 0 end
+  if n ~= n or n >= 2147483648 or n <= -2147483649 then return -2147483648 end
+  if n >= 0 then return floor(n) end
+  return ceil(n)
+end
+
 local redis = {}
-redis.call = raising(function(...)
-  local r, failed = rawcall(true, ...)
-  if failed then return nil, r end
-  return r
-end)
-redis.pcall = function(...) return (rawcall(false, ...)) end
+-- C functions (engine.rs `redis_call_c`): they read and pop their arguments themselves.
+redis.call, redis.pcall = call_c, pcall_c
 redis.error_reply = raising(function(...)
   local e = ...
+  -- Bad arguments are not raised: the error table is returned (Redis `luaPushError`).
   if select('#', ...) ~= 1 or type(e) ~= 'string' then
-    return fail('ERR wrong number or type of arguments')
+    return {err = 'ERR wrong number or type of arguments'}
   end
   if e:sub(1, 1) ~= '-' then e = '-' .. e end
   local code, msg = e:match('^%-([^ ]*) (.*)$')
@@ -40,7 +49,7 @@ end)
 redis.status_reply = raising(function(...)
   local s = ...
   if select('#', ...) ~= 1 or type(s) ~= 'string' then
-    return fail('ERR wrong number or type of arguments')
+    return {err = 'ERR wrong number or type of arguments'}
   end
   return {ok = s}
 end)
@@ -50,32 +59,36 @@ redis.sha1hex = raising(function(...)
 end)
 redis.log = raising(function(level, ...)
   if select('#', ...) < 1 then return fail('ERR redis.log() requires two arguments or more.') end
-  if type(level) ~= 'number' then return fail('ERR First argument must be a number (log level).') end
+  if tonumber_(level) == nil then
+    return fail('ERR First argument must be a number (log level).')
+  end
+  level = c_int(level)
   if level < 0 or level > 3 then return fail('ERR Invalid debug level.') end
   lograw(level, ...)
 end)
 redis.setresp = raising(function(...)
-  local v = ...
   if select('#', ...) ~= 1 then
     return fail('ERR redis.setresp() requires one argument.')
   end
+  local v = c_int((...))
   if v ~= 2 and v ~= 3 then return fail('ERR RESP version must be 2 or 3.') end
   setresp_raw(v)
 end)
 redis.set_repl = raising(function(...)
-  local v = ...
   if select('#', ...) ~= 1 then return fail('ERR redis.set_repl() requires one argument.') end
-  if type(v) ~= 'number' or v < 0 or v > 3 then
+  local v = c_int((...))
+  if v < 0 or v > 3 then
     return fail('ERR Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.')
   end
 end)
 redis.replicate_commands = function() return true end
 redis.breakpoint = function() return false end
 redis.debug = function() end
-redis.acl_check_cmd = raising(function(name, ...)
-  if type(name) ~= 'string' or not known_cmd(name) then
-    return fail('ERR Invalid command passed to redis.acl_check_cmd()')
-  end
+redis.acl_check_cmd = raising(function(...)
+  -- The arguments convert as redis.call's do; the command line resolves subcommands.
+  local known, err = known_cmd(...)
+  if err then return fail(err) end
+  if not known then return fail('ERR Invalid command passed to redis.acl_check_cmd()') end
   return true
 end)
 redis.LOG_DEBUG, redis.LOG_VERBOSE, redis.LOG_NOTICE, redis.LOG_WARNING = 0, 1, 2, 3

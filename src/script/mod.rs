@@ -6,14 +6,19 @@ pub mod bit;
 pub mod cjson;
 pub mod cmsgpack;
 pub mod convert;
+pub mod dtoa;
 pub mod engine;
 pub mod functions;
 pub mod rand48;
 pub mod sha1;
 pub mod shebang;
+pub use shebang::Flags;
 pub mod structlib;
 
-pub use engine::{eval, eval_shebang_writes, fcall, load, scripts, Scripts, Source};
+pub use engine::{
+    declared_flags, eval, eval_shebang_writes, fcall, load, memory_info, scripts, MemoryInfo,
+    Scripts, Source,
+};
 
 /// Registers the extra libraries Redis ships with its Lua, before the sandbox is sealed.
 /// Each library module provides `pub fn open(lua: &mlua::Lua) -> mlua::Result<()>`.

@@ -225,6 +225,22 @@ fn memory(srv: &Shared, l: &mut Lines) {
     );
     push(l, "total_system_memory", total);
     push(l, "total_system_memory_human", bytes_to_human(total));
+    let m = crate::script::memory_info(srv);
+    // The deprecated names come first, as Redis 7.2 prints them.
+    push(l, "used_memory_lua", m.vm_eval);
+    push(l, "used_memory_vm_eval", m.vm_eval);
+    push(l, "used_memory_lua_human", bytes_to_human(m.vm_eval));
+    push(l, "used_memory_scripts_eval", m.scripts_eval);
+    push(l, "number_of_cached_scripts", m.cached_scripts);
+    push(l, "number_of_functions", m.functions);
+    push(l, "number_of_libraries", m.libraries);
+    push(l, "used_memory_vm_functions", m.vm_functions);
+    push(l, "used_memory_vm_total", m.vm_total);
+    push(l, "used_memory_vm_total_human", bytes_to_human(m.vm_total));
+    push(l, "used_memory_functions", m.functions_bytes);
+    let scripts = m.scripts_eval + m.functions_bytes;
+    push(l, "used_memory_scripts", scripts);
+    push(l, "used_memory_scripts_human", bytes_to_human(scripts));
     push(l, "maxmemory", maxmemory);
     push(l, "maxmemory_human", bytes_to_human(maxmemory));
     push(
