@@ -243,30 +243,14 @@ fn sort(l: &[Bytes]) -> Vec<(usize, Flags)> {
     out
 }
 
+/// `migrateGetKeys`: the table's finder for MIGRATE is Redis's (src/cmd/migrate.rs).
 fn migrate(l: &[Bytes]) -> Vec<(usize, Flags)> {
-    let (mut first, mut num) = (3, 1);
-    if l.len() > 6 {
-        let mut i = 6;
-        while i < l.len() {
-            if is(&l[i], "KEYS") {
-                if !l[3].is_empty() {
-                    num = 0;
-                } else {
-                    first = i + 1;
-                    num = l.len() - first;
-                }
-                break;
-            }
-            if is(&l[i], "AUTH") {
-                i += 1;
-            } else if is(&l[i], "AUTH2") {
-                i += 2;
-            }
-            i += 1;
-        }
-    }
+    let keys = registry().resolve(l).map(|(_, s)| s.key_indices(l));
     let f = flags(&["RW", "access", "delete"]);
-    (first..first + num).map(|i| (i, f.clone())).collect()
+    keys.unwrap_or_default()
+        .into_iter()
+        .map(|i| (i, f.clone()))
+        .collect()
 }
 
 fn georadius(l: &[Bytes]) -> Vec<(usize, Flags)> {
