@@ -187,9 +187,11 @@ fn scan_reply_sizes_match_redis() {
             let (_, redis) = scan_call(&mut theirs, cmd, 0, count);
             let (mine, redis) = (mine.len() / per, redis.len() / per);
             // Redis visits whole buckets until COUNT entries were seen, so it returns at
-            // least COUNT; respite has no buckets and returns exactly COUNT.
+            // least COUNT and a bucket's worth more at most (a chain of a dict at load
+            // factor <= 1 is a few entries). Respite's sets have such buckets too; its
+            // hashes and sorted sets and the keyspace have none and return exactly COUNT.
             assert!(
-                mine >= count.min(total) && mine <= redis,
+                mine >= count.min(total) && mine <= redis.max(count) + 8,
                 "{cmd} COUNT {count}: respite returned {mine} entries, redis-server {redis}"
             );
         }
