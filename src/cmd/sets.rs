@@ -447,6 +447,9 @@ fn store(cx: &mut Cx, dst: &[u8], result: SetValue, event: &str) -> Reply {
     if n == 0 {
         if cx.ks.remove(dst).is_some() {
             notify::key(cx, notify::GENERIC, "del", dst);
+        } else {
+            // Nothing stored and nothing deleted: no change for the dirty counter.
+            cx.changes(0);
         }
     } else {
         let created = cx.ks.set(dst, Value::Set(result), None).is_none();
