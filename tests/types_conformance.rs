@@ -1,8 +1,9 @@
 //! Redis 7.2 behaviours of the data-type families that the differential case files cannot
 //! express:
 //! - SCAN-family reply sizes: per call, Redis counts visited entries (a hash field with its
-//!   value is one), so `COUNT n` on a hashtable returns at least n fields; compared with a
-//!   real redis-server on the same data.
+//!   value is one), so `COUNT n` on a hashtable returns at least n fields, and a sorted set
+//!   whose members share one score is walked like any other; compared with a real
+//!   redis-server on the same data.
 //! - Score text, byte for byte in RESP2 and RESP3: Redis 7.2 prints doubles with `d2string`
 //!   (the Grisu2 `fpconv_dtoa` it bundles: `1.5e-7`, `-6016.9512179398635`), which the
 //!   7.0 oracle (`%.17g`) cannot show, so the expected texts are written here (checked
@@ -144,6 +145,14 @@ fn scan_reply_sizes_match_redis() {
         lines.push(format!("SADD s {long}{i}"));
         lines.push(format!("ZADD z {i} {long}{i}"));
     }
+    // A lex-ordered set: one score for every member.
+    lines.push(format!(
+        "ZADD lex {}",
+        (0..1000)
+            .map(|i| format!("0 m{i}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    ));
     for i in 0..20_000 {
         lines.push(format!("SET key:{i} v"));
     }
@@ -173,13 +182,18 @@ fn scan_reply_sizes_match_redis() {
             Frame::Bulk(b"skiplist".to_vec())
         );
         assert_eq!(c.cmd("OBJECT ENCODING si"), Frame::Bulk(b"intset".to_vec()));
+        assert_eq!(
+            c.cmd("OBJECT ENCODING lex"),
+            Frame::Bulk(b"skiplist".to_vec())
+        );
     }
     // (command, elements per entry, entries)
     let families = [
         ("HSCAN h", 2, 72),
         ("SSCAN s", 1, 300),
         ("ZSCAN z", 2, 300),
-        ("SCAN", 1, 20_006),
+        ("ZSCAN lex", 2, 1000),
+        ("SCAN", 1, 20_007),
     ];
     for (cmd, per, total) in families {
         for count in [1, 5, 10, 50, 100] {
@@ -188,8 +202,8 @@ fn scan_reply_sizes_match_redis() {
             let (mine, redis) = (mine.len() / per, redis.len() / per);
             // Redis visits whole buckets until COUNT entries were seen, so it returns at
             // least COUNT and a bucket's worth more at most (a chain of a dict at load
-            // factor <= 1 is a few entries). Respite's sets have such buckets too; its
-            // hashes and sorted sets and the keyspace have none and return exactly COUNT.
+            // factor <= 1 is a few entries). Respite's sets and sorted sets walk such
+            // buckets too; its hashes and the keyspace have none and return exactly COUNT.
             assert!(
                 mine >= count.min(total) && mine <= redis.max(count) + 8,
                 "{cmd} COUNT {count}: respite returned {mine} entries, redis-server {redis}"

@@ -143,19 +143,21 @@ pub fn zscan(cx: &mut Cx) -> Reply {
         Err(e) => return e,
     };
     let skiplist = z.is_skiplist();
-    let (items, next): (Vec<_>, u64) = if skiplist {
-        z.scan(cursor, count)
+    let mut items: Vec<(Bytes, f64)> = Vec::new();
+    let next = if skiplist {
+        z.scan(cursor, count, &mut items)
     } else {
         // A listpack is returned whole in one call.
-        (z.iter().collect(), 0)
+        items.extend(z.iter().map(|it| (it.member.clone(), it.score)));
+        0
     };
     let mut out = Vec::with_capacity(items.len() * 2);
-    for it in items {
-        if pattern.is_some_and(|p| !glob_match(p, &it.member, false)) {
+    for (member, score) in items {
+        if pattern.is_some_and(|p| !glob_match(p, &member, false)) {
             continue;
         }
-        out.push(Reply::Bulk(it.member.clone()));
-        out.push(Reply::Bulk(score_text(it.score, skiplist)));
+        out.push(Reply::Bulk(member));
+        out.push(Reply::Bulk(score_text(score, skiplist)));
     }
     Reply::Array(vec![
         Reply::Bulk(Bytes::copy_from_slice(
