@@ -502,6 +502,10 @@ fn dirty_counter_moves_only_for_changes_like_redis() {
         "ZREMRANGEBYRANK zz 5 10",
         "ZREMRANGEBYLEX missing - +",
         "ZREMRANGEBYSCORE zz -inf +inf",
+        // From a script: the calls inside count as themselves.
+        "EVAL return(redis.call('SETBIT',KEYS[1],0,0)) 1 foo",
+        "EVAL return(redis.call('SETBIT',KEYS[1],3,1)) 1 foo",
+        "EVAL return(redis.call('SADD',KEYS[1],'a','b','zz')) 1 st9",
         // Stores: one change, or one for deleting the destination, or none.
         "SINTERSTORE dst missing1 missing2",
         "SUNIONSTORE dst other",
