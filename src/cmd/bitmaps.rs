@@ -206,8 +206,10 @@ fn setbit(cx: &mut Cx) -> Reply {
             }
             .map_or(0, |b| (b >> shift) & 1);
             if byte < len && cur == on {
-                // Nothing changes: no WATCH signal, no event, nothing to journal (Redis 7).
+                // Nothing changes: no WATCH signal, no event, nothing to journal, no dirty
+                // count (Redis 7).
                 unshare(s);
+                cx.changes(0);
                 return Reply::Int(i64::from(cur));
             }
             let mut buf = s.take_mut();
@@ -337,6 +339,9 @@ fn bitop(cx: &mut Cx) -> Reply {
         }
     } else if cx.ks.remove(dest).is_some() {
         notify::key(cx, notify::GENERIC, "del", dest);
+    } else {
+        // An empty result and no destination to delete: nothing changed.
+        cx.changes(0);
     }
     Reply::Int(len as i64)
 }

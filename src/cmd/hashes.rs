@@ -361,6 +361,8 @@ fn hset_generic(cx: &mut Cx, hmset: bool) -> Reply {
     });
     if added.is_ok() {
         notify::key(cx, notify::HASH, "hset", &args[1]);
+        // Redis counts every pair as a change, new or not.
+        cx.changes((pairs.len() / 2) as u64);
     }
     match added {
         Ok(_) if hmset => Reply::OK,
@@ -393,7 +395,10 @@ fn hsetnx(cx: &mut Cx) -> Reply {
     };
     match write(cx.ks, key) {
         Err(e) => e,
-        Ok(Some(h)) if h.contains(field) => Reply::Int(0),
+        Ok(Some(h)) if h.contains(field) => {
+            cx.changes(0);
+            Reply::Int(0)
+        }
         Ok(Some(h)) => {
             set(h);
             touched(cx.ks, key);
@@ -427,7 +432,10 @@ fn hdel(cx: &mut Cx) -> Reply {
     let mut gone: Option<Vec<Bytes>> = cx.ks.journaling().then(Vec::new);
     let (deleted, empty) = match write(cx.ks, key) {
         Err(e) => return e,
-        Ok(None) => return Reply::Int(0),
+        Ok(None) => {
+            cx.changes(0);
+            return Reply::Int(0);
+        }
         Ok(Some(h)) => {
             let mut deleted = 0;
             for f in &args[2..] {
@@ -464,6 +472,7 @@ fn hdel(cx: &mut Cx) -> Reply {
             }
         }
     }
+    cx.changes(deleted as u64);
     Reply::Int(deleted)
 }
 

@@ -58,6 +58,19 @@ impl Cx<'_, '_> {
     pub fn now(&self) -> u64 {
         self.ks.now
     }
+
+    /// Reports how many changes this write call made, for Redis's dirty counter (INFO
+    /// `rdb_changes_since_last_save`), when it is not the one a call counts by default:
+    /// 0 when nothing changed (SETBIT of the same bit), n for BITFIELD's n changed fields.
+    pub fn changes(&self, n: u64) {
+        let extra = i64::try_from(n).unwrap_or(i64::MAX) - 1;
+        if extra != 0 {
+            self.srv
+                .stats
+                .dirty_extra
+                .fetch_add(extra, Ordering::Relaxed);
+        }
+    }
 }
 
 /// Every family's top-level commands, in one place.

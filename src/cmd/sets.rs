@@ -447,6 +447,9 @@ fn store(cx: &mut Cx, dst: &[u8], result: SetValue, event: &str) -> Reply {
     if n == 0 {
         if cx.ks.remove(dst).is_some() {
             notify::key(cx, notify::GENERIC, "del", dst);
+        } else {
+            // Nothing stored and nothing deleted: no change for the dirty counter.
+            cx.changes(0);
         }
     } else {
         let created = cx.ks.set(dst, Value::Set(result), None).is_none();
@@ -511,6 +514,7 @@ fn sadd(cx: &mut Cx) -> Reply {
     if added > 0 {
         notify::key(cx, notify::SET, "sadd", key);
     }
+    cx.changes(added as u64);
     Reply::Int(added as i64)
 }
 
@@ -520,7 +524,10 @@ fn srem(cx: &mut Cx) -> Reply {
     let mut gone = Vec::new();
     let (removed, emptied) = match write_set(cx, key) {
         Err(e) => return e,
-        Ok(None) => return Reply::Int(0),
+        Ok(None) => {
+            cx.changes(0);
+            return Reply::Int(0);
+        }
         Ok(Some(s)) => {
             let mut removed = 0;
             for m in members {
@@ -546,6 +553,7 @@ fn srem(cx: &mut Cx) -> Reply {
     if removed > 0 {
         emptied_events(cx, key, "srem", emptied);
     }
+    cx.changes(removed as u64);
     Reply::Int(removed)
 }
 
@@ -589,7 +597,10 @@ fn spop(cx: &mut Cx) -> Reply {
     let srv = cx.srv;
     let (member, emptied) = match write_set(cx, key) {
         Err(e) => return e,
-        Ok(None) => return Reply::Nil,
+        Ok(None) => {
+            cx.changes(0);
+            return Reply::Nil;
+        }
         Ok(Some(s)) => (s.pop_random(&mut *srv.rng.lock()), s.is_empty()),
     };
     if emptied {
@@ -613,24 +624,32 @@ fn spop_count(cx: &mut Cx) -> Reply {
     let mut lim = ConfigLimits::new(&cx.srv.config);
     let db = cx.ks.db;
     let s = match cx.ks.lookup_elems_in(db, key) {
-        None => return Reply::Set(Vec::new()),
+        None => {
+            cx.changes(0);
+            return Reply::Set(Vec::new());
+        }
         Some(e) => match &mut e.value {
             Value::Set(s) => s,
             _ => return errors::wrongtype(),
         },
     };
     if count == 0 {
+        cx.changes(0);
         return Reply::Set(Vec::new());
     }
+    // Redis counts one change per member popped.
+    let popped_n = count.min(s.len() as u64);
     if count >= s.len() as u64 {
         // The whole set, replied as Redis does: through a union of the one set.
         let all = set::union(&[Some(&*s)], &mut lim);
+        cx.changes(popped_n);
         let reply = set_reply(all.iter());
         cx.ks.remove(key);
         emptied_events(cx, key, "spop", true);
         return reply;
     }
     let popped = s.pop_many(count as usize, &mut lim, &mut *cx.srv.rng.lock());
+    cx.changes(popped_n);
     touched(cx, key);
     if cx.ks.journaling() {
         record(cx, key, false, popped.clone());
@@ -711,11 +730,15 @@ fn smove(cx: &mut Cx) -> Reply {
     let (src, dst, member) = (&cx.args[1], &cx.args[2], &cx.args[3]);
     let (from, to) = (probe(cx, src), probe(cx, dst));
     match (from, to) {
-        (Found::Missing, _) => return Reply::Int(0),
+        (Found::Missing, _) => {
+            cx.changes(0);
+            return Reply::Int(0);
+        }
         (Found::Other, _) | (_, Found::Other) => return errors::wrongtype(),
         _ => {}
     }
     if src == dst {
+        cx.changes(0);
         return match read_set_quiet(cx, src) {
             Some(s) => Reply::Int(s.contains(member) as i64),
             None => Reply::Int(0),
@@ -726,6 +749,7 @@ fn smove(cx: &mut Cx) -> Reply {
         _ => (false, false),
     };
     if !removed {
+        cx.changes(0);
         return Reply::Int(0);
     }
     if emptied {
@@ -737,7 +761,9 @@ fn smove(cx: &mut Cx) -> Reply {
     }
     emptied_events(cx, src, "srem", emptied);
     let mut lim = ConfigLimits::new(&cx.srv.config);
+    // One change for the removal, one more if the member was new in the destination.
     if to == Found::Missing {
+        cx.changes(2);
         let mut s = SetValue::create(member, 1, &mut lim);
         s.add(member, &mut lim);
         cx.ks.set(dst, Value::Set(s), None);
@@ -752,6 +778,7 @@ fn smove(cx: &mut Cx) -> Reply {
             _ => false,
         };
         if added {
+            cx.changes(2);
             touched(cx, dst);
             let moved = copies(cx.ks.journaling(), std::iter::once(member));
             record(cx, dst, true, moved);

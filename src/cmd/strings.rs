@@ -453,6 +453,7 @@ fn set_generic(
     // Only NX/XX need the lookup: plain SET stays one hash operation. NX aborts when the
     // key exists, XX when it does not (they never come together).
     if flags & (NX | XX) != 0 && (flags & NX != 0) == lookup_write(cx, key).is_some() {
+        cx.changes(0);
         return old.map_or(abort, Reply::opt_bulk);
     }
     let value = new_value(value);
@@ -519,7 +520,10 @@ fn getex(cx: &mut Cx) -> Reply {
     };
     let value = match read_str(cx, key) {
         Ok(Some(v)) => v,
-        Ok(None) => return Reply::Nil,
+        Ok(None) => {
+            cx.changes(0);
+            return Reply::Nil;
+        }
         Err(e) => return e,
     };
     let deadline = match expire.map(|a| expire_deadline("getex", flags, a, cx.now())) {
@@ -544,7 +548,7 @@ fn getex(cx: &mut Cx) -> Reply {
             cx.ks.set_expire(key, None);
             notify::key(cx, notify::GENERIC, "persist", key);
         }
-        None => {}
+        None => cx.changes(0),
     }
     Reply::Bulk(value)
 }
@@ -557,7 +561,10 @@ fn getdel(cx: &mut Cx) -> Reply {
             notify::key(cx, notify::GENERIC, "del", key);
             Reply::Bulk(v)
         }
-        Ok(None) => Reply::Nil,
+        Ok(None) => {
+            cx.changes(0);
+            Reply::Nil
+        }
         Err(e) => e,
     }
 }
@@ -597,8 +604,11 @@ fn mset_generic(cx: &mut Cx, nx: bool) -> Reply {
     // Every key's shard is locked (key spec 1,-1,2), so the check and the writes are atomic.
     let mut keys = args[1..].iter().step_by(2);
     if nx && keys.any(|k| lookup_write(cx, k).is_some()) {
+        cx.changes(0);
         return Reply::Int(0);
     }
+    // Redis counts one change per key set.
+    cx.changes((args.len() / 2) as u64);
     let ev = notify::cx_events(cx);
     for kv in args[1..].chunks_exact(2) {
         let created = cx.ks.set(&kv[0], new_value(&kv[1]), None).is_none();
@@ -682,6 +692,8 @@ fn setrange(cx: &mut Cx) -> Reply {
         },
     };
     if value.is_empty() {
+        // Setting nothing changes nothing (Redis: no signal, no event, no dirty count).
+        cx.changes(0);
         return Reply::Int(existing.unwrap_or(0) as i64);
     }
     // Checked before anything is allocated: the offset is a client number.

@@ -129,6 +129,9 @@ fn store(cx: &mut Cx, dst: &[u8], z: ZSet, event: &str) -> Reply {
     if z.is_empty() {
         if cx.ks.remove(dst).is_some() {
             notify::key(cx, notify::GENERIC, "del", dst);
+        } else {
+            // Nothing stored and nothing deleted: no change for the dirty counter.
+            cx.changes(0);
         }
         return Reply::Int(0);
     }

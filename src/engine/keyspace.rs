@@ -13,9 +13,9 @@ use std::sync::{Arc, OnceLock};
 
 /// Shards per database (a power of two).
 pub const SHARDS: usize = 64;
-/// SCAN visits each shard in this many hash slices, so one call does not return a whole
-/// shard; the cursor is `shard * SCAN_SLICES + slice`.
-pub const SCAN_SLICES: usize = 16;
+/// SCAN walks each shard in the order of a 32-bit hash of its keys ([`scan_pos`]); the
+/// cursor is `shard << SCAN_POS_BITS | position`, so a call can stop after any key.
+pub const SCAN_POS_BITS: u32 = 32;
 /// How long a command waits on a held gate before asking whether to keep waiting.
 const GATE_POLL: std::time::Duration = std::time::Duration::from_millis(2);
 
@@ -49,10 +49,10 @@ pub fn shard_of(key: &[u8]) -> usize {
     (mix64(tag_hash(key)) as usize) & (SHARDS - 1)
 }
 
-/// Which SCAN slice of its shard a key falls in: a hash of the whole key (not its tag), so
-/// keys of one tag still spread over slices.
-pub fn scan_slice(key: &[u8]) -> usize {
-    (mix64(crate::types::placement::fnv1a64(key) ^ 0x9e37_79b9_7f4a_7c15) as usize) % SCAN_SLICES
+/// A key's SCAN position in its shard: a hash of the whole key (not its tag), so keys of
+/// one tag still spread out. It never changes, which is what makes the cursor safe.
+pub fn scan_pos(key: &[u8]) -> u32 {
+    (mix64(crate::types::placement::fnv1a64(key) ^ 0x9e37_79b9_7f4a_7c15) >> 32) as u32
 }
 
 impl Keyspace {
@@ -797,12 +797,14 @@ impl<'a> Access<'a> {
         })
     }
 
-    /// One SCAN step over `db` (see `SCAN_SLICES`): visits whole slices, one shard at a time,
-    /// until at least `count` keys were collected or the db is exhausted. Appends live keys
-    /// with their type names to `out`; returns the next cursor, 0 when the iteration is over.
+    /// One SCAN step over `db` (see `SCAN_POS_BITS`): visits keys in (shard, position)
+    /// order until `count` keys were visited (Redis 7.2's `sampled`: expired ones count,
+    /// though they are removed, not returned) or the db is exhausted; keys sharing a position
+    /// are taken together. Appends live keys with their type names to `out`; returns the
+    /// next cursor, 0 when the iteration is over.
     ///
     /// Guarantee: a key present for the whole iteration is returned (exactly once), because
-    /// its (shard, slice) position never changes and the cursor only moves forward over them.
+    /// its (shard, position) never changes and the cursor only moves forward over them.
     pub fn scan(
         &mut self,
         db: usize,
@@ -810,34 +812,36 @@ impl<'a> Access<'a> {
         count: usize,
         out: &mut Vec<(Bytes, &'static str)>,
     ) -> u64 {
-        const END: u64 = (SHARDS * SCAN_SLICES) as u64;
-        if cursor >= END {
+        const POS_MASK: u64 = (1 << SCAN_POS_BITS) - 1;
+        if cursor >> SCAN_POS_BITS >= SHARDS as u64 {
             return 0;
         }
         let now = self.now;
         let count = count.max(1);
-        let mut shard = cursor as usize / SCAN_SLICES;
-        let mut slice = cursor as usize % SCAN_SLICES;
+        let mut shard = (cursor >> SCAN_POS_BITS) as usize;
+        let mut from = (cursor & POS_MASK) as u32;
+        let mut visited = 0;
         while shard < SHARDS {
-            let want = count.saturating_sub(out.len()).max(1);
-            let step = self.visit_shard(db, shard, |sh| sh.scan_slices(slice, want, now, out));
+            let want = count - visited;
+            let step = self.visit_shard(db, shard, |sh| sh.scan_from(from, want, now, out));
             self.ks
                 .stats
                 .expired
                 .fetch_add(step.expired as u64, Ordering::Relaxed);
-            if let Some(next) = step.next_slice {
-                return (shard * SCAN_SLICES + next) as u64;
+            visited += step.visited;
+            if let Some(next) = step.next_pos {
+                return (shard as u64) << SCAN_POS_BITS | u64::from(next);
             }
             shard += 1;
-            slice = 0;
-            if out.len() >= count {
+            from = 0;
+            if visited >= count {
                 break;
             }
         }
         if shard >= SHARDS {
             0
         } else {
-            (shard * SCAN_SLICES) as u64
+            (shard as u64) << SCAN_POS_BITS
         }
     }
 
@@ -982,7 +986,7 @@ mod tests {
             cursor = ks.shared(db, &[], now).scan(db, cursor, count, &mut out);
             seen.extend(out.into_iter().map(|(k, _)| k));
             calls += 1;
-            assert!(calls <= SHARDS * SCAN_SLICES + 1, "SCAN does not terminate");
+            assert!(calls <= 100_000, "SCAN does not terminate");
             if cursor == 0 {
                 return seen;
             }
@@ -1107,7 +1111,7 @@ mod tests {
         let ks = Keyspace::new(1);
         ks.exclusive(0, 0).set(b"k", v("x"), None);
         let mut out = Vec::new();
-        let end = (SHARDS * SCAN_SLICES) as u64;
+        let end = (SHARDS as u64) << SCAN_POS_BITS;
         assert_eq!(ks.shared(0, &[], 0).scan(0, end, 10, &mut out), 0);
         assert_eq!(ks.shared(0, &[], 0).scan(0, u64::MAX, 10, &mut out), 0);
         assert!(out.is_empty());

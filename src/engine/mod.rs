@@ -12,6 +12,6 @@ mod keyspace;
 pub mod shard;
 pub mod value;
 
-pub use keyspace::{scan_slice, shard_of, Access, Keyspace, KeyspaceStats, SCAN_SLICES, SHARDS};
+pub use keyspace::{scan_pos, shard_of, Access, Keyspace, KeyspaceStats, SCAN_POS_BITS, SHARDS};
 pub use shard::{ScanStep, Shard, ShardData};
 pub use value::{Entry, StrVal, Value};

@@ -4,7 +4,7 @@
 //! `(deadline, key)` pair for every entry whose `expire_at` is `Some(deadline)`, and nothing
 //! else. Every mutation of a deadline goes through this type so the two never drift.
 
-use super::keyspace::{scan_slice, SCAN_SLICES};
+use super::keyspace::scan_pos;
 use super::value::{Entry, Value};
 use ahash::RandomState;
 use bytes::Bytes;
@@ -34,8 +34,10 @@ pub struct ShardData {
 
 /// The result of one shard's part of a SCAN step.
 pub struct ScanStep {
-    /// The slice to resume from in this shard, or `None` when the shard is finished.
-    pub next_slice: Option<usize>,
+    /// The position to resume from in this shard, or `None` when the shard is finished.
+    pub next_pos: Option<u32>,
+    /// Keys visited, expired ones included.
+    pub visited: usize,
     /// Logically expired keys met (and removed) on the way.
     pub expired: usize,
 }
@@ -191,46 +193,35 @@ impl Shard {
         out
     }
 
-    /// One shard's part of a SCAN step: starting at slice `from`, appends every key of whole
-    /// slices (with its type name) to `out` until at least `want` keys were visited or the
-    /// shard is done. Logically expired keys of the visited slices are removed, not returned.
-    pub fn scan_slices(
+    /// One shard's part of a SCAN step: the `want` keys with the lowest positions from
+    /// `from` on (and any others sharing the last one's position) are visited, in one pass
+    /// over the shard. Live ones are appended to `out` with their type names; logically
+    /// expired ones are removed, not returned.
+    pub fn scan_from(
         &mut self,
-        from: usize,
+        from: u32,
         want: usize,
         now: u64,
         out: &mut Vec<(Bytes, &'static str)>,
     ) -> ScanStep {
-        if self.map.is_empty() || from >= SCAN_SLICES {
-            return ScanStep {
-                next_slice: None,
-                expired: 0,
-            };
+        let mut found: Vec<(u32, &Bytes, &Entry)> = self
+            .map
+            .iter()
+            .map(|(k, e)| (scan_pos(k), k, e))
+            .filter(|(p, _, _)| *p >= from)
+            .collect();
+        let want = want.max(1);
+        let mut next_pos = None;
+        if found.len() > want {
+            found.select_nth_unstable_by_key(want - 1, |f| f.0);
+            let last = found[want - 1].0;
+            found.retain(|f| f.0 <= last);
+            // Some key lies past `last`, so `last` < u32::MAX.
+            next_pos = Some(last + 1);
         }
-        let mut counts = [0usize; SCAN_SLICES];
-        let mut found: Vec<(u8, &Bytes, &Entry)> = Vec::new();
-        for (k, e) in &self.map {
-            let sl = scan_slice(k);
-            if sl >= from {
-                counts[sl] += 1;
-                found.push((sl as u8, k, e));
-            }
-        }
-        // The last slice taken is the one where the running count reaches `want`.
-        let mut last = SCAN_SLICES - 1;
-        let mut seen = 0;
-        for (sl, n) in counts.iter().enumerate().skip(from) {
-            seen += n;
-            if seen >= want {
-                last = sl;
-                break;
-            }
-        }
+        let visited = found.len();
         let mut expired = Vec::new();
-        for (sl, k, e) in found {
-            if sl as usize > last {
-                continue;
-            }
+        for (_, k, e) in found {
             if e.is_expired(now) {
                 expired.push(k.clone());
             } else {
@@ -242,7 +233,8 @@ impl Shard {
             self.signal(k);
         }
         ScanStep {
-            next_slice: (last + 1 < SCAN_SLICES).then_some(last + 1),
+            next_pos,
+            visited,
             expired: expired.len(),
         }
     }
@@ -458,7 +450,7 @@ mod tests {
     }
 
     #[test]
-    fn scan_slices_visits_whole_slices_and_skips_expired() {
+    fn scan_from_visits_want_keys_and_skips_expired() {
         let mut sh = Shard::default();
         for i in 0..200 {
             let deadline = (i % 10 == 0).then_some(5);
@@ -466,19 +458,26 @@ mod tests {
         }
         let mut out = Vec::new();
         let mut from = 0;
-        let mut expired = 0;
+        let (mut expired, mut visited, mut calls) = (0, 0, 0);
         loop {
-            let step = sh.scan_slices(from, 7, 10, &mut out);
+            let step = sh.scan_from(from, 7, 10, &mut out);
             expired += step.expired;
-            match step.next_slice {
+            visited += step.visited;
+            calls += 1;
+            match step.next_pos {
                 Some(n) => {
+                    assert_eq!(
+                        step.visited, 7,
+                        "a step stops after the keys it was asked for"
+                    );
                     assert!(n > from);
                     from = n;
                 }
                 None => break,
             }
         }
-        assert_eq!(expired, 20);
+        assert_eq!(calls, 200_usize.div_ceil(7));
+        assert_eq!((visited, expired), (200, 20));
         assert_eq!(out.len(), 180);
         assert!(out.iter().all(|(_, t)| *t == "string"));
         let mut names: Vec<_> = out.into_iter().map(|(k, _)| k).collect();

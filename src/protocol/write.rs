@@ -29,44 +29,9 @@ fn put_line(out: &mut BytesMut, prefix: u8, s: &str) {
     out.put_slice(b"\r\n");
 }
 
-/// Formats a double the way Redis prints it in replies (`%.17g` then shortest round-trip;
-/// Redis 7 uses the shortest representation that round-trips, plus `inf`/`-inf`/`nan`).
+/// Formats a double the way Redis 7.2 prints it in replies (`d2string`, see [`super::dtoa`]).
 pub fn format_double(d: f64) -> String {
-    if d.is_nan() {
-        return "nan".into();
-    }
-    if d.is_infinite() {
-        return if d > 0.0 { "inf".into() } else { "-inf".into() };
-    }
-    // Redis 7.2 `d2string`: integral values within ±2^62 print as integers.
-    if d == d.trunc() && d.abs() <= (1u64 << 62) as f64 {
-        // Integral values print without a fractional part, like `%.17g`.
-        let i = d as i64;
-        if i == 0 && d.is_sign_negative() {
-            return "-0".into();
-        }
-        return i.to_string();
-    }
-    let mut b = ryu::Buffer::new();
-    let s = b.format_finite(d);
-    // ryu prints `1e30` as `1e30`; Redis (%.17g) prints `1e+30`.
-    if let Some(pos) = s.find('e') {
-        let (mant, exp) = s.split_at(pos);
-        let exp = &exp[1..];
-        let (sign, digits) = match exp.strip_prefix('-') {
-            Some(d) => ('-', d),
-            None => ('+', exp),
-        };
-        let mant = mant.strip_suffix(".0").unwrap_or(mant);
-        let digits = if digits.len() < 2 {
-            format!("0{digits}")
-        } else {
-            digits.to_string()
-        };
-        format!("{mant}e{sign}{digits}")
-    } else {
-        s.to_string()
-    }
+    super::dtoa::d2string(d)
 }
 
 pub fn write_reply(out: &mut BytesMut, r: &Reply, resp3: bool) {
@@ -169,7 +134,7 @@ mod tests {
         assert_eq!(format_double(1e30), "1e+30");
         assert_eq!(format_double(1e17), "100000000000000000");
         assert_eq!(format_double(-0.0), "-0");
-        assert_eq!(format_double(1.5e-7), "1.5e-07");
+        assert_eq!(format_double(1.5e-7), "1.5e-7");
         assert_eq!(format_double(f64::INFINITY), "inf");
         assert_eq!(format_double(-2.5), "-2.5");
     }

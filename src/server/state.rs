@@ -4,7 +4,7 @@ use super::clients::Clients;
 use crate::clock::Clock;
 use crate::config::{Config, ConfigStore};
 use crate::engine::Keyspace;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::Instant;
 
 #[derive(Default)]
@@ -35,6 +35,9 @@ pub struct Stats {
     pub rdb_saves: AtomicU64,
     /// Write-command calls counted at the last save, for `rdb_changes_since_last_save`.
     pub writes_at_last_save: AtomicU64,
+    /// Redis's dirty counter counts changes, not calls: what commands reported beyond one
+    /// change per successful write call (-1 for a call that changed nothing, n-1 for n).
+    pub dirty_extra: AtomicI64,
     /// Error replies by code (`ERR`, `WRONGTYPE`…), for INFO errorstats.
     pub errors_by_code: parking_lot::Mutex<std::collections::BTreeMap<String, u64>>,
 }

@@ -236,9 +236,9 @@ impl HashValue {
 
     /// One HSCAN step from `cursor`: appends pairs to `out` and returns the next cursor (0
     /// when the iteration is complete). A listpack is returned whole with cursor 0, whatever
-    /// the cursor, as Redis does. A table returns pairs until `out` holds about `count`
-    /// elements (fields and values both count, as in Redis) or `10 * count` slots were
-    /// visited.
+    /// the cursor, as Redis does. A table returns pairs until `count` fields were visited
+    /// (Redis 7.2's `sampled`: one per entry, a field with its value counts once) or
+    /// `1 + 10 * count` slots were visited (its `maxiterations`, holes being empty buckets).
     pub fn scan<'a>(
         &'a self,
         cursor: u64,
@@ -457,12 +457,13 @@ impl Table {
 
     fn scan<'a>(&'a self, cursor: u64, count: usize, out: &mut Vec<(&'a Bytes, &'a Bytes)>) -> u64 {
         let count = count.max(1);
-        let budget = count.saturating_mul(10);
+        let budget = count.saturating_mul(10).saturating_add(1);
         let mut i = self.slots.partition_point(|s| s.seq < cursor);
-        let mut visited = 0;
-        while i < self.slots.len() && out.len() * 2 < count && visited < budget {
+        let (mut visited, mut sampled) = (0, 0);
+        while i < self.slots.len() && sampled < count && visited < budget {
             if let Some((f, v)) = &self.slots[i].entry {
                 out.push((f, v));
+                sampled += 1;
             }
             i += 1;
             visited += 1;

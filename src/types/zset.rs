@@ -12,8 +12,8 @@ mod tree;
 
 pub use tree::{cmp_key, Item, Pos};
 
+use crate::types::set::table::Table;
 use bytes::Bytes;
-use std::collections::HashMap;
 use tree::Tree;
 
 /// A score interval (`zrangespec`).
@@ -108,7 +108,8 @@ impl LexRange {
 
 #[derive(Clone, Debug, Default)]
 pub struct ZSet {
-    map: HashMap<Bytes, f64, ahash::RandomState>,
+    /// Member → score: Redis's `zset->dict`, with its bucket walk for ZSCAN.
+    map: Table<f64>,
     tree: Tree,
     skiplist: bool,
     member_bytes: usize,
@@ -169,7 +170,7 @@ impl ZSet {
             .collect();
         for m in zeros {
             self.tree.set_score_same_order(-0.0, &m, 0.0);
-            if let Some(s) = self.map.get_mut(&m[..]) {
+            if let Some(s) = self.map.value_mut(&m[..]) {
                 *s = 0.0;
             }
         }
@@ -182,7 +183,7 @@ impl ZSet {
 
     /// Longest member (for the listpack value threshold).
     pub fn max_member_len(&self) -> usize {
-        self.map.keys().map(|m| m.len()).max().unwrap_or(0)
+        self.map.iter().map(|m| m.len()).max().unwrap_or(0)
     }
 
     /// The score as stored: a listpack keeps integral doubles as integers (`-0` → `0`).
@@ -197,14 +198,14 @@ impl ZSet {
 
     #[inline]
     pub fn score(&self, member: &[u8]) -> Option<f64> {
-        self.map.get(member).copied()
+        self.map.value(member).copied()
     }
 
     /// Adds a member that is not in the set.
     pub fn insert(&mut self, member: Bytes, score: f64) {
         let score = self.stored(score);
         self.member_bytes += member.len();
-        self.map.insert(member.clone(), score);
+        self.map.insert_new_with(member.clone(), score);
         self.tree.insert(Item { score, member });
     }
 
@@ -227,7 +228,7 @@ impl ZSet {
     /// Changes the score of a member currently scored `old`.
     pub fn rescore(&mut self, member: &[u8], old: f64, new: f64) {
         let new = self.stored(new);
-        let Some(slot) = self.map.get_mut(member) else {
+        let Some(slot) = self.map.value_mut(member) else {
             return;
         };
         *slot = new;
@@ -236,7 +237,7 @@ impl ZSet {
 
     /// Removes a member; returns its score.
     pub fn remove(&mut self, member: &[u8]) -> Option<f64> {
-        let score = self.map.remove(member)?;
+        let score = self.map.take(member)?;
         self.member_bytes -= member.len();
         self.tree.remove_key(score, member);
         Some(score)
@@ -358,55 +359,21 @@ impl ZSet {
         let map = &mut self.map;
         let bytes = &mut self.member_bytes;
         self.tree.remove_range(rank, n, |it| {
-            map.remove(&it.member);
+            map.take(&it.member);
             *bytes -= it.member.len();
             f(it);
         });
     }
 
-    /// One `ZSCAN` step over a skiplist-encoded set. The cursor is the position in score
-    /// order, encoded as 1 + an order-preserving image of the next score (0 = start/end), so
-    /// elements that keep their score are returned exactly once however the set changes
-    /// between calls. A step never splits a run of equal scores.
-    pub fn scan(&self, cursor: u64, count: usize) -> (Vec<&Item>, u64) {
-        let start = match cursor {
-            0 => self.tree.pos_at(0),
-            c => match score_from_cursor(c - 1) {
-                Some(min) => self.tree.lower_bound(|s, _| s < min),
-                // Not a cursor we produced: nothing is at or past it.
-                None => return (Vec::new(), 0),
-            },
-        };
-        let mut out: Vec<&Item> = Vec::new();
-        let mut it = self.tree.iter_at(start).peekable();
-        while let Some(item) = it.next() {
-            out.push(item);
-            if out.len() >= count.max(1) {
-                match it.peek() {
-                    Some(next) if next.score == item.score => continue,
-                    Some(next) => return (out, score_to_cursor(next.score) + 1),
-                    None => break,
-                }
-            }
-        }
-        (out, 0)
+    /// One `ZSCAN` step over a skiplist-encoded set: Redis walks `zset->dict`, and so do we
+    /// (the member → score table, in reverse-binary bucket order), so a step returns at
+    /// least `count` members (a bucket's worth more at most) whatever their scores, and a
+    /// member present for a whole iteration is returned at least once. Appends (member,
+    /// score) pairs to `out`; returns the next cursor (0 at the end).
+    pub fn scan(&self, cursor: u64, count: usize, out: &mut Vec<(Bytes, f64)>) -> u64 {
+        self.map
+            .scan_each(cursor, count.max(1), |m, &s| out.push((m.clone(), s)))
     }
-}
-
-/// Order-preserving map of a (non-NaN) double to u64; `-0` and `0` map alike.
-fn score_to_cursor(s: f64) -> u64 {
-    let s = if s == 0.0 { 0.0 } else { s };
-    let b = s.to_bits();
-    if b >> 63 == 1 {
-        !b
-    } else {
-        b | (1 << 63)
-    }
-}
-
-fn score_from_cursor(c: u64) -> Option<f64> {
-    let b = if c >> 63 == 1 { c & !(1 << 63) } else { !c };
-    Some(f64::from_bits(b)).filter(|s| !s.is_nan())
 }
 
 #[cfg(test)]

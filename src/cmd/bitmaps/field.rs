@@ -157,6 +157,10 @@ fn generic(cx: &mut Cx, read_only: bool) -> Reply {
             Ok(d) => d.unwrap_or_default(),
             Err(e) => return e,
         };
+        if !read_only {
+            // A BITFIELD of GETs is a write call that changes nothing.
+            cx.changes(0);
+        }
         return Reply::Array(ops.iter().map(|op| get(op, &data)).collect());
     };
     if read_only {
@@ -170,33 +174,31 @@ fn generic(cx: &mut Cx, read_only: bool) -> Reply {
             return errors::wrongtype();
         }
     }
-    // (replies, some write altered bits, some write did not fail on overflow)
-    let run_all = |buf: &mut [u8]| -> (Vec<Reply>, bool, bool) {
-        let mut altered = false;
-        let mut wrote = false;
+    // Redis 7 counts a SET/INCRBY as a change if it altered the bits, or if the key was
+    // created or grown (`dirty`) and it did not fail on overflow. Without changes: no WATCH
+    // signal, no `setbit` event, nothing for the dirty counter. `lookup_write_in` journals
+    // the key's final state even then (a failed write may still have zero-padded it).
+    let run_all = |buf: &mut [u8], dirty: bool| -> (Vec<Reply>, u64) {
+        let mut changes = 0;
         let replies = ops
             .iter()
             .map(|op| {
-                let (r, c) = run(op, buf);
-                altered |= c;
-                wrote |= !matches!(op.kind, Kind::Get) && !matches!(r, Reply::Nil);
+                let (r, altered) = run(op, buf);
+                let wrote = !matches!(op.kind, Kind::Get) && !matches!(r, Reply::Nil);
+                changes += u64::from(altered || (dirty && wrote));
                 r
             })
             .collect();
-        (replies, altered, wrote)
+        (replies, changes)
     };
-    // Redis 7 counts a SET/INCRBY as a change only if it altered the bits, or grew the string
-    // and did not fail on overflow: otherwise no WATCH signal and no `setbit` event.
-    // `lookup_write_in` journals the key's final state even when nothing counts as a change
-    // (a failed write may still have zero-padded it).
-    let (replies, changed) = match cx.ks.lookup_write_in(db, key) {
+    let (replies, changes) = match cx.ks.lookup_write_in(db, key) {
         None => {
             let mut buf = vec![0u8; need];
-            let (replies, _, wrote) = run_all(&mut buf);
+            let (replies, changes) = run_all(&mut buf, true);
             cx.ks
                 .set(key, Value::Str(StrVal::raw(Bytes::from(buf))), None);
             notify::key(cx, notify::NEW, "new", key);
-            (replies, wrote)
+            (replies, changes)
         }
         Some(e) => {
             let Some(s) = as_str_mut(&mut e.value) else {
@@ -205,15 +207,16 @@ fn generic(cx: &mut Cx, read_only: bool) -> Reply {
             let mut buf = s.take_mut();
             let grown = buf.len() < need;
             grow_zero(&mut buf, need);
-            let (replies, altered, wrote) = run_all(&mut buf);
+            let (replies, changes) = run_all(&mut buf, grown);
             *s = StrVal::raw(buf.freeze());
-            (replies, altered || (grown && wrote))
+            (replies, changes)
         }
     };
-    if changed {
+    if changes > 0 {
         cx.ks.modified_in(db, key);
         notify::key(cx, notify::STRING, "setbit", key);
     }
+    cx.changes(changes);
     Reply::Array(replies)
 }
 

@@ -382,7 +382,12 @@ fn generic(cx: &mut Cx, src: usize, flags: u8) -> Reply {
         } else {
             "georadiusstore"
         };
-        return zsets::store_result(cx, &args[dst], out, event);
+        let reply = zsets::store_result(cx, &args[dst], out, event);
+        // Redis counts each stored member as a change.
+        if let Reply::Int(n @ 1..) = reply {
+            cx.changes(n as u64);
+        }
+        return reply;
     }
     let options = [req.withdist, req.withhash, req.withcoords]
         .iter()

@@ -53,6 +53,8 @@ fn selection(args: &[Bytes]) -> Vec<bool> {
 }
 
 pub(in crate::cmd) fn info(cx: &mut Cx) -> Reply {
+    // This connection's earlier commands count (they are otherwise added per batch).
+    crate::cmd::flush_stats(cx.srv, cx.sess);
     let on = selection(&cx.args[1..]);
     let mut out = String::with_capacity(4096);
     for (i, (name, _)) in SECTIONS.iter().enumerate() {
@@ -253,15 +255,20 @@ fn memory(srv: &Shared, l: &mut Lines) {
     push(l, "lazyfree_pending_objects", 0);
 }
 
-/// Calls of write commands so far (what `rdb_changes_since_last_save` is measured in).
+/// Changes so far (what `rdb_changes_since_last_save` is measured in): one per successful
+/// write call, corrected by what commands reported (`Cx::changes`).
 pub(super) fn write_calls(srv: &Shared) -> u64 {
-    registry()
+    let calls: u64 = registry()
         .specs
         .iter()
         .zip(&srv.cmdstats)
         .filter(|(s, _)| s.is_write())
-        .map(|(_, c)| c.calls.load(Ordering::Relaxed))
-        .sum()
+        .map(|(_, c)| {
+            let failed = c.failed.load(Ordering::Relaxed);
+            c.calls.load(Ordering::Relaxed).saturating_sub(failed)
+        })
+        .sum();
+    calls.saturating_add_signed(srv.stats.dirty_extra.load(Ordering::Relaxed))
 }
 
 fn persistence(srv: &Shared, l: &mut Lines) {

@@ -144,6 +144,7 @@ fn zadd_generic(cx: &mut Cx, mut flags: u8) -> Reply {
             let event = if has(INCR) { "zincr" } else { "zadd" };
             notify::key(cx, notify::ZSET, event, key);
         }
+        cx.changes((o.added + o.updated) as u64);
     }
     match out {
         Err(e) => e,
@@ -252,7 +253,10 @@ pub fn zrem(cx: &mut Cx) -> Reply {
     let journaling = cx.ks.journaling();
     let z = match write(cx, key) {
         Ok(Some(z)) => z,
-        Ok(None) => return Reply::Int(0),
+        Ok(None) => {
+            cx.changes(0);
+            return Reply::Int(0);
+        }
         Err(e) => return e,
     };
     // Durable keyspace: the members removed, for a `ZDel`.
@@ -277,6 +281,7 @@ pub fn zrem(cx: &mut Cx) -> Reply {
         }
         changed_events(cx, key, "zrem", now_empty);
     }
+    cx.changes(deleted as u64);
     Reply::Int(deleted)
 }
 

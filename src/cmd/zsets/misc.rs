@@ -2,8 +2,8 @@
 
 use super::{opt, read, Rows};
 use crate::cmd::{args, errors, Cx};
+use crate::protocol::dtoa::{d2string, g17};
 use crate::protocol::parse::parse_i64;
-use crate::protocol::write::format_double;
 use crate::protocol::Reply;
 use crate::types::glob::glob_match;
 use crate::types::zset::ZSet;
@@ -117,17 +117,11 @@ fn sample(z: &ZSet, count: usize, rng: &mut impl Rng) -> Vec<usize> {
     out
 }
 
-/// A score as Redis's `d2string` writes it (ZSCAN; listpack entries): integers without a
-/// fraction while they fit a `long long` comfortably, else the shortest round-trip form.
-fn score_text(d: f64) -> Bytes {
-    const LIM: f64 = (i64::MAX / 2) as f64;
-    if d == 0.0 {
-        return Bytes::from_static(if d.is_sign_negative() { b"-0" } else { b"0" });
-    }
-    if d.is_finite() && d.trunc() == d && (-LIM..=LIM).contains(&d) {
-        return Bytes::copy_from_slice(itoa::Buffer::new().format(d as i64).as_bytes());
-    }
-    Bytes::from(format_double(d))
+/// A score as ZSCAN prints it in Redis 7.2: a listpack holds the `d2string` text written
+/// on insertion; a skiplist's dict entry is printed with `ld2string(.., LD_STR_AUTO)`, that
+/// is `%.17Lg` (so `0.1` comes back as `0.10000000000000001`).
+fn score_text(d: f64, skiplist: bool) -> Bytes {
+    Bytes::from(if skiplist { g17(d) } else { d2string(d) })
 }
 
 /// ZSCAN key cursor [MATCH pattern] [COUNT count].
@@ -148,19 +142,22 @@ pub fn zscan(cx: &mut Cx) -> Reply {
         Ok(o) => o,
         Err(e) => return e,
     };
-    let (items, next): (Vec<_>, u64) = if z.is_skiplist() {
-        z.scan(cursor, count)
+    let skiplist = z.is_skiplist();
+    let mut items: Vec<(Bytes, f64)> = Vec::new();
+    let next = if skiplist {
+        z.scan(cursor, count, &mut items)
     } else {
         // A listpack is returned whole in one call.
-        (z.iter().collect(), 0)
+        items.extend(z.iter().map(|it| (it.member.clone(), it.score)));
+        0
     };
     let mut out = Vec::with_capacity(items.len() * 2);
-    for it in items {
-        if pattern.is_some_and(|p| !glob_match(p, &it.member, false)) {
+    for (member, score) in items {
+        if pattern.is_some_and(|p| !glob_match(p, &member, false)) {
             continue;
         }
-        out.push(Reply::Bulk(it.member.clone()));
-        out.push(Reply::Bulk(score_text(it.score)));
+        out.push(Reply::Bulk(member));
+        out.push(Reply::Bulk(score_text(score, skiplist)));
     }
     Reply::Array(vec![
         Reply::Bulk(Bytes::copy_from_slice(
@@ -200,13 +197,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn score_text_is_d2string() {
-        assert_eq!(&score_text(1.0)[..], b"1");
-        assert_eq!(&score_text(-0.0)[..], b"-0");
-        assert_eq!(&score_text(1.5)[..], b"1.5");
-        assert_eq!(&score_text(1e17)[..], b"100000000000000000");
-        assert_eq!(&score_text(f64::INFINITY)[..], b"inf");
-        assert_eq!(&score_text(-3.0)[..], b"-3");
+    fn score_text_follows_the_encoding() {
+        assert_eq!(&score_text(1.0, false)[..], b"1");
+        assert_eq!(&score_text(-0.0, false)[..], b"-0");
+        assert_eq!(&score_text(0.1, false)[..], b"0.1");
+        assert_eq!(&score_text(1e17, false)[..], b"100000000000000000");
+        assert_eq!(&score_text(f64::INFINITY, false)[..], b"inf");
+        assert_eq!(&score_text(1.0, true)[..], b"1");
+        assert_eq!(&score_text(0.1, true)[..], b"0.10000000000000001");
+        assert_eq!(&score_text(1e17, true)[..], b"1e+17");
+        assert_eq!(&score_text(f64::NEG_INFINITY, true)[..], b"-inf");
     }
 
     #[test]

@@ -267,8 +267,16 @@ pub fn zremrangebylex(cx: &mut Cx) -> Reply {
     remrange(cx, parse::lex_range(&args[2], &args[3]).map(Spec::Lex))
 }
 
-/// `zremrangeGenericCommand`.
+/// `zremrangeGenericCommand`; Redis counts one change per member removed.
 fn remrange(cx: &mut Cx, spec: Result<Spec, Reply>) -> Reply {
+    let reply = remove_range(cx, spec);
+    if let Reply::Int(n) = reply {
+        cx.changes(n as u64);
+    }
+    reply
+}
+
+fn remove_range(cx: &mut Cx, spec: Result<Spec, Reply>) -> Reply {
     let spec = match spec {
         Ok(s) => s,
         Err(e) => return e,

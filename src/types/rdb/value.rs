@@ -152,15 +152,11 @@ fn save(v: &Value, w: &mut Writer) -> u8 {
 const QUICKLIST_PLAIN: u64 = 1;
 const QUICKLIST_PACKED: u64 = 2;
 
-/// How a listpack zset stores a score (`d2string`, then `lpAppend` stores integers as such):
-/// integral values within ±2^52 as integers, others in Redis 7.2's shortest form.
+/// How a listpack zset stores a score: Redis 7.2's `d2string` text (integral values within
+/// ±2^62 as integers), which `push_bytes` then stores as an integer when it is one, as
+/// `lpAppend` does.
 fn score_text(s: f64) -> String {
-    const LIMIT: f64 = 4_503_599_627_370_496.0; // 2^52
-    if s == s.trunc() && s > -LIMIT && s < LIMIT {
-        itoa::Buffer::new().format(s as i64).to_string()
-    } else {
-        crate::protocol::write::format_double(s)
-    }
+    crate::protocol::dtoa::d2string(s)
 }
 
 /// A listpack zset's score element (`zzlGetScore`: integers, or text `strtod` reads).

@@ -1,4 +1,6 @@
-//! The `hashtable` encoding of sets: a chained hash table over a dense slot vector.
+//! The `hashtable` encoding of sets: a chained hash table over a dense slot vector. With a
+//! value per member (`Table<f64>`) it is also a sorted set's member → score dict, so ZSCAN
+//! walks it as Redis walks `zset->dict`.
 //!
 //! Members live in `slots` (dense, so a uniformly random member is one index away and
 //! iteration is a slice walk); `buckets` holds the head slot of each chain. Removal swaps the
@@ -25,23 +27,61 @@ fn hash(m: &[u8]) -> u64 {
 }
 
 #[derive(Clone, Debug)]
-struct Slot {
+struct Slot<V> {
     hash: u64,
     next: usize,
     member: Bytes,
+    value: V,
 }
 
-#[derive(Clone, Debug, Default)]
-pub struct Table {
-    slots: Vec<Slot>,
+#[derive(Clone, Debug)]
+pub struct Table<V = ()> {
+    slots: Vec<Slot<V>>,
     buckets: Vec<usize>,
     /// Sum of member lengths, for memory accounting.
     bytes: usize,
 }
 
-impl Table {
+impl<V> Default for Table<V> {
+    fn default() -> Self {
+        Table {
+            slots: Vec::new(),
+            buckets: Vec::new(),
+            bytes: 0,
+        }
+    }
+}
+
+impl Table<()> {
+    /// Adds a member (copying it); false if it was already there.
+    pub fn insert(&mut self, m: &[u8]) -> bool {
+        let h = hash(m);
+        if self.find(m, h).is_some() {
+            return false;
+        }
+        self.push(Bytes::copy_from_slice(m), h, ());
+        true
+    }
+
+    /// Adds a member known to be absent (conversions from the small encodings).
+    pub fn insert_new(&mut self, m: Bytes) {
+        self.insert_new_with(m, ());
+    }
+
+    /// Removes a member; false if absent.
+    pub fn remove(&mut self, m: &[u8]) -> bool {
+        self.take(m).is_some()
+    }
+
+    /// One SSCAN step (Redis `dictScan` loop), see [`Table::scan_each`].
+    pub fn scan(&self, cursor: u64, count: usize, out: &mut Vec<Bytes>) -> u64 {
+        self.scan_each(cursor, count, |m, _| out.push(m.clone()))
+    }
+}
+
+impl<V> Table<V> {
     /// An empty table presized for `cap` members (Redis `dictExpand`).
-    pub fn with_capacity(cap: usize) -> Table {
+    pub fn with_capacity(cap: usize) -> Table<V> {
         let mut t = Table {
             slots: Vec::with_capacity(cap.min(1 << 20)),
             buckets: Vec::new(),
@@ -91,24 +131,29 @@ impl Table {
         self.find(m, hash(m)).is_some()
     }
 
-    /// Adds a member (copying it); false if it was already there.
-    pub fn insert(&mut self, m: &[u8]) -> bool {
-        let h = hash(m);
-        if self.find(m, h).is_some() {
-            return false;
-        }
-        self.push(Bytes::copy_from_slice(m), h);
-        true
+    /// The value of a member.
+    pub fn value(&self, m: &[u8]) -> Option<&V> {
+        self.find(m, hash(m)).map(|i| &self.slots[i].value)
     }
 
-    /// Adds a member known to be absent (conversions from the small encodings).
-    pub fn insert_new(&mut self, m: Bytes) {
+    pub fn value_mut(&mut self, m: &[u8]) -> Option<&mut V> {
+        self.find(m, hash(m)).map(|i| &mut self.slots[i].value)
+    }
+
+    /// Adds a member known to be absent, with its value.
+    pub fn insert_new_with(&mut self, m: Bytes, value: V) {
         let h = hash(&m);
         debug_assert!(self.find(&m, h).is_none());
-        self.push(m, h);
+        self.push(m, h, value);
     }
 
-    fn push(&mut self, member: Bytes, h: u64) {
+    /// Removes a member; returns its value.
+    pub fn take(&mut self, m: &[u8]) -> Option<V> {
+        let i = self.find(m, hash(m))?;
+        Some(self.remove_slot(i).value)
+    }
+
+    fn push(&mut self, member: Bytes, h: u64, value: V) {
         if self.slots.len() >= self.buckets.len() {
             self.rebuild(bucket_count(self.slots.len() + 1));
         }
@@ -118,23 +163,17 @@ impl Table {
             hash: h,
             next: self.buckets[b],
             member,
+            value,
         });
         self.buckets[b] = self.slots.len() - 1;
     }
 
-    /// Removes a member; false if absent.
-    pub fn remove(&mut self, m: &[u8]) -> bool {
-        match self.find(m, hash(m)) {
-            Some(i) => {
-                self.remove_at(i);
-                true
-            }
-            None => false,
-        }
-    }
-
     /// Removes the member in slot `i` and returns it.
     pub fn remove_at(&mut self, i: usize) -> Bytes {
+        self.remove_slot(i).member
+    }
+
+    fn remove_slot(&mut self, i: usize) -> Slot<V> {
         self.unlink(i, i);
         let last = self.slots.len() - 1;
         if i != last {
@@ -147,7 +186,7 @@ impl Table {
         if size > MIN_BUCKETS && self.slots.len() * 100 / size < MIN_FILL {
             self.rebuild(bucket_count(self.slots.len()));
         }
-        slot.member
+        slot
     }
 
     /// Replaces the link to slot `from` in its chain with `to` (`to == from` unlinks it).
@@ -190,31 +229,35 @@ impl Table {
         &self.slots[i].member
     }
 
-    pub fn iter(&self) -> Iter<'_> {
+    pub fn iter(&self) -> Iter<'_, V> {
         Iter(self.slots.iter())
     }
 
-    /// One SSCAN step (Redis `dictScan` loop): visits buckets from `cursor` in reverse-binary
-    /// order until at least `count` members were collected, `count * 10` more buckets were
-    /// visited, or the scan wrapped (next cursor 0). Returns the next cursor.
-    pub fn scan(&self, cursor: u64, count: usize, out: &mut Vec<Bytes>) -> u64 {
+    /// One SCAN-family step (Redis `dictScan` loop): visits buckets from `cursor` in
+    /// reverse-binary order, passing each entry to `f`, until at least `count` entries were
+    /// visited, `count * 10` more buckets were visited, or the scan wrapped (next cursor 0).
+    /// Returns the next cursor.
+    pub fn scan_each(&self, cursor: u64, count: usize, mut f: impl FnMut(&Bytes, &V)) -> u64 {
         if self.buckets.is_empty() {
             return 0;
         }
         let mask = self.mask() as u64;
         let mut v = cursor;
         let mut budget = count.saturating_mul(10);
+        let mut seen = 0;
         loop {
             let mut i = self.buckets[(v & mask) as usize];
             while i != NIL {
-                out.push(self.slots[i].member.clone());
-                i = self.slots[i].next;
+                let s = &self.slots[i];
+                f(&s.member, &s.value);
+                seen += 1;
+                i = s.next;
             }
             // Increment the reversed cursor: high bits first, so a resize between calls
             // neither skips nor restarts buckets already covered.
             v |= !mask;
             v = v.reverse_bits().wrapping_add(1).reverse_bits();
-            if v == 0 || budget == 0 || out.len() >= count {
+            if v == 0 || budget == 0 || seen >= count {
                 return v;
             }
             budget -= 1;
@@ -243,9 +286,9 @@ impl Table {
 }
 
 /// Members in slot order.
-pub struct Iter<'a>(std::slice::Iter<'a, Slot>);
+pub struct Iter<'a, V = ()>(std::slice::Iter<'a, Slot<V>>);
 
-impl<'a> Iterator for Iter<'a> {
+impl<'a, V> Iterator for Iter<'a, V> {
     type Item = &'a Bytes;
     #[inline]
     fn next(&mut self) -> Option<&'a Bytes> {

@@ -224,18 +224,29 @@ fn lex_ranges() {
 }
 
 #[test]
-fn scan_cursor_visits_everything_once() {
+fn scan_cursor_visits_everything_once_in_count_sized_steps() {
     let mut z = ZSet::new(true);
     for i in 0..1_000u32 {
-        // Runs of equal scores, negative and positive.
-        z.insert(Bytes::from(format!("m{i}")), f64::from(i / 10) - 50.0);
+        // Runs of equal scores (a run of 500 too): the dict walk ignores scores.
+        let score = if i < 500 {
+            0.0
+        } else {
+            f64::from(i / 10) - 50.0
+        };
+        z.insert(Bytes::from(format!("m{i}")), score);
     }
-    let mut seen = std::collections::HashSet::new();
+    let mut seen = std::collections::HashMap::new();
     let mut cursor = 0;
     loop {
-        let (items, next) = z.scan(cursor, 7);
-        for it in items {
-            assert!(seen.insert(it.member.clone()), "duplicate");
+        let mut items = Vec::new();
+        let next = z.scan(cursor, 7, &mut items);
+        if next != 0 {
+            // At least COUNT, and at most a bucket (a short chain) more.
+            assert!((7..=16).contains(&items.len()), "{} items", items.len());
+        }
+        for (m, s) in items {
+            assert_eq!(z.score(&m), Some(s));
+            assert!(seen.insert(m, s).is_none(), "duplicate");
         }
         if next == 0 {
             break;
@@ -243,10 +254,39 @@ fn scan_cursor_visits_everything_once() {
         cursor = next;
     }
     assert_eq!(seen.len(), 1_000);
-    assert_eq!(score_from_cursor(score_to_cursor(-0.0)), Some(0.0));
-    assert!(score_to_cursor(f64::NEG_INFINITY) < score_to_cursor(-1.5));
-    assert!(score_to_cursor(-1.5) < score_to_cursor(0.0));
-    assert!(score_to_cursor(0.0) < score_to_cursor(f64::INFINITY));
+}
+
+#[test]
+fn scan_covers_members_present_throughout_under_churn() {
+    let mut z = ZSet::new(true);
+    for i in 0..2_000u32 {
+        z.insert(Bytes::from(format!("stable{i}")), 1.0);
+        z.insert(Bytes::from(format!("temp{i}")), 1.0);
+    }
+    let mut seen = std::collections::HashSet::new();
+    let (mut cursor, mut step) = (0, 0u32);
+    loop {
+        let mut items = Vec::new();
+        cursor = z.scan(cursor, 20, &mut items);
+        seen.extend(items.into_iter().map(|(m, _)| m));
+        if cursor == 0 {
+            break;
+        }
+        // Between calls: shrink the dict (deletions) and grow it again (additions).
+        for j in 0..30 {
+            z.remove(format!("temp{}", (step * 30 + j) % 2_000).as_bytes());
+        }
+        for j in 0..5 {
+            z.insert(Bytes::from(format!("new{step}_{j}")), 2.0);
+        }
+        step += 1;
+    }
+    for i in 0..2_000u32 {
+        assert!(
+            seen.contains(format!("stable{i}").as_bytes()),
+            "stable{i} missed"
+        );
+    }
 }
 
 #[test]
