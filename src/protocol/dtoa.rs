@@ -327,7 +327,8 @@ fn emit(out: &mut String, digits: &[u8], k: i32, neg: bool) {
     out.push_str(itoa::Buffer::new().format(exp));
 }
 
-/// `fpconv_dtoa`: a finite double's text (the integral shortcut of `d2string` aside).
+/// `fpconv_dtoa`: a double's text (the integral shortcut of `d2string` aside), as Redis
+/// 7.2 prints Lua numbers passed to commands: the sign bit first, so `-0`, `-inf`, `-nan`.
 pub fn fpconv(d: f64) -> String {
     let mut out = String::with_capacity(24);
     let neg = d.is_sign_negative();
@@ -336,6 +337,10 @@ pub fn fpconv(d: f64) -> String {
     }
     if d == 0.0 {
         out.push('0');
+        return out;
+    }
+    if !d.is_finite() {
+        out.push_str(if d.is_nan() { "nan" } else { "inf" });
         return out;
     }
     let mut digits = [0u8; 24];
@@ -450,6 +455,29 @@ mod tests {
         ];
         for &(d, want) in cases {
             assert_eq!(d2string(d), want, "{d:e}");
+        }
+    }
+
+    #[test]
+    fn fpconv_layouts() {
+        // Redis 7.2's fpconv_dtoa, as used for Lua numbers passed to redis.call.
+        for (d, want) in [
+            (0.1 + 0.2, "0.30000000000000004"),
+            (9007199254740991.0, "9007199254740991"),
+            (1e16, "1e+16"),
+            (12300000.0, "12300000"),
+            (1e-5, "0.00001"),
+            (1e-7, "1e-7"),
+            (1.5e300, "1.5e+300"),
+            (-0.0, "-0"),
+            (f64::INFINITY, "inf"),
+            (f64::NEG_INFINITY, "-inf"),
+            (f64::NAN, "nan"),
+            (-f64::NAN, "-nan"),
+            (-1234.5, "-1234.5"),
+            (2f64.powi(63), "9223372036854776000"),
+        ] {
+            assert_eq!(fpconv(d), want, "{d:e}");
         }
     }
 

@@ -7,6 +7,7 @@ use super::rand48;
 use super::sha1::sha1_hex;
 use super::shebang::{self, Flags};
 use crate::cmd::{errors, refusals, registry, Cx};
+use crate::protocol::dtoa::fpconv;
 use crate::protocol::Reply;
 use crate::server::state::Shared;
 use bytes::Bytes;
@@ -1330,8 +1331,8 @@ fn command_line(args: Variadic<Value>) -> Result<Vec<Bytes>, &'static str> {
         match a {
             Value::String(s) => argv.push(Bytes::copy_from_slice(&s.as_bytes())),
             // Not Lua's `%.14g` (`tostring`): Redis 7.2 keeps every bit of the number.
-            Value::Integer(i) => argv.push(Bytes::from(super::dtoa::fpconv_dtoa(i as f64))),
-            Value::Number(n) => argv.push(Bytes::from(super::dtoa::fpconv_dtoa(n))),
+            Value::Integer(i) => argv.push(Bytes::from(fpconv(i as f64))),
+            Value::Number(n) => argv.push(Bytes::from(fpconv(n))),
             _ => return Err(errors::SCRIPT_ARG_TYPE),
         }
     }
@@ -1379,7 +1380,7 @@ unsafe fn args_from_stack(
             // Not Lua's `%.14g` (`tostring`): Redis 7.2 keeps every bit of the number.
             ffi::LUA_TNUMBER => {
                 let d = ffi::lua_tonumber(state, i);
-                argv.push(Bytes::from(super::dtoa::fpconv_dtoa(d)));
+                argv.push(Bytes::from(fpconv(d)));
             }
             ffi::LUA_TSTRING => {
                 let mut len = 0usize;

@@ -6,7 +6,6 @@ pub mod bit;
 pub mod cjson;
 pub mod cmsgpack;
 pub mod convert;
-pub mod dtoa;
 pub mod engine;
 pub mod functions;
 pub mod rand48;
