@@ -63,6 +63,13 @@ impl Waiter {
         }
     }
 
+    /// XREADGROUP waits for its stream to go away too (Redis `unblock_on_nokey`).
+    pub fn unblock_on_nokey(&self) -> bool {
+        self.args
+            .first()
+            .is_some_and(|c| c.eq_ignore_ascii_case(b"xreadgroup"))
+    }
+
     /// Gives up waiting (timeout, disconnect); false if a reply is already on its way.
     pub fn abandon(&self) -> bool {
         self.state
@@ -139,8 +146,20 @@ impl Blocking {
             .unwrap_or_default()
     }
 
-    /// Moves every waiter of db `a` to db `b` and vice versa (SWAPDB wakes/moves blocked
-    /// clients as Redis does by re-checking keys).
+    /// INFO's `total_blocking_keys` and `total_blocking_keys_on_nokey`: keys with a
+    /// blocked client, and those among them with an XREADGROUP reader (Redis wakes those
+    /// when the key is deleted or replaced, see `cmd::blocking::serve_ready`).
+    pub fn key_counts(&self) -> (usize, usize) {
+        let q = self.queues.lock();
+        let nokey = q
+            .values()
+            .filter(|v| v.iter().any(|w| w.unblock_on_nokey()))
+            .count();
+        (q.len(), nokey)
+    }
+
+    /// The keys clients are blocked on in `db` (FLUSHDB/FLUSHALL and SWAPDB signal them so
+    /// their waiters re-check, as Redis's `scanDatabaseFor{Deleted,Ready}Keys` do).
     pub fn keys_in_db(&self, db: usize) -> Vec<Bytes> {
         self.queues
             .lock()
