@@ -146,10 +146,6 @@ fn xreadgroup_unblocked_when_its_stream_goes_away() {
     let cases: &[(&str, &[&str], &[(&str, &str)])] = &[
         ("DEL", &["DEL mystream"], &gone),
         ("UNLINK", &["UNLINK mystream"], &gone),
-        ("FLUSHALL", &["FLUSHALL"], &gone),
-        ("FLUSHALL ASYNC", &["FLUSHALL ASYNC"], &gone),
-        ("FLUSHDB", &["FLUSHDB"], &gone),
-        ("FLUSHDB SYNC", &["FLUSHDB SYNC"], &gone),
         ("RENAME away", &["RENAME mystream other"], &gone),
         ("RENAMENX away", &["RENAMENX mystream other"], &gone),
         ("MOVE", &["MOVE mystream 3"], &gone),
@@ -193,6 +189,18 @@ fn xreadgroup_unblocked_when_its_stream_goes_away() {
             WRONGTYPE
         };
         assert_eq!(reader, &Frame::Error(want.into()), "{name}");
+    }
+}
+
+/// FLUSHALL and FLUSHDB (sync or not) answer a reader blocked on a stream they emptied.
+#[test]
+fn xreadgroup_unblocked_by_flush() {
+    let s = Servers::start();
+    for flush in ["FLUSHALL", "FLUSHALL ASYNC", "FLUSHDB", "FLUSHDB SYNC"] {
+        let got = s.compare(flush, &[(UNBLOCKED_70, NOGROUP)], |port| {
+            blocked_scenario(port, GROUP_SETUP, READ_GROUP, &[flush], &["DBSIZE"])
+        });
+        assert_eq!(got[GROUP_SETUP.len() + 1], Frame::Error(NOGROUP.into()));
     }
 }
 
