@@ -42,10 +42,7 @@ fn parse(cx: &Cx, group_cmd: bool) -> Result<ReadArgs, Reply> {
         if is(o, "BLOCK") && more > 0 {
             if cx.in_script() {
                 // Redis 7.2 refuses BLOCK in scripts outright (MULTI reads without it).
-                let name = String::from_utf8_lossy(&args[0]);
-                return Err(Reply::error(format!(
-                    "ERR {name} command is not allowed with BLOCK option from scripts"
-                )));
+                return Err(errors::block_in_script(&args[0]));
             }
             i += 1;
             r.block = Some(block_ms(&args[i], cx.now())?);
