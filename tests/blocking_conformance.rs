@@ -649,3 +649,84 @@ fn info_total_blocking_keys() {
     until_blocked(&mut ctl, 0);
     assert_eq!(counts(&mut ctl), (Some(0), Some(0)));
 }
+
+/// `calls` and `failed_calls` of one command in INFO commandstats (`usec` varies).
+fn cmd_counts(c: &mut Conn, name: &str) -> Frame {
+    let Frame::Bulk(stats) = c.cmd("INFO commandstats") else {
+        panic!("INFO")
+    };
+    let text = String::from_utf8_lossy(&stats).into_owned();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with(&format!("cmdstat_{name}:")))
+        .unwrap_or("");
+    let keep: Vec<&str> = line
+        .split([':', ','])
+        .filter(|f| f.starts_with("calls=") || f.starts_with("failed_calls="))
+        .collect();
+    Frame::Simple(keep.join(","))
+}
+
+/// CLIENT UNBLOCK answers a blocked client as a timeout would, or with the UNBLOCKED error
+/// (a failed call and an error reply); 0 for a client that is not blocked; its arguments
+/// are checked as Redis checks them (list.tcl uses it).
+#[test]
+fn client_unblock() {
+    let s = Servers::start();
+    s.compare("CLIENT UNBLOCK", &[], |port| {
+        let mut ctl = conn(port);
+        ctl.cmd("FLUSHALL");
+        ctl.cmd("CONFIG RESETSTAT");
+        let mut rd = conn(port);
+        let Frame::Int(id) = rd.cmd("CLIENT ID") else {
+            panic!("CLIENT ID")
+        };
+        let mut out = Vec::new();
+        for (block, how) in [
+            ("BLPOP l 0", ""),
+            ("BZPOPMIN z 0", " TIMEOUT"),
+            ("XREAD BLOCK 0 STREAMS s $", " timeout"),
+            ("BLMOVE l d LEFT RIGHT 0", " ERROR"),
+            ("BRPOPLPUSH l d 0", ""),
+        ] {
+            rd.send(&words(block)).unwrap();
+            until_blocked(&mut ctl, 1);
+            out.push(ctl.cmd(&format!("CLIENT UNBLOCK {id}{how}")));
+            out.push(rd.read().expect("unblocked"));
+            until_blocked(&mut ctl, 0);
+        }
+        for bad in [
+            format!("CLIENT UNBLOCK {id}"),
+            format!("CLIENT UNBLOCK {id} ERROR"),
+            "CLIENT UNBLOCK x".into(),
+            "CLIENT UNBLOCK x foo".into(),
+            "CLIENT UNBLOCK 1 ERROR x".into(),
+            "CLIENT UNBLOCK -1".into(),
+        ] {
+            out.push(ctl.cmd(&bad));
+        }
+        out.push(rd.cmd("PING"));
+        out
+    });
+    // Redis 7.2's statistics: each blocked command is one call; only the ERROR unblock
+    // fails (7.0 also counted the timeouts as failed calls).
+    let mut c = conn(s.respite.port());
+    for (name, want) in [
+        ("blpop", "calls=1,failed_calls=0"),
+        ("bzpopmin", "calls=1,failed_calls=0"),
+        ("xread", "calls=1,failed_calls=0"),
+        ("blmove", "calls=1,failed_calls=1"),
+        ("brpoplpush", "calls=1,failed_calls=0"),
+    ] {
+        assert_eq!(
+            cmd_counts(&mut c, name),
+            Frame::Simple(want.into()),
+            "{name}"
+        );
+    }
+    let Frame::Bulk(errs) = c.cmd("INFO errorstats") else {
+        panic!("INFO")
+    };
+    let errs = String::from_utf8_lossy(&errs).into_owned();
+    assert!(errs.contains("errorstat_UNBLOCKED:count=1"), "{errs}");
+}

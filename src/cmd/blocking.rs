@@ -77,9 +77,14 @@ pub fn register(srv: &Arc<Shared>, sess: &mut Session, args: &[Bytes]) {
     };
     let run = req.args.unwrap_or_else(|| args.to_vec());
     let keys: Vec<Bytes> = req.keys.iter().map(|k| Bytes::copy_from_slice(k)).collect();
-    let (waiter, rx) = srv
-        .blocking
-        .block(sess.db, keys, run, sess.handle.clone(), sess.resp3);
+    let (waiter, rx) = srv.blocking.block(
+        sess.db,
+        keys,
+        run,
+        sess.handle.clone(),
+        sess.resp3,
+        req.timeout_reply.clone(),
+    );
     srv.ks.blocked_clients.fetch_add(1, Ordering::Relaxed);
     sess.handle.info.lock().blocked = true;
     sess.blocked = Some(Blocked {
@@ -174,6 +179,31 @@ pub fn serve_ready(srv: &Arc<Shared>, mut ready: Vec<(usize, Bytes)>) {
             finish(srv, &w, reply);
         }
     }
+}
+
+/// CLIENT UNBLOCK: answers a blocked client as its timeout would, or with Redis's
+/// UNBLOCKED error (then counted as a failed call and an error reply). False if the client
+/// is not blocked (or is being served right now).
+pub fn unblock_client(srv: &Arc<Shared>, client_id: u64, error: bool) -> bool {
+    let Some(w) = srv.blocking.of_client(client_id) else {
+        return false;
+    };
+    if !w.claim() {
+        return false;
+    }
+    let reply = if error {
+        let msg = "UNBLOCKED client unblocked via CLIENT UNBLOCK";
+        if let Ok((id, _)) = registry().resolve(&w.args) {
+            srv.cmdstats[id].failed.fetch_add(1, Ordering::Relaxed);
+        }
+        Shared::bump_errors(srv);
+        srv.stats.record_error(msg);
+        Reply::error(msg)
+    } else {
+        w.timeout_reply.clone()
+    };
+    finish(srv, &w, reply);
+    true
 }
 
 /// Hands a claimed waiter its reply, removing it from every queue first.
