@@ -133,6 +133,9 @@ fn blocked_scenario(
     out
 }
 
+/// A scenario's name, the commands that change the key, and 7.0 → 7.2 replacements.
+type Case<'a> = (&'a str, &'a [&'a str], &'a [(&'a str, &'a str)]);
+
 const GROUP_SETUP: &[&str] = &["XADD mystream 666 f v", "XGROUP CREATE mystream mygroup $"];
 const READ_GROUP: &str = "XREADGROUP GROUP mygroup Alice BLOCK 0 STREAMS mystream >";
 
@@ -143,7 +146,7 @@ fn xreadgroup_unblocked_when_its_stream_goes_away() {
     let s = Servers::start();
     let gone = [(UNBLOCKED_70, NOGROUP), (NOGROUP_70, NOGROUP)];
     let replaced = [(UNBLOCKED_70, WRONGTYPE)];
-    let cases: &[(&str, &[&str], &[(&str, &str)])] = &[
+    let cases: &[Case] = &[
         ("DEL", &["DEL mystream"], &gone),
         ("UNLINK", &["UNLINK mystream"], &gone),
         ("RENAME away", &["RENAME mystream other"], &gone),
