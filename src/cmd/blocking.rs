@@ -192,7 +192,7 @@ pub fn unblock_client(srv: &Arc<Shared>, client_id: u64, error: bool) -> bool {
         return false;
     }
     let reply = if error {
-        let msg = "UNBLOCKED client unblocked via CLIENT UNBLOCK";
+        let msg = super::errors::UNBLOCKED_BY_CLIENT;
         if let Ok((id, _)) = registry().resolve(&w.args) {
             srv.cmdstats[id].failed.fetch_add(1, Ordering::Relaxed);
         }

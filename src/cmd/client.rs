@@ -252,7 +252,7 @@ fn client_unblock(cx: &mut Cx) -> Reply {
         None => false,
         Some(a) if is(a, "TIMEOUT") => false,
         Some(a) if is(a, "ERROR") => true,
-        Some(_) => return errors::err("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR"),
+        Some(_) => return errors::err(errors::CLIENT_UNBLOCK_REASON),
     };
     let id = match args::int(&args[2]) {
         Ok(id) => id,

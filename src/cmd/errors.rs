@@ -248,6 +248,10 @@ pub const XAUTOCLAIM_MIN_IDLE: &str = "ERR Invalid min-idle-time argument for XA
 pub const XAUTOCLAIM_COUNT: &str = "ERR COUNT must be > 0";
 pub const TIMEOUT_NOT_INT: &str = "ERR timeout is not an integer or out of range";
 
+/// CLIENT UNBLOCK … ERROR's reply to the unblocked client, and a bad reason.
+pub const UNBLOCKED_BY_CLIENT: &str = "UNBLOCKED client unblocked via CLIENT UNBLOCK";
+pub const CLIENT_UNBLOCK_REASON: &str = "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR";
+
 /// XREAD/XREADGROUP with BLOCK inside a script (Redis 7.2), naming the command as called.
 pub fn block_in_script(cmd: &[u8]) -> Reply {
     Reply::error(format!(
