@@ -8,11 +8,12 @@
 //!
 //! Writers call `cx.ks.signal_ready(key)` after adding elements. After the writing command
 //! has released its locks, [`serve_ready`] re-runs each waiter's command, oldest first, as
-//! that client; a waiter whose command blocks again (nothing left) stays queued. List and
-//! sorted-set queues stop at the first such waiter; stream readers (XREAD with different
-//! IDs, XREADGROUP on different groups) are each re-run.
+//! that client; a waiter whose command blocks again (nothing left) stays queued. As in
+//! Redis, every waiter of a ready key is visited: list/zset waiters only while the key
+//! holds their type, XREADGROUP readers whatever the key became (deleted or replaced,
+//! their re-run answers the error).
 
-use super::{errors, registry, Cx, Lock};
+use super::{registry, Cx, Lock};
 use crate::protocol::Reply;
 use crate::server::blocking::Waiter;
 use crate::server::session::{BlockRequest, Blocked, Session};
@@ -27,6 +28,17 @@ impl Cx<'_, '_> {
     /// act as their non-blocking forms).
     pub fn can_block(&self) -> bool {
         !self.sess.in_exec
+    }
+
+    /// Whether this command runs inside a script (Redis's `CLIENT_SCRIPT`): scripts run
+    /// their commands with `in_exec` set while holding the whole keyspace, so a script
+    /// running on this server right now can only be our caller.
+    pub fn in_script(&self) -> bool {
+        self.sess.in_exec
+            && self.ks.is_exclusive()
+            && crate::script::engine::scripts(self.srv)
+                .running_for_ms()
+                .is_some()
     }
 
     /// Asks to block on `keys` until one is ready or `timeout` passes (None = forever),
@@ -65,9 +77,14 @@ pub fn register(srv: &Arc<Shared>, sess: &mut Session, args: &[Bytes]) {
     };
     let run = req.args.unwrap_or_else(|| args.to_vec());
     let keys: Vec<Bytes> = req.keys.iter().map(|k| Bytes::copy_from_slice(k)).collect();
-    let (waiter, rx) = srv
-        .blocking
-        .block(sess.db, keys, run, sess.handle.clone(), sess.resp3);
+    let (waiter, rx) = srv.blocking.block(
+        sess.db,
+        keys,
+        run,
+        sess.handle.clone(),
+        sess.resp3,
+        req.timeout_reply.clone(),
+    );
     srv.ks.blocked_clients.fetch_add(1, Ordering::Relaxed);
     sess.handle.info.lock().blocked = true;
     sess.blocked = Some(Blocked {
@@ -114,20 +131,14 @@ pub fn serve_ready(srv: &Arc<Shared>, mut ready: Vec<(usize, Bytes)>) {
                 w.unclaim();
                 continue;
             };
-            let stream = spec.group == "stream";
-            if !holds_awaited_type(srv, db, &key, spec.group) {
-                if stream && spec.name == "xreadgroup" {
-                    // Redis 7.2 fails XREADGROUP waiters whose stream went away.
-                    finish(srv, &w, errors::err(errors::UNBLOCKED_NO_STREAM));
-                    continue;
-                }
-                // Redis re-runs a waiter only if the key still holds the type it waits
-                // for (a key replaced by a string leaves BLPOP blocked, not WRONGTYPE).
+            // Redis 7.2 (`handleClientsBlockedOnKey`) re-runs a waiter only if the key
+            // holds the type it waits for: a key deleted or replaced by a string leaves
+            // BLPOP and XREAD blocked, not WRONGTYPE. XREADGROUP waits "unblock on no
+            // key": it is re-run whatever the key became, and the re-run answers NOGROUP
+            // (key gone) or WRONGTYPE (key replaced).
+            if !w.unblock_on_nokey() && !holds_awaited_type(srv, db, &key, spec.group) {
                 w.unclaim();
-                if stream {
-                    continue;
-                }
-                break;
+                continue;
             }
             // Run as the blocked client, in its db and protocol.
             let mut sess = Session::new(w.handle.clone(), true);
@@ -143,21 +154,56 @@ pub fn serve_ready(srv: &Arc<Shared>, mut ready: Vec<(usize, Bytes)>) {
                 }
             };
             let reply = super::execute(srv, &mut sess, &mut access, id, spec, &w.args);
-            super::flush_stats(srv, &mut sess);
             ready.extend(access.take_ready());
             drop(access);
-            if sess.block_request.take().is_some() {
-                w.unclaim();
-                // Nothing left for this key: later list/zset waiters would find nothing
-                // either, but stream readers wait for different IDs or groups.
-                if stream {
-                    continue;
+            // The call was counted when it blocked; as in Redis, a blocked command counts
+            // once: its re-run adds time and a failure, never a call, and an error it
+            // answers counts in the error stats like any reply.
+            let run = std::mem::take(&mut sess.pending);
+            if sess.block_request.is_none() {
+                let st = &srv.cmdstats[id];
+                st.usec.fetch_add(run.usec, Ordering::Relaxed);
+                st.failed.fetch_add(run.failed, Ordering::Relaxed);
+                if let Reply::Error(msg) = &reply {
+                    Shared::bump_errors(srv);
+                    srv.stats.record_error(msg);
                 }
-                break;
+            }
+            if sess.block_request.take().is_some() {
+                // Nothing for this one; like Redis, still visit every later waiter (stream
+                // readers wait for different IDs or groups, and an XREADGROUP reader must
+                // learn its stream is gone).
+                w.unclaim();
+                continue;
             }
             finish(srv, &w, reply);
         }
     }
+}
+
+/// CLIENT UNBLOCK: answers a blocked client as its timeout would, or with Redis's
+/// UNBLOCKED error (then counted as a failed call and an error reply). False if the client
+/// is not blocked (or is being served right now).
+pub fn unblock_client(srv: &Arc<Shared>, client_id: u64, error: bool) -> bool {
+    let Some(w) = srv.blocking.of_client(client_id) else {
+        return false;
+    };
+    if !w.claim() {
+        return false;
+    }
+    let reply = if error {
+        let msg = super::errors::UNBLOCKED_BY_CLIENT;
+        if let Ok((id, _)) = registry().resolve(&w.args) {
+            srv.cmdstats[id].failed.fetch_add(1, Ordering::Relaxed);
+        }
+        Shared::bump_errors(srv);
+        srv.stats.record_error(msg);
+        Reply::error(msg)
+    } else {
+        w.timeout_reply.clone()
+    };
+    finish(srv, &w, reply);
+    true
 }
 
 /// Hands a claimed waiter its reply, removing it from every queue first.

@@ -1,5 +1,5 @@
 //! CLIENT subcommands: ID, SETNAME/GETNAME, SETINFO (7.2), LIST, INFO, KILL, PAUSE/UNPAUSE,
-//! REPLY, NO-EVICT, NO-TOUCH (7.2), GETREDIR, TRACKINGINFO, HELP.
+//! REPLY, NO-EVICT, NO-TOUCH (7.2), UNBLOCK, GETREDIR, TRACKINGINFO, HELP.
 
 use super::args::{self, is};
 use super::{errors, CommandSpec, Cx, KeySpec};
@@ -115,6 +115,19 @@ pub static COMMANDS: &[CommandSpec] = &[
                 ..CommandSpec::DEFAULT
             },
             CommandSpec {
+                name: "client|unblock",
+                arity: -3,
+                flags: &["admin", "noscript", "loading", "stale"],
+                keys: KeySpec::None,
+                acl: &["admin", "slow", "dangerous", "connection"],
+                group: "connection",
+                since: "5.0.0",
+                summary: "Unblock a client blocked in a blocking command from a different connection",
+                complexity: "O(log N) where N is the number of client connections",
+                handler: client_unblock,
+                ..CommandSpec::DEFAULT
+            },
+            CommandSpec {
                 name: "client|id",
                 arity: 2,
                 flags: &["noscript", "loading", "stale"],
@@ -227,6 +240,26 @@ pub static COMMANDS: &[CommandSpec] = &[
 fn client(cx: &mut Cx) -> Reply {
     // Dispatch resolves every subcommand; reaching the container means none was given.
     errors::subcommand_syntax("client", cx.args.get(1).map_or(&b""[..], |a| &a[..]))
+}
+
+/// CLIENT UNBLOCK id [TIMEOUT|ERROR]: the reason is checked before the id, as in Redis.
+fn client_unblock(cx: &mut Cx) -> Reply {
+    let args = cx.args;
+    if args.len() > 4 {
+        return errors::subcommand_syntax("client", &args[1]);
+    }
+    let error = match args.get(3) {
+        None => false,
+        Some(a) if is(a, "TIMEOUT") => false,
+        Some(a) if is(a, "ERROR") => true,
+        Some(_) => return errors::err(errors::CLIENT_UNBLOCK_REASON),
+    };
+    let id = match args::int(&args[2]) {
+        Ok(id) => id,
+        Err(e) => return e,
+    };
+    let done = u64::try_from(id).is_ok_and(|id| super::blocking::unblock_client(cx.srv, id, error));
+    Reply::Int(i64::from(done))
 }
 
 fn client_id(cx: &mut Cx) -> Reply {
@@ -732,6 +765,8 @@ fn client_help(_cx: &mut Cx) -> Reply {
             "    Set client meta attr. Options are:",
             "    * LIB-NAME: the client lib name.",
             "    * LIB-VER: the client lib version.",
+            "UNBLOCK <clientid> [TIMEOUT|ERROR]",
+            "    Unblock the specified blocked client.",
             "TRACKINGINFO",
             "    Report tracking status for the current connection.",
             "NO-EVICT (ON|OFF)",

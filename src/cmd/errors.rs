@@ -247,8 +247,18 @@ pub const XCLAIM_RETRYCOUNT: &str = "ERR Invalid RETRYCOUNT option argument for 
 pub const XAUTOCLAIM_MIN_IDLE: &str = "ERR Invalid min-idle-time argument for XAUTOCLAIM";
 pub const XAUTOCLAIM_COUNT: &str = "ERR COUNT must be > 0";
 pub const TIMEOUT_NOT_INT: &str = "ERR timeout is not an integer or out of range";
-/// Served to an XREADGROUP blocked on a stream that was deleted (Redis 7.2).
-pub const UNBLOCKED_NO_STREAM: &str = "UNBLOCKED the stream key no longer exists";
+
+/// CLIENT UNBLOCK … ERROR's reply to the unblocked client, and a bad reason.
+pub const UNBLOCKED_BY_CLIENT: &str = "UNBLOCKED client unblocked via CLIENT UNBLOCK";
+pub const CLIENT_UNBLOCK_REASON: &str = "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR";
+
+/// XREAD/XREADGROUP with BLOCK inside a script (Redis 7.2), naming the command as called.
+pub fn block_in_script(cmd: &[u8]) -> Reply {
+    Reply::error(format!(
+        "ERR {} command is not allowed with BLOCK option from scripts",
+        String::from_utf8_lossy(cmd)
+    ))
+}
 
 /// `Unbalanced 'xread' list of streams: for each stream key an ID or '$' must be specified.`
 pub fn xread_unbalanced(cmd: &str, symbol: char) -> Reply {

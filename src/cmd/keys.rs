@@ -825,6 +825,13 @@ fn flush_async(cx: &Cx) -> Result<bool, Reply> {
 
 /// Empties `dbs`; with `lazy`, the detached data is freed on a helper thread.
 fn flush(cx: &mut Cx, dbs: std::ops::Range<usize>, lazy: bool) {
+    // Clients blocked in XREADGROUP learn their stream is gone (Redis
+    // `scanDatabaseForDeletedKeys`); other waiters find nothing and keep waiting.
+    for db in dbs.clone() {
+        for key in cx.srv.blocking.keys_in_db(db) {
+            cx.ks.signal_ready_in(db, &key);
+        }
+    }
     if !lazy {
         for db in dbs {
             cx.ks.flush_db(db);

@@ -248,7 +248,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "blpop",
         arity: -3,
-        flags: &["write", "noscript", "blocking"],
+        flags: &["write", "blocking"],
         keys: KeySpec::Range(1, -2, 1),
         acl: &["write", "list", "slow", "blocking"],
         group: "list",
@@ -261,7 +261,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "brpop",
         arity: -3,
-        flags: &["write", "noscript", "blocking"],
+        flags: &["write", "blocking"],
         keys: KeySpec::Range(1, -2, 1),
         acl: &["write", "list", "slow", "blocking"],
         group: "list",
@@ -274,7 +274,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "blmove",
         arity: 6,
-        flags: &["write", "denyoom", "noscript", "blocking"],
+        flags: &["write", "denyoom", "blocking"],
         keys: KeySpec::Range(1, 2, 1),
         acl: &["write", "list", "slow", "blocking"],
         group: "list",
@@ -287,7 +287,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "brpoplpush",
         arity: 4,
-        flags: &["write", "denyoom", "noscript", "blocking"],
+        flags: &["write", "denyoom", "blocking"],
         keys: KeySpec::Range(1, 2, 1),
         acl: &["write", "list", "slow", "blocking"],
         group: "list",

@@ -882,11 +882,16 @@ impl<'a> Access<'a> {
                 return Some(key);
             }
             let ks = self.ks;
-            self.visit_shard(db, s, |sh| {
-                sh.remove(&key);
+            let stream = self.visit_shard(db, s, |sh| {
+                let gone = sh.remove(&key);
                 sh.signal(&key);
                 ks.expired(db, &key);
+                gone.is_some_and(|e| e.value.is_stream())
             });
+            if stream {
+                // As in `expire_if_needed`: XREADGROUP readers learn the stream is gone.
+                self.signal_ready_in(db, &key);
+            }
             self.mark_dirty(db, &key);
             self.ks.stats.expired.fetch_add(1, Ordering::Relaxed);
         }

@@ -32,6 +32,8 @@ pub struct Waiter {
     pub client_id: u64,
     /// The blocked client (its serving runs as that client for stats and CLIENT LIST).
     pub handle: Arc<super::clients::ClientHandle>,
+    /// The reply when its timeout fires (or CLIENT UNBLOCK … TIMEOUT).
+    pub timeout_reply: Reply,
     /// Whether the blocked client speaks RESP3 (replies are encoded by its connection, but
     /// some commands shape replies by protocol).
     pub resp3: bool,
@@ -63,6 +65,13 @@ impl Waiter {
         }
     }
 
+    /// XREADGROUP waits for its stream to go away too (Redis `unblock_on_nokey`).
+    pub fn unblock_on_nokey(&self) -> bool {
+        self.args
+            .first()
+            .is_some_and(|c| c.eq_ignore_ascii_case(b"xreadgroup"))
+    }
+
     /// Gives up waiting (timeout, disconnect); false if a reply is already on its way.
     pub fn abandon(&self) -> bool {
         self.state
@@ -91,6 +100,7 @@ impl Blocking {
         args: Vec<Bytes>,
         handle: Arc<super::clients::ClientHandle>,
         resp3: bool,
+        timeout_reply: Reply,
     ) -> (Arc<Waiter>, oneshot::Receiver<Reply>) {
         let (tx, rx) = oneshot::channel();
         let w = Arc::new(Waiter {
@@ -100,6 +110,7 @@ impl Blocking {
             keys,
             client_id: handle.id,
             handle,
+            timeout_reply,
             resp3,
             state: AtomicU8::new(WAITING),
             tx: Mutex::new(Some(tx)),
@@ -139,8 +150,29 @@ impl Blocking {
             .unwrap_or_default()
     }
 
-    /// Moves every waiter of db `a` to db `b` and vice versa (SWAPDB wakes/moves blocked
-    /// clients as Redis does by re-checking keys).
+    /// The waiter of a blocked client (CLIENT UNBLOCK), if it is still waiting.
+    pub fn of_client(&self, client_id: u64) -> Option<Arc<Waiter>> {
+        let q = self.queues.lock();
+        q.values()
+            .flat_map(|v| v.iter())
+            .find(|w| w.client_id == client_id && w.is_waiting())
+            .cloned()
+    }
+
+    /// INFO's `total_blocking_keys` and `total_blocking_keys_on_nokey`: keys with a
+    /// blocked client, and those among them with an XREADGROUP reader (Redis wakes those
+    /// when the key is deleted or replaced, see `cmd::blocking::serve_ready`).
+    pub fn key_counts(&self) -> (usize, usize) {
+        let q = self.queues.lock();
+        let nokey = q
+            .values()
+            .filter(|v| v.iter().any(|w| w.unblock_on_nokey()))
+            .count();
+        (q.len(), nokey)
+    }
+
+    /// The keys clients are blocked on in `db` (FLUSHDB/FLUSHALL and SWAPDB signal them so
+    /// their waiters re-check, as Redis's `scanDatabaseFor{Deleted,Ready}Keys` do).
     pub fn keys_in_db(&self, db: usize) -> Vec<Bytes> {
         self.queues
             .lock()
@@ -164,8 +196,22 @@ mod tests {
             clients.register(addr, addr, 0),
             clients.register(addr, addr, 0),
         );
-        let (w1, _r1) = b.block(0, vec![Bytes::from_static(b"k")], vec![], h1, false);
-        let (w2, _r2) = b.block(0, vec![Bytes::from_static(b"k")], vec![], h2, false);
+        let (w1, _r1) = b.block(
+            0,
+            vec![Bytes::from_static(b"k")],
+            vec![],
+            h1,
+            false,
+            Reply::Nil,
+        );
+        let (w2, _r2) = b.block(
+            0,
+            vec![Bytes::from_static(b"k")],
+            vec![],
+            h2,
+            false,
+            Reply::Nil,
+        );
         let ws = b.waiters(0, b"k");
         assert_eq!(
             ws.iter().map(|w| w.client_id).collect::<Vec<_>>(),

@@ -196,6 +196,9 @@ fn clients(srv: &Shared, l: &mut Lines) {
     push(l, "blocked_clients", blocked);
     push(l, "tracking_clients", 0);
     push(l, "clients_in_timeout_table", 0);
+    let (keys, on_nokey) = srv.blocking.key_counts();
+    push(l, "total_blocking_keys", keys);
+    push(l, "total_blocking_keys_on_nokey", on_nokey);
 }
 
 /// Highest `used_memory` seen by INFO.

@@ -40,6 +40,10 @@ fn parse(cx: &Cx, group_cmd: bool) -> Result<ReadArgs, Reply> {
         let more = argc - i - 1;
         let o = &args[i][..];
         if is(o, "BLOCK") && more > 0 {
+            if cx.in_script() {
+                // Redis 7.2 refuses BLOCK in scripts outright (MULTI reads without it).
+                return Err(errors::block_in_script(&args[0]));
+            }
             i += 1;
             r.block = Some(block_ms(&args[i], cx.now())?);
         } else if is(o, "COUNT") && more > 0 {

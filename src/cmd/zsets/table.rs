@@ -339,7 +339,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "bzpopmin",
         arity: -3,
-        flags: &["write", "noscript", "blocking", "fast"],
+        flags: &["write", "blocking", "fast"],
         keys: KeySpec::Range(1, -2, 1),
         acl: &["write", "sortedset", "fast", "blocking"],
         group: "sorted-set",
@@ -352,7 +352,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "bzpopmax",
         arity: -3,
-        flags: &["write", "noscript", "blocking", "fast"],
+        flags: &["write", "blocking", "fast"],
         keys: KeySpec::Range(1, -2, 1),
         acl: &["write", "sortedset", "fast", "blocking"],
         group: "sorted-set",
