@@ -289,6 +289,32 @@ fn beyond_thousandth(v: crate::types::long_double::LongDouble) -> bool {
     r.to_human().starts_with('-')
 }
 
+/// C `atoi`: leading spaces, an optional sign, digits up to the first other byte; what
+/// does not fit an `int` saturates through `strtol` and is then truncated to 32 bits.
+pub fn atoi(s: &[u8]) -> i32 {
+    let mut i = 0;
+    while i < s.len() && matches!(s[i], b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c) {
+        i += 1;
+    }
+    let neg = match s.get(i) {
+        Some(b'-') => {
+            i += 1;
+            true
+        }
+        Some(b'+') => {
+            i += 1;
+            false
+        }
+        _ => false,
+    };
+    let mut v: i64 = 0;
+    while let Some(d) = s.get(i).filter(|c| c.is_ascii_digit()) {
+        v = v.saturating_mul(10).saturating_add(i64::from(d - b'0'));
+        i += 1;
+    }
+    (if neg { v.saturating_neg() } else { v }) as i32
+}
+
 #[cfg(test)]
 mod timeout_tests {
     use super::*;
@@ -353,5 +379,21 @@ mod timeout_tests {
         assert!(t(b"-inf").is_err());
         assert!(t(b"nan").is_err());
         assert!(t(b"9223372036854775").is_err());
+    }
+}
+
+#[cfg(test)]
+mod atoi_tests {
+    use super::atoi;
+
+    #[test]
+    fn atoi_is_c_atoi() {
+        assert_eq!(atoi(b"6379"), 6379);
+        assert_eq!(atoi(b"  +12ab"), 12);
+        assert_eq!(atoi(b"-5"), -5);
+        assert_eq!(atoi(b"abc"), 0);
+        assert_eq!(atoi(b""), 0);
+        // strtol saturates to LONG_MAX, whose low 32 bits are -1.
+        assert_eq!(atoi(b"99999999999999999999999"), -1);
     }
 }

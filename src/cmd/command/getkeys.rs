@@ -192,29 +192,12 @@ fn finder(name: &str) -> Option<Finder> {
     })
 }
 
-/// C `atoi`: optional sign and leading digits, 0 when there are none.
-fn atoi(s: &[u8]) -> i64 {
-    let s = s.trim_ascii_start();
-    let (neg, digits) = match s.first() {
-        Some(b'-') => (true, &s[1..]),
-        Some(b'+') => (false, &s[1..]),
-        _ => (false, s),
-    };
-    let mut n: i64 = 0;
-    for &c in digits.iter().take_while(|c| c.is_ascii_digit()) {
-        n = n.saturating_mul(10).saturating_add((c - b'0') as i64);
-    }
-    if neg {
-        -n
-    } else {
-        n
-    }
-}
-
 /// Redis `genericGetKeys` (key step 1): `numkeys` keys from `first`, then the store key.
 fn generic(l: &[Bytes], store: usize, count: usize, first: usize) -> Vec<(usize, Flags)> {
     let argc = l.len() as i64;
-    let num = l.get(count).map_or(0, |a| atoi(a));
+    let num = l
+        .get(count)
+        .map_or(0, |a| i64::from(super::super::args::atoi(a)));
     if num < 1 || num > argc - first as i64 {
         return Vec::new();
     }

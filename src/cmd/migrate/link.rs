@@ -66,32 +66,6 @@ fn deadline_after(timeout: Duration) -> Instant {
         .unwrap_or(now)
 }
 
-/// C `atoi`: leading spaces, an optional sign, digits up to the first other byte; what
-/// does not fit an `int` saturates through `strtol` and is then truncated to 32 bits.
-fn atoi(s: &[u8]) -> i32 {
-    let mut i = 0;
-    while i < s.len() && matches!(s[i], b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c) {
-        i += 1;
-    }
-    let neg = match s.get(i) {
-        Some(b'-') => {
-            i += 1;
-            true
-        }
-        Some(b'+') => {
-            i += 1;
-            false
-        }
-        _ => false,
-    };
-    let mut v: i64 = 0;
-    while let Some(d) = s.get(i).filter(|c| c.is_ascii_digit()) {
-        v = v.saturating_mul(10).saturating_add(i64::from(d - b'0'));
-        i += 1;
-    }
-    (if neg { v.saturating_neg() } else { v }) as i32
-}
-
 impl Conn {
     /// Starts a connection the way Redis's `connBlockingConnect` does: the first resolved
     /// address whose non-blocking `connect` does not fail at once is taken, and the outcome
@@ -103,7 +77,7 @@ impl Conn {
     pub fn connect(host: &[u8], port: &[u8]) -> Option<Conn> {
         use socket2::{Domain, Socket, Type};
         let host = std::str::from_utf8(host).ok()?;
-        let port = atoi(port) as u16;
+        let port = super::super::args::atoi(port) as u16;
         let addrs = (host, port).to_socket_addrs().ok()?;
         for addr in addrs {
             let Ok(sock) = Socket::new(Domain::for_address(addr), Type::STREAM, None) else {
@@ -362,21 +336,5 @@ fn sweep() {
             cache.sweeping = false;
             return;
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::atoi;
-
-    #[test]
-    fn atoi_is_c_atoi() {
-        assert_eq!(atoi(b"6379"), 6379);
-        assert_eq!(atoi(b"  +12ab"), 12);
-        assert_eq!(atoi(b"-5"), -5);
-        assert_eq!(atoi(b"abc"), 0);
-        assert_eq!(atoi(b""), 0);
-        // strtol saturates to LONG_MAX, whose low 32 bits are -1.
-        assert_eq!(atoi(b"99999999999999999999999"), -1);
     }
 }
