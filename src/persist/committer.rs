@@ -515,7 +515,10 @@ impl Persistence {
                     }
                 }
             }
-            for job in std::mem::take(&mut *self.jobs.lock()) {
+            // Taken first: a guard in the `for` expression would hold the lock while the
+            // jobs run, and a `with_store` caller meanwhile would wait for it.
+            let jobs = std::mem::take(&mut *self.jobs.lock());
+            for job in jobs {
                 job(store);
             }
             if force > self.force_done.load(Ordering::Acquire) {
@@ -618,6 +621,11 @@ mod tests {
                 held2.recv().ok();
             })
         });
+        // The second job must be queued before the first ends, or the checkpointer runs
+        // every due checkpoint first (a thread spawn can lag on a loaded box).
+        while p.jobs.lock().is_empty() {
+            std::thread::sleep(Duration::from_millis(1));
+        }
         release.send(()).unwrap();
         t.join().unwrap();
         started2.recv().unwrap();
