@@ -108,10 +108,15 @@ fn pfadd(cx: &mut Cx) -> Reply {
     let db = cx.ks.db;
     let Some(e) = cx.ks.lookup_elems_in(db, key) else {
         let mut s = hll::new_sparse();
+        // Redis's dirty counter: the creation, then each register changed.
+        let mut changes = 1;
         for ele in &args[2..] {
             // A fresh HLL is well formed: adding to it cannot fail.
-            let _ = hll::add(&mut s, ele, max);
+            if let Ok(true) = hll::add(&mut s, ele, max) {
+                changes += 1;
+            }
         }
+        cx.changes(changes);
         // Creating the key counts as an update, so the cache is invalidated even when empty.
         hll::invalidate_cache(&mut s);
         cx.ks
@@ -150,6 +155,7 @@ fn pfadd(cx: &mut Cx) -> Reply {
         }
         return corrupt();
     }
+    cx.changes(updated as u64);
     if updated == 0 {
         return Reply::Int(0);
     }

@@ -437,6 +437,7 @@ fn del(cx: &mut Cx) -> Reply {
             n += 1;
         }
     }
+    cx.changes(n as u64);
     Reply::Int(n)
 }
 
@@ -537,7 +538,10 @@ fn expire_generic(cx: &mut Cx, unit_ms: bool, absolute: bool) -> Reply {
     let key = &cx.args[1];
     let db = cx.ks.db;
     let current = match cx.ks.lookup_write_in(db, key) {
-        None => return Reply::Int(0),
+        None => {
+            cx.changes(0);
+            return Reply::Int(0);
+        }
         Some(e) => e.expire_at().map(|t| t as i64),
     };
     let refused = (flags.nx && current.is_some())
@@ -546,6 +550,7 @@ fn expire_generic(cx: &mut Cx, unit_ms: bool, absolute: bool) -> Reply {
         || (flags.gt && current.is_none_or(|c| when <= c))
         || (flags.lt && current.is_some_and(|c| when >= c));
     if refused {
+        cx.changes(0);
         return Reply::Int(0);
     }
     if when <= now {
@@ -617,6 +622,7 @@ fn persist(cx: &mut Cx) -> Reply {
         cx.ks.set_expire(key, None);
         notify::key(cx, notify::GENERIC, "persist", key);
     }
+    cx.changes(has_ttl as u64);
     Reply::Int(has_ttl as i64)
 }
 
@@ -711,9 +717,11 @@ fn rename_generic(cx: &mut Cx, nx: bool) -> Reply {
     }
     let done = if nx { Reply::Int(1) } else { Reply::OK };
     if src == dst {
+        cx.changes(0);
         return if nx { Reply::Int(0) } else { done };
     }
     if nx && cx.ks.lookup_write_in(db, dst).is_some() {
+        cx.changes(0);
         return Reply::Int(0);
     }
     let Some(entry) = cx.ks.remove_in(db, src) else {
@@ -855,6 +863,9 @@ fn flushdb(cx: &mut Cx) -> Reply {
     match flush_async(cx) {
         Ok(lazy) => {
             let db = cx.ks.db;
+            // Redis's dirty counter moves by the keys emptied.
+            let keys = cx.ks.dbsize_in(db);
+            cx.changes(keys as u64);
             flush(cx, db..db + 1, lazy);
             Reply::OK
         }
@@ -865,6 +876,10 @@ fn flushdb(cx: &mut Cx) -> Reply {
 fn flushall(cx: &mut Cx) -> Reply {
     match flush_async(cx) {
         Ok(lazy) => {
+            let keys: usize = (0..cx.srv.ks.databases())
+                .map(|db| cx.ks.dbsize_in(db))
+                .sum();
+            cx.changes(keys as u64);
             flush(cx, 0..cx.srv.ks.databases(), lazy);
             Reply::OK
         }

@@ -459,7 +459,10 @@ fn push_generic(cx: &mut Cx, end: End, xx: bool) -> Reply {
     let len = match write_list(cx.ks, key) {
         Err(e) => return e,
         Ok(Some(l)) => push_all(l),
-        Ok(None) if xx => return Reply::Int(0),
+        Ok(None) if xx => {
+            cx.changes(0);
+            return Reply::Int(0);
+        }
         Ok(None) => {
             let mut l = List::new();
             let n = push_all(&mut l);
@@ -471,6 +474,8 @@ fn push_generic(cx: &mut Cx, end: End, xx: bool) -> Reply {
     touched(cx, key);
     cx.ks.signal_ready(key);
     notify::key(cx, notify::LIST, push_event(end), key);
+    // Redis's dirty counter moves by the elements pushed.
+    cx.changes(elems.len() as u64);
     Reply::Int(len as i64)
 }
 
@@ -511,9 +516,18 @@ fn pop_generic(cx: &mut Cx, end: End) -> Reply {
     }
     let (out, empty) = match write_list(cx.ks, key) {
         Err(e) => return e,
-        Ok(None) if count.is_some() => return Reply::NilArray,
-        Ok(None) => return Reply::Nil,
-        Ok(Some(_)) if count == Some(0) => return Reply::Array(Vec::new()),
+        Ok(None) => {
+            cx.changes(0);
+            return if count.is_some() {
+                Reply::NilArray
+            } else {
+                Reply::Nil
+            };
+        }
+        Ok(Some(_)) if count == Some(0) => {
+            cx.changes(0);
+            return Reply::Array(Vec::new());
+        }
         Ok(Some(l)) => {
             let out = match count {
                 None => Reply::opt_bulk(l.pop(end)),
@@ -522,6 +536,10 @@ fn pop_generic(cx: &mut Cx, end: End) -> Reply {
             (out, settle(l, srv))
         }
     };
+    // Redis's dirty counter moves by the elements popped.
+    if let Reply::Array(popped) = &out {
+        cx.changes(popped.len() as u64);
+    }
     finish(cx, key, empty, pop_event(end));
     out
 }
@@ -678,11 +696,13 @@ fn linsert_(cx: &mut Cx) -> Result<Reply, Reply> {
         }
     }
     let Some(l) = write_list(cx.ks, key)? else {
+        cx.changes(0);
         return Ok(Reply::Int(0));
     };
     // Converted as if the insert will happen, even when the pivot is missing (as Redis).
     l.before_add(value.len(), 1, || fill(srv));
     let Some(len) = l.insert(pivot, Bytes::copy_from_slice(value), after) else {
+        cx.changes(0);
         return Ok(Reply::Int(-1));
     };
     if middle {
@@ -704,6 +724,7 @@ fn lrem_(cx: &mut Cx) -> Result<Reply, Reply> {
     let count = args::int(&args[2])?;
     let key = &args[1];
     let Some(l) = write_list(cx.ks, key)? else {
+        cx.changes(0);
         return Ok(Reply::Int(0));
     };
     let removed = l.remove(count, &args[3]);
@@ -714,6 +735,7 @@ fn lrem_(cx: &mut Cx) -> Result<Reply, Reply> {
         }
         finish(cx, key, empty, "lrem");
     }
+    cx.changes(removed as u64);
     Ok(Reply::Int(removed as i64))
 }
 
@@ -728,6 +750,7 @@ fn ltrim_(cx: &mut Cx) -> Result<Reply, Reply> {
     let key = &args[1];
     let journaling = cx.ks.journaling();
     let Some(l) = write_list(cx.ks, key)? else {
+        cx.changes(0);
         return Ok(Reply::OK);
     };
     let len = l.len();
@@ -749,6 +772,8 @@ fn ltrim_(cx: &mut Cx) -> Result<Reply, Reply> {
     l.trim(left, right);
     let empty = settle(l, srv);
     finish(cx, key, empty, "ltrim");
+    // Redis's dirty counter moves by the elements trimmed.
+    cx.changes(left.min(len) as u64 + right as u64);
     Ok(Reply::OK)
 }
 
@@ -762,6 +787,7 @@ fn lmove_generic(cx: &mut Cx, from: End, to: End) -> Result<Reply, Reply> {
     let srv = cx.srv;
     let (src, dst) = (&args[1], &args[2]);
     if write_list(cx.ks, src)?.is_none() {
+        cx.changes(0);
         return Ok(Reply::Nil);
     }
     if src != dst {

@@ -260,6 +260,7 @@ pub fn xdel(cx: &mut Cx) -> Reply {
         let args = cx.args;
         let key = &args[1];
         if write(cx, key)?.is_none() {
+            cx.changes(0);
             return Ok(Reply::Int(0));
         }
         let ids = args[2..]
@@ -275,6 +276,7 @@ pub fn xdel(cx: &mut Cx) -> Reply {
             modified(cx, key);
             notify::key(cx, notify::STREAM, "xdel", key);
         }
+        cx.changes(n);
         Ok(Reply::Int(n as i64))
     })())
 }
@@ -285,6 +287,7 @@ pub fn xtrim(cx: &mut Cx) -> Reply {
         let key = &cx.args[1];
         let mut ids = trim_candidates(cx, key, opts.trim);
         let Some(s) = write(cx, key)? else {
+            cx.changes(0);
             return Ok(Reply::Int(0));
         };
         let n = match opts.trim {
@@ -299,6 +302,7 @@ pub fn xtrim(cx: &mut Cx) -> Reply {
             modified(cx, key);
             notify::key(cx, notify::STREAM, "xtrim", key);
         }
+        cx.changes(n);
         Ok(Reply::Int(n as i64))
     })())
 }
