@@ -64,13 +64,21 @@ pub fn url_for_port(port: u16, proto: Proto) -> String {
     }
 }
 
-/// A new multiplexed redis-rs connection (one TCP connection).
+/// A new multiplexed redis-rs connection (one TCP connection). Without redis-rs's own
+/// timeouts (1 s to connect, 500 ms per reply): a debug server on a loaded 2-core CI box
+/// can take longer than that to answer, and `HANG_GUARD` already catches real hangs.
 pub async fn connect(server: &TestServer, proto: Proto) -> redis::aio::MultiplexedConnection {
     let client = redis::Client::open(url(server, proto)).expect("valid url");
-    tokio::time::timeout(HANG_GUARD, client.get_multiplexed_async_connection())
-        .await
-        .expect("connect hung")
-        .expect("connect")
+    let config = redis::AsyncConnectionConfig::new()
+        .set_connection_timeout(None)
+        .set_response_timeout(None);
+    tokio::time::timeout(
+        HANG_GUARD,
+        client.get_multiplexed_async_connection_with_config(&config),
+    )
+    .await
+    .expect("connect hung")
+    .expect("connect")
 }
 
 /// Runs `cmd` and converts the reply, panicking with the command on error.
@@ -354,17 +362,9 @@ pub async fn connections(
     out
 }
 
-/// A connection without redis-rs's response timeout, for commands that block.
+/// A connection for commands that block (`connect` has no response timeout either).
 pub async fn blocking_conn(server: &TestServer, proto: Proto) -> redis::aio::MultiplexedConnection {
-    let client = redis::Client::open(url(server, proto)).expect("valid url");
-    let config = redis::AsyncConnectionConfig::new().set_response_timeout(None);
-    tokio::time::timeout(
-        HANG_GUARD,
-        client.get_multiplexed_async_connection_with_config(&config),
-    )
-    .await
-    .expect("connect hung")
-    .expect("connect")
+    connect(server, proto).await
 }
 
 pub async fn until_blocked(con: &mut redis::aio::MultiplexedConnection, n: i64) {
