@@ -292,21 +292,7 @@ fn beyond_thousandth(v: crate::types::long_double::LongDouble) -> bool {
 /// C `atoi`: leading spaces, an optional sign, digits up to the first other byte; what
 /// does not fit an `int` saturates through `strtol` and is then truncated to 32 bits.
 pub fn atoi(s: &[u8]) -> i32 {
-    let mut i = 0;
-    while i < s.len() && matches!(s[i], b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c) {
-        i += 1;
-    }
-    let neg = match s.get(i) {
-        Some(b'-') => {
-            i += 1;
-            true
-        }
-        Some(b'+') => {
-            i += 1;
-            false
-        }
-        _ => false,
-    };
+    let (neg, mut i) = super::strtod::space_and_sign(s);
     let mut v: i64 = 0;
     while let Some(d) = s.get(i).filter(|c| c.is_ascii_digit()) {
         v = v.saturating_mul(10).saturating_add(i64::from(d - b'0'));

@@ -14,27 +14,27 @@ pub fn is_c_space(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | b'\x0b' | b'\x0c' | b'\r')
 }
 
+/// What C's number parsers skip first: leading white space, then one optional sign.
+/// Returns whether the sign was `-` and where the digits start.
+pub fn space_and_sign(s: &[u8]) -> (bool, usize) {
+    let mut i = 0;
+    while i < s.len() && is_c_space(s[i]) {
+        i += 1;
+    }
+    match s.get(i) {
+        Some(b'-') => (true, i + 1),
+        Some(b'+') => (false, i + 1),
+        _ => (false, i),
+    }
+}
+
 pub fn strtod(s: &[u8]) -> Strtod {
     let none = Strtod {
         value: 0.0,
         used: 0,
         range_err: false,
     };
-    let mut i = 0;
-    while i < s.len() && is_c_space(s[i]) {
-        i += 1;
-    }
-    let neg = match s.get(i) {
-        Some(b'-') => {
-            i += 1;
-            true
-        }
-        Some(b'+') => {
-            i += 1;
-            false
-        }
-        _ => false,
-    };
+    let (neg, i) = space_and_sign(s);
     let sign = |v: f64| if neg { -v } else { v };
     let rest = &s[i..];
     let starts =
