@@ -8,8 +8,9 @@
 
 use bytes::{Bytes, BytesMut};
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
-use respite::engine::{Keyspace, StrVal, Value};
+use respite::engine::Keyspace;
 use respite::protocol::{parse_command, write_reply, Limits, Parsed, Reply};
+use respite::types::value::{StrVal, Value};
 use std::hint::black_box;
 use std::time::Duration;
 

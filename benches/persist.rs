@@ -3,8 +3,8 @@
 
 use bytes::Bytes;
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
-use respite::engine::value::{StrVal, Value};
 use respite::persist::{Change, LoadOptions, Store};
+use respite::types::value::{StrVal, Value};
 use std::time::Duration;
 
 fn set(i: u64) -> Change {

@@ -22,6 +22,7 @@ pub mod config;
 pub mod engine;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod num;
 pub mod persist;
 pub mod protocol;
 pub mod proxy;

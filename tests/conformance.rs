@@ -113,7 +113,7 @@ fn same_double_text(redis: &[u8], ours: &[u8]) -> bool {
     let parse = |b: &[u8]| std::str::from_utf8(b).ok()?.parse::<f64>().ok();
     match (parse(redis), parse(ours)) {
         (Some(x), Some(y)) => {
-            x == y && x.is_finite() && respite::protocol::write::format_double(y).as_bytes() == ours
+            x == y && x.is_finite() && respite::num::format_double(y).as_bytes() == ours
         }
         _ => false,
     }

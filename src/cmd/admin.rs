@@ -96,7 +96,7 @@ fn respite(cx: &mut Cx) -> Reply {
 }
 
 fn ms(arg: &[u8]) -> Result<u64, Reply> {
-    match crate::protocol::parse::parse_i64(arg) {
+    match crate::num::parse_i64(arg) {
         Some(v) if v >= 0 => Ok(v as u64),
         _ => Err(errors::err(
             "ERR milliseconds must be a non-negative integer",

@@ -1,7 +1,7 @@
 //! Argument parsing helpers with Redis's error replies.
 
 use super::errors;
-use crate::protocol::parse::parse_i64;
+use crate::num::parse_i64;
 use crate::protocol::Reply;
 
 /// Case-insensitive ASCII comparison of an argument with an option name.

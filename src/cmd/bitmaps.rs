@@ -7,11 +7,11 @@ mod field;
 use super::args::is_cstr;
 use super::errors;
 use super::{CommandSpec, Cx, KeySpec};
-use crate::engine::value::sds_reserve;
-use crate::engine::{StrVal, Value};
-use crate::protocol::parse::parse_i64;
+use crate::num::parse_i64;
 use crate::protocol::Reply;
 use crate::server::notify;
+use crate::types::value::sds_reserve;
+use crate::types::value::{StrVal, Value};
 use bits::BitOp;
 use bytes::{Bytes, BytesMut};
 

@@ -503,7 +503,7 @@ fn client_list(cx: &mut Cx) -> Reply {
     } else if a.len() > 3 && is(&a[2], "ID") {
         let mut picked = Vec::new();
         for id in &a[3..] {
-            let Some(id) = crate::protocol::parse::parse_i64(id) else {
+            let Some(id) = crate::num::parse_i64(id) else {
                 return errors::err("ERR Invalid client ID");
             };
             if let Some(h) = u64::try_from(id).ok().and_then(|i| cx.srv.clients.get(i)) {
@@ -552,7 +552,7 @@ fn parse_kill(a: &[Bytes]) -> Result<KillFilter<'_>, Reply> {
             None => return Err(errors::syntax()),
         };
         if is(opt, "ID") {
-            match crate::protocol::parse::parse_i64(val) {
+            match crate::num::parse_i64(val) {
                 Some(n) if n >= 1 => f.id = Some(n as u64),
                 _ => return Err(errors::err("ERR client-id should be greater than 0")),
             }

@@ -235,7 +235,7 @@ fn hello(cx: &mut Cx) -> Reply {
     let args = cx.args;
     let mut proto = if cx.sess.resp3 { 3 } else { 2 };
     if args.len() >= 2 {
-        match crate::protocol::parse::parse_i64(&args[1]) {
+        match crate::num::parse_i64(&args[1]) {
             // A `resp3_only()` test server refuses RESP2 as Redis refuses any version it
             // does not speak.
             Some(2) if cx.srv.resp3_only.load(std::sync::atomic::Ordering::Relaxed) => {

@@ -9,9 +9,9 @@ pub use table::COMMANDS;
 
 use super::zsets::{self, string2d};
 use super::{errors, Cx};
-use crate::engine::Value;
 use crate::protocol::Reply;
 use crate::types::geo;
+use crate::types::value::Value;
 use crate::types::zset::ZSet;
 use bytes::Bytes;
 

@@ -7,14 +7,15 @@ use super::errors;
 use super::strings::add_float_text;
 use super::{CommandSpec, Cx, KeySpec};
 use crate::engine::change::Change;
-use crate::engine::{Access, Value};
-use crate::protocol::parse::parse_i64;
+use crate::engine::Access;
+use crate::num::parse_i64;
 use crate::protocol::Reply;
 use crate::server::notify;
 use crate::server::state::Shared;
 use crate::types::glob::glob_match;
 use crate::types::hash::{HashValue, Limits};
 use crate::types::long_double as ld;
+use crate::types::value::Value;
 use bytes::Bytes;
 
 pub static COMMANDS: &[CommandSpec] = &[

@@ -3,10 +3,10 @@
 
 use super::errors;
 use super::{CommandSpec, Cx, KeySpec};
-use crate::engine::{StrVal, Value};
 use crate::protocol::Reply;
 use crate::server::notify;
 use crate::types::hll;
+use crate::types::value::{StrVal, Value};
 use bytes::Bytes;
 
 pub static COMMANDS: &[CommandSpec] = &[

@@ -10,12 +10,13 @@ use super::args::{self, is};
 use super::errors;
 use super::table::numkeys_at;
 use super::{CommandSpec, Cx, KeySpec};
-use crate::engine::{Access, Value};
-use crate::protocol::parse::parse_i64;
+use crate::engine::Access;
+use crate::num::parse_i64;
 use crate::protocol::Reply;
 use crate::server::notify;
 use crate::server::state::Shared;
 use crate::types::list::{End, List};
+use crate::types::value::Value;
 use bytes::Bytes;
 
 pub static COMMANDS: &[CommandSpec] = &[

@@ -509,7 +509,7 @@ fn bgsave(cx: &mut Cx) -> Reply {
 }
 
 fn wait(cx: &mut Cx) -> Reply {
-    if crate::protocol::parse::parse_i64(&cx.args[1]).is_none() {
+    if crate::num::parse_i64(&cx.args[1]).is_none() {
         return errors::not_int();
     }
     if let Err(e) = super::args::timeout_ms(&cx.args[2]) {

@@ -8,11 +8,11 @@ use super::table::numkeys_at;
 use super::{CommandSpec, Cx, KeySpec};
 use crate::config::ConfigStore;
 use crate::engine::change::Change;
-use crate::engine::{StrVal, Value};
 use crate::protocol::Reply;
 use crate::server::notify;
 use crate::types::glob::glob_match;
 use crate::types::set::{self, Limits, Member, SetValue};
+use crate::types::value::{StrVal, Value};
 use bytes::Bytes;
 
 pub static COMMANDS: &[CommandSpec] = &[
@@ -248,9 +248,7 @@ pub static COMMANDS: &[CommandSpec] = &[
 /// reports) if there are fewer arguments than that.
 fn sintercard_keys(args: &[Bytes]) -> Vec<usize> {
     let keys = numkeys_at(args, 1);
-    let declared = args
-        .get(1)
-        .and_then(|a| crate::protocol::parse::parse_i64(a));
+    let declared = args.get(1).and_then(|a| crate::num::parse_i64(a));
     if declared.is_some_and(|n| n as u64 > keys.len() as u64) {
         return Vec::new();
     }

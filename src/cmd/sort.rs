@@ -10,10 +10,10 @@
 use super::args::is_cstr;
 use super::errors;
 use super::{CommandSpec, Cx, KeySpec, Lock};
-use crate::engine::{StrVal, Value};
 use crate::protocol::Reply;
 use crate::server::notify;
 use crate::types::list::{End, List};
+use crate::types::value::{StrVal, Value};
 use bytes::Bytes;
 use std::cmp::Ordering;
 

@@ -13,9 +13,9 @@ pub use table::COMMANDS;
 
 use super::{errors, Cx};
 use crate::config::{lookup, ParamRef};
-use crate::engine::Value;
 use crate::protocol::Reply;
 use crate::types::stream::{id, Fields, IdRules, NodeLimits, Stream, StreamId};
+use crate::types::value::Value;
 use bytes::Bytes;
 use std::sync::OnceLock;
 
@@ -104,8 +104,7 @@ fn entry_reply(id: StreamId, fields: &Fields) -> Reply {
 
 /// `getLongLongFromObjectOrReply` with an optional message of the command's own.
 fn int_or(arg: &[u8], msg: Option<&'static str>) -> Result<i64, Reply> {
-    crate::protocol::parse::parse_i64(arg)
-        .ok_or_else(|| errors::err(msg.unwrap_or(errors::NOT_INT)))
+    crate::num::parse_i64(arg).ok_or_else(|| errors::err(msg.unwrap_or(errors::NOT_INT)))
 }
 
 /// `stream-node-max-bytes` / `stream-node-max-entries` (parameter references resolved

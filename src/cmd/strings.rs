@@ -7,10 +7,10 @@ use crate::types::long_double as ld;
 use super::args::{self, is};
 use super::errors;
 use super::{CommandSpec, Cx, KeySpec};
-use crate::engine::value::sds_reserve;
-use crate::engine::{Entry, StrVal, Value};
 use crate::protocol::Reply;
 use crate::server::notify;
+use crate::types::value::sds_reserve;
+use crate::types::value::{Entry, StrVal, Value};
 use bytes::{Bytes, BytesMut};
 
 pub static COMMANDS: &[CommandSpec] = &[
@@ -778,7 +778,7 @@ pub fn incr_by(cx: &mut Cx, key: &[u8], delta: i64) -> Reply {
         Some(e) => {
             let cur = match as_str(&e.value) {
                 Some(StrVal::Int(i)) => *i,
-                Some(StrVal::Bytes { data, .. }) => match crate::protocol::parse::parse_i64(data) {
+                Some(StrVal::Bytes { data, .. }) => match crate::num::parse_i64(data) {
                     Some(i) => i,
                     None => return errors::not_int(),
                 },

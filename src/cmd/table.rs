@@ -129,10 +129,7 @@ pub fn range_keys(argc: usize, first: i32, last: i32, step: i32) -> Vec<usize> {
 
 /// Key finder for `cmd numkeys key [key ...]` forms where numkeys is at `args[pos]`.
 pub fn numkeys_at(args: &[Bytes], pos: usize) -> Vec<usize> {
-    let Some(n) = args
-        .get(pos)
-        .and_then(|a| crate::protocol::parse::parse_i64(a))
-    else {
+    let Some(n) = args.get(pos).and_then(|a| crate::num::parse_i64(a)) else {
         return Vec::new();
     };
     // A count running past the arguments names no keys (COMMAND GETKEYS then reports

@@ -120,7 +120,7 @@ pub fn c_strtoll(s: &str) -> (i64, bool) {
 }
 
 fn string2ll(s: &str) -> Option<i64> {
-    crate::protocol::parse::parse_i64(s.as_bytes())
+    crate::num::parse_i64(s.as_bytes())
 }
 
 /// Parses a numeric parameter (config.c `numericParseString` + `numericBoundaryCheck`) into

@@ -6,7 +6,7 @@
 //! another type they replace it. Emptying a collection does not delete the key: emit `Del`
 //! (empty collections are skipped on load anyway).
 
-use crate::engine::value::{StrVal, Value};
+use crate::types::value::{StrVal, Value};
 use bytes::Bytes;
 
 /// A stream entry ID (ms, seq).

@@ -3,8 +3,8 @@
 use super::change::Change;
 use super::journal::Journal;
 use super::shard::{Shard, ShardData, WatchFlag};
-use super::value::{Entry, Value};
 use crate::types::placement::{mix64, tag_hash};
+use crate::types::value::{Entry, Value};
 use bytes::Bytes;
 use parking_lot::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use smallvec::SmallVec;
@@ -958,7 +958,7 @@ impl<'a> Access<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::value::StrVal;
+    use crate::types::value::StrVal;
     use std::collections::HashSet;
     use std::sync::atomic::AtomicBool;
     use std::sync::Arc;

@@ -10,8 +10,6 @@ pub mod change;
 pub mod journal;
 mod keyspace;
 pub mod shard;
-pub mod value;
 
 pub use keyspace::{scan_pos, shard_of, Access, Keyspace, KeyspaceStats, SCAN_POS_BITS, SHARDS};
 pub use shard::{ScanStep, Shard, ShardData};
-pub use value::{Entry, StrVal, Value};

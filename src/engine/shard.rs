@@ -5,7 +5,7 @@
 //! else. Every mutation of a deadline goes through this type so the two never drift.
 
 use super::keyspace::scan_pos;
-use super::value::{Entry, Value};
+use crate::types::value::{Entry, Value};
 use ahash::RandomState;
 use bytes::Bytes;
 use std::collections::{BTreeSet, HashMap};
@@ -337,7 +337,7 @@ impl Shard {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::value::StrVal;
+    use crate::types::value::StrVal;
 
     fn v(s: &str) -> Value {
         Value::Str(StrVal::from_set(Bytes::copy_from_slice(s.as_bytes())))

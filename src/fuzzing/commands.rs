@@ -537,7 +537,7 @@ fn index(len: usize, i: i64) -> Option<usize> {
 }
 
 fn num(a: &[u8]) -> i64 {
-    crate::protocol::parse::parse_i64(a).expect("the generator passes integers")
+    crate::num::parse_i64(a).expect("the generator passes integers")
 }
 
 impl Model {
@@ -605,7 +605,7 @@ impl Model {
                 let by = num(&a[2]);
                 let cur = match get!(Str) {
                     None => 0,
-                    Some(s) => match crate::protocol::parse::parse_i64(s) {
+                    Some(s) => match crate::num::parse_i64(s) {
                         Some(n) => n,
                         None => return err(NOT_INT),
                     },
@@ -756,7 +756,7 @@ impl Model {
                 let h = entry!(Hash);
                 let cur = match h.get(&a[2]) {
                     None => 0,
-                    Some(v) => match crate::protocol::parse::parse_i64(v) {
+                    Some(v) => match crate::num::parse_i64(v) {
                         Some(n) => n,
                         None => return err("ERR hash value is not an integer"),
                     },

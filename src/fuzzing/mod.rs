@@ -191,7 +191,7 @@ pub fn rdb_restore(data: &[u8]) {
             .unwrap_or_else(|e| panic!("our own DUMP of {v:?} does not restore: {e:?}"));
         // A stream's nodes are rewritten without their deleted entries on DUMP, so its
         // layout may change once; what it holds is compared through the stable DUMP below.
-        if !matches!(v, crate::engine::value::Value::Stream(_)) {
+        if !matches!(v, crate::types::value::Value::Stream(_)) {
             assert!(
                 again == v,
                 "DUMP/RESTORE changed the value: {v:?} -> {again:?}"

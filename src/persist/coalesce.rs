@@ -74,7 +74,7 @@ pub fn order_by_key<C: std::borrow::Borrow<Change>>(batch: &mut [C]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::value::StrVal;
+    use crate::types::value::StrVal;
     use bytes::Bytes;
 
     fn set(db: usize, k: &'static str, v: i64) -> Change {

@@ -435,7 +435,7 @@ fn decode_one(r: &mut R, opts: &LoadOptions) -> Result<Change> {
                 code::STR_SET => {
                     let expire_at = r.opt()?;
                     let hdr = r.raw()?;
-                    let Some(crate::engine::value::Value::Str(value)) =
+                    let Some(crate::types::value::Value::Str(value)) =
                         build_value(tag::STRING, hdr, Vec::new(), opts)?
                     else {
                         return Err(corrupt("string value"));

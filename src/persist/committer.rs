@@ -553,8 +553,8 @@ impl Persistence {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::value::StrVal;
     use crate::persist::{wal, LoadOptions};
+    use crate::types::value::StrVal;
     use bytes::Bytes;
 
     fn set(i: usize) -> Change {

@@ -6,11 +6,11 @@
 use super::layout::{self as l, tag, xsub, ELEMS, KEYS};
 use super::store::{read_list_header, Store};
 use super::{corrupt, PersistError};
-use crate::engine::value::{StrVal, Value};
 use crate::types::hash::{self, HashValue};
 use crate::types::list::{End, List};
 use crate::types::set::{self, SetValue};
 use crate::types::stream::{Consumer, Group, Nack, NewId, NodeLimits, ParsedId, Stream, StreamId};
+use crate::types::value::{StrVal, Value};
 use crate::types::zset::ZSet;
 use bytes::Bytes;
 use redb::{ReadableTable, TableError};
@@ -175,7 +175,7 @@ pub(super) fn build_value(
             let (&enc, data) = hdr.split_first().ok_or_else(|| corrupt("string row"))?;
             let data = Bytes::copy_from_slice(data);
             let s = match enc {
-                l::str_enc::INT => match crate::protocol::parse::parse_i64(&data) {
+                l::str_enc::INT => match crate::num::parse_i64(&data) {
                     Some(i) => StrVal::Int(i),
                     None => return Err(corrupt("int string")),
                 },

@@ -4,7 +4,7 @@
 //! - [`Store::open`] creates or opens `<dir>/respite.redb` and checks its format version.
 //! - [`Store::apply`] writes a batch of element-level [`Change`]s in one transaction (group
 //!   commit happens above: a batch holds many commands' changes), durable or not.
-//! - [`Store::load`] rebuilds every key as an in-memory [`Value`](crate::engine::value::Value).
+//! - [`Store::load`] rebuilds every key as an in-memory [`Value`](crate::types::value::Value).
 //!
 //! - [`wal`]: the write-ahead log group commit appends to, and its recovery.
 //!

@@ -2,7 +2,7 @@
 
 use super::layout::{self as l, tag, xsub, DBS, ELEMS, KEYS, META};
 use super::{corrupt, Change, PersistError};
-use crate::engine::value::{StrVal, Value};
+use crate::types::value::{StrVal, Value};
 use bytes::Bytes;
 use parking_lot::Mutex;
 use redb::{Database, Durability, ReadableTable, Table, TableError, WriteTransaction};

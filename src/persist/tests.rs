@@ -1,9 +1,9 @@
 use super::*;
-use crate::engine::value::{StrVal, Value};
 use crate::types::hash::{self, HashValue};
 use crate::types::list::{End, List};
 use crate::types::set::{Fixed, SetValue};
 use crate::types::stream::{Group, NewId, NodeLimits, ParsedId, Stream, StreamId};
+use crate::types::value::{StrVal, Value};
 use crate::types::zset::ZSet;
 use bytes::Bytes;
 use rand::rngs::SmallRng;

@@ -1,7 +1,6 @@
 //! RESP wire format: the request parser (RESP multibulk + inline), the protocol-neutral
 //! [`Reply`] and its RESP2/RESP3 writer. Imports nothing from the rest of the crate.
 
-pub mod dtoa;
 pub mod parse;
 pub mod reply;
 pub mod write;

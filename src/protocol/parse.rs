@@ -2,6 +2,7 @@
 //! limits and exact protocol error texts (networking.c: processMultibulkBuffer /
 //! processInlineBuffer). Arguments are zero-copy slices of the read buffer.
 
+use crate::num::parse_i64;
 use bytes::{Bytes, BytesMut};
 
 /// Longest inline request / header line Redis accepts before a complete line arrives.
@@ -60,38 +61,6 @@ fn find_cr(buf: &[u8], from: usize) -> Option<usize> {
         .iter()
         .position(|&c| c == b'\r')
         .map(|p| p + from)
-}
-
-/// Redis `string2ll`: strict decimal, optional leading '-', no spaces or '+'.
-pub fn parse_i64(s: &[u8]) -> Option<i64> {
-    if s.is_empty() || s.len() > 20 {
-        return None;
-    }
-    if s == b"0" {
-        return Some(0);
-    }
-    let (neg, digits) = match s[0] {
-        b'-' => (true, &s[1..]),
-        _ => (false, s),
-    };
-    if digits.is_empty() || digits[0] == b'0' {
-        return None;
-    }
-    let mut v: u64 = 0;
-    for &c in digits {
-        if !c.is_ascii_digit() {
-            return None;
-        }
-        v = v.checked_mul(10)?.checked_add((c - b'0') as u64)?;
-    }
-    if neg {
-        if v > i64::MAX as u64 + 1 {
-            return None;
-        }
-        Some((v as i64).wrapping_neg())
-    } else {
-        i64::try_from(v).ok()
-    }
 }
 
 /// Parses one command from the front of `buf`, consuming it when complete. A connection
@@ -478,14 +447,5 @@ mod tests {
         );
         let mut b = BytesMut::from(&b"PING\r\n"[..]);
         assert_eq!(p.parse(&mut b, Limits::default()).unwrap(), args(&["PING"]));
-    }
-
-    #[test]
-    fn strict_integers() {
-        assert_eq!(parse_i64(b"-9223372036854775808"), Some(i64::MIN));
-        assert_eq!(parse_i64(b"9223372036854775808"), None);
-        assert_eq!(parse_i64(b"+1"), None);
-        assert_eq!(parse_i64(b"01"), None);
-        assert_eq!(parse_i64(b"-0"), None);
     }
 }

@@ -1,6 +1,7 @@
 //! Hand-written RESP2/RESP3 encoder (DESIGN.md §9: 2–4× faster than a generic one).
 
 use super::reply::Reply;
+use crate::num::format_double;
 use bytes::{BufMut, BytesMut};
 
 fn put_int_line(out: &mut BytesMut, prefix: u8, n: i64) {
@@ -27,11 +28,6 @@ fn put_line(out: &mut BytesMut, prefix: u8, s: &str) {
         out.put_u8(if c == b'\r' || c == b'\n' { b' ' } else { c });
     }
     out.put_slice(b"\r\n");
-}
-
-/// Formats a double the way Redis 7.2 prints it in replies (`d2string`, see [`super::dtoa`]).
-pub fn format_double(d: f64) -> String {
-    super::dtoa::d2string(d)
 }
 
 pub fn write_reply(out: &mut BytesMut, r: &Reply, resp3: bool) {

@@ -33,7 +33,7 @@ pub fn command(c: &mut Client, name: &str, args: &[Bytes]) -> Pending {
         "echo" => Pending::Ready(resp::bulk(&args[1])),
         "auth" => auth(c, args),
         "hello" => hello(c, args),
-        "select" => match crate::protocol::parse::parse_i64(&args[1]) {
+        "select" => match crate::num::parse_i64(&args[1]) {
             None => err(NOT_INT),
             Some(0) => ok(),
             Some(_) => err("ERR the proxy only serves db 0"),
@@ -165,7 +165,7 @@ fn auth(c: &mut Client, args: &[Bytes]) -> Pending {
 fn hello(c: &mut Client, args: &[Bytes]) -> Pending {
     let mut proto = if c.resp3 { 3 } else { 2 };
     if args.len() > 1 {
-        match crate::protocol::parse::parse_i64(&args[1]) {
+        match crate::num::parse_i64(&args[1]) {
             Some(v @ (2 | 3)) => proto = v,
             Some(_) => return err("NOPROTO unsupported protocol version"),
             None => return err("ERR Protocol version is not an integer or out of range"),

@@ -22,7 +22,7 @@ fn line_end(buf: &[u8], from: usize) -> Option<usize> {
 }
 
 fn parse_len(s: &[u8]) -> Result<i64, BadFrame> {
-    crate::protocol::parse::parse_i64(s).ok_or(BadFrame("bad length"))
+    crate::num::parse_i64(s).ok_or(BadFrame("bad length"))
 }
 
 /// Length of the complete RESP2/RESP3 frame at the front of `buf`, or `None` while

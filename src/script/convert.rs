@@ -1,7 +1,7 @@
 //! Conversions between command replies and Lua values, as Redis 7.2's script_lua.c does
 //! them (`redisProtocolToLuaType` one way, `luaReplyToRedisReply` the other).
 
-use crate::protocol::write::format_double;
+use crate::num::format_double;
 use crate::protocol::Reply;
 use bytes::Bytes;
 use mlua::{Lua, Table, Value};
@@ -144,7 +144,7 @@ fn parse_one(buf: &[u8], pos: &mut usize, depth: usize) -> Option<Reply> {
     }
     let l = line(buf, pos)?;
     let (&kind, body) = l.split_first()?;
-    let num = || crate::protocol::parse::parse_i64(body);
+    let num = || crate::num::parse_i64(body);
     Some(match kind {
         b'+' => Reply::Status(String::from_utf8_lossy(body).into_owned().into()),
         b'-' => Reply::Error(String::from_utf8_lossy(body).into_owned().into()),

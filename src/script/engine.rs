@@ -7,7 +7,7 @@ use super::rand48;
 use super::sha1::sha1_hex;
 use super::shebang::{self, Flags};
 use crate::cmd::{errors, refusals, registry, Cx};
-use crate::protocol::dtoa::fpconv;
+use crate::num::dtoa::fpconv;
 use crate::protocol::Reply;
 use crate::server::state::Shared;
 use bytes::Bytes;
@@ -662,7 +662,7 @@ pub fn fcall(cx: &mut Cx, read_only: bool) -> Reply {
     let Some((lib, info)) = found else {
         return errors::err(errors::FUNCTION_NOT_FOUND);
     };
-    let Some(numkeys) = crate::protocol::parse::parse_i64(&cx.args[2]) else {
+    let Some(numkeys) = crate::num::parse_i64(&cx.args[2]) else {
         return errors::err(errors::FCALL_BAD_NUMKEYS);
     };
     if numkeys > (cx.args.len() - 3) as i64 {

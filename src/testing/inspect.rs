@@ -53,7 +53,7 @@ fn as_text(r: &Reply) -> Option<String> {
         Reply::Bulk(b) | Reply::Verbatim(b) => Some(text(b)),
         Reply::Status(s) => Some(s.to_string()),
         Reply::Int(i) => Some(i.to_string()),
-        Reply::Double(d) => Some(crate::protocol::write::format_double(*d)),
+        Reply::Double(d) => Some(crate::num::format_double(*d)),
         _ => None,
     }
 }

@@ -11,4 +11,5 @@ pub mod pqsort;
 pub mod rdb;
 pub mod set;
 pub mod stream;
+pub mod value;
 pub mod zset;

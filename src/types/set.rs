@@ -11,7 +11,7 @@
 
 pub mod table;
 
-use crate::protocol::parse::parse_i64;
+use crate::num::parse_i64;
 use bytes::Bytes;
 use rand::Rng;
 use table::Table;

@@ -2,7 +2,7 @@
 //! popcount, bit search, BITOP and the BITFIELD integer codec with its overflow rules.
 //! Bit 0 is the most significant bit of the first byte, as in Redis.
 
-use crate::protocol::parse::parse_i64;
+use crate::num::parse_i64;
 
 /// `getBitOffsetFromArgument`: a non-negative bit offset whose byte is below
 /// `proto-max-bulk-len`. With `bits > 0` (BITFIELD), `#N` means `N * bits`.

@@ -7,7 +7,7 @@ use super::super::args::is;
 use super::super::table::CommandSpec;
 use super::super::{errors, registry};
 use super::meta::{self, Node};
-use crate::protocol::parse::parse_i64;
+use crate::num::parse_i64;
 use crate::protocol::Reply;
 use bytes::Bytes;
 

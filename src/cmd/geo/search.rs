@@ -170,7 +170,7 @@ fn parse(args: &[Bytes], flags: u8, z: Option<&ZSet>) -> Result<Request, Reply> 
         } else if opt(a, "desc") {
             req.sort = Sort::Desc;
         } else if opt(a, "count") && i + 1 < remaining {
-            let n = crate::protocol::parse::parse_i64(&rest[i + 1]).ok_or_else(errors::not_int)?;
+            let n = crate::num::parse_i64(&rest[i + 1]).ok_or_else(errors::not_int)?;
             if n <= 0 {
                 return Err(errors::err(errors::GEO_COUNT));
             }

@@ -5,7 +5,7 @@
 //! undisturbed parts match Redis's; the random parts draw from the server's generator.
 
 use super::super::{errors, Cx};
-use crate::protocol::parse::parse_i64;
+use crate::num::parse_i64;
 use crate::protocol::Reply;
 use bytes::Bytes;
 use rand::rngs::SmallRng;

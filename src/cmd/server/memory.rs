@@ -4,9 +4,9 @@
 
 use super::super::args::{self, is};
 use super::super::{errors, Cx};
-use crate::engine::Entry;
-use crate::protocol::parse::parse_i64;
+use crate::num::parse_i64;
 use crate::protocol::Reply;
+use crate::types::value::Entry;
 
 pub fn help(_cx: &mut Cx) -> Reply {
     args::help(

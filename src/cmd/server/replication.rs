@@ -4,7 +4,7 @@
 
 use super::super::args::is;
 use super::super::{errors, Cx};
-use crate::protocol::parse::parse_i64;
+use crate::num::parse_i64;
 use crate::protocol::Reply;
 use std::time::Duration;
 

@@ -6,12 +6,12 @@ use super::{
 };
 use crate::cmd::args::is;
 use crate::cmd::{errors, Cx};
-use crate::engine::Value;
 use crate::protocol::Reply;
 use crate::server::notify;
 use crate::types::stream::{
     id, AppendError, IdRules, NewId, ParsedId, Stream, StreamId, Trim, TrimBy,
 };
+use crate::types::value::Value;
 use bytes::{Bytes, BytesMut};
 
 /// Parsed XADD/XTRIM options (`streamParseAddOrTrimArgsOrReply`).

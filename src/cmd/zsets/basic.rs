@@ -3,10 +3,10 @@
 use super::{changed, changed_events, grew, limits, opt, parse, read, write, Limits};
 use crate::cmd::{errors, Cx};
 use crate::engine::change::Change;
-use crate::engine::Value;
 use crate::protocol::Reply;
 use crate::server::notify;
 use crate::server::state::Shared;
+use crate::types::value::Value;
 use crate::types::zset::ZSet;
 use bytes::Bytes;
 

@@ -2,8 +2,8 @@
 
 use super::{opt, read, Rows};
 use crate::cmd::{args, errors, Cx};
-use crate::protocol::dtoa::{d2string, g17};
-use crate::protocol::parse::parse_i64;
+use crate::num::dtoa::{d2string, g17};
+use crate::num::parse_i64;
 use crate::protocol::Reply;
 use crate::types::glob::glob_match;
 use crate::types::zset::ZSet;

@@ -5,7 +5,7 @@
 
 use super::super::errors;
 use super::super::strtod::{is_c_space, strtod};
-use crate::protocol::parse::parse_i64;
+use crate::num::parse_i64;
 use crate::protocol::Reply;
 use crate::types::zset::{LexBound, LexRange, ScoreRange};
 use bytes::Bytes;

@@ -8,9 +8,9 @@
 
 use super::{finish_new, opt, parse, store, Rows};
 use crate::cmd::{errors, Cx};
-use crate::engine::Value;
 use crate::protocol::Reply;
 use crate::types::set::SetValue;
+use crate::types::value::Value;
 use crate::types::zset::ZSet;
 use bytes::Bytes;
 use std::collections::HashMap;
@@ -185,7 +185,7 @@ fn generic(cx: &mut Cx, has_dst: bool, op: Op, card_only: bool) -> Reply {
             withscores = true;
             j += 1;
         } else if card_only && remaining >= 2 && opt(a, "limit") {
-            match crate::protocol::parse::parse_i64(&args[j + 1]) {
+            match crate::num::parse_i64(&args[j + 1]) {
                 Some(n) if n >= 0 => limit = usize::try_from(n).unwrap_or(usize::MAX),
                 _ => return errors::err(errors::LIMIT_NEGATIVE),
             }

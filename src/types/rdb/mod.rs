@@ -223,7 +223,7 @@ pub fn canonical_int(s: &[u8]) -> Option<i64> {
     if s.is_empty() || s.len() > 20 {
         return None;
     }
-    let v = crate::protocol::parse::parse_i64(s)?;
+    let v = crate::num::parse_i64(s)?;
     let mut b = itoa::Buffer::new();
     (b.format(v).as_bytes() == s).then_some(v)
 }

@@ -7,10 +7,10 @@
 
 use super::listpack::{self, Entry};
 use super::{intset, types as t, ziplist, zipmap, Bad, PayloadError, Reader, Writer};
-use crate::engine::value::{StrVal, Value};
 use crate::types::hash::{self, HashValue};
 use crate::types::list::List;
 use crate::types::set::{self, Member, SetValue};
+use crate::types::value::{StrVal, Value};
 use crate::types::zset::ZSet;
 use bytes::Bytes;
 
@@ -156,7 +156,7 @@ const QUICKLIST_PACKED: u64 = 2;
 /// ±2^62 as integers), which `push_bytes` then stores as an integer when it is one, as
 /// `lpAppend` does.
 fn score_text(s: f64) -> String {
-    crate::protocol::dtoa::d2string(s)
+    crate::num::dtoa::d2string(s)
 }
 
 /// A listpack zset's score element (`zzlGetScore`: integers, or text `strtod` reads).

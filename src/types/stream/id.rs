@@ -159,7 +159,7 @@ pub fn parse_interval(arg: &[u8], missing_seq: u64) -> Option<(StreamId, bool)> 
 /// Redis's `string2ull`: `string2ll` when it works (negative values fail), else C's
 /// `strtoull` over the whole text (leading blanks and a sign allowed; `-n` wraps around).
 fn string2ull(s: &[u8]) -> Option<u64> {
-    if let Some(v) = crate::protocol::parse::parse_i64(s) {
+    if let Some(v) = crate::num::parse_i64(s) {
         return u64::try_from(v).ok();
     }
     let mut i = 0;

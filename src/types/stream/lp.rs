@@ -32,7 +32,7 @@ pub fn int(v: i64) -> usize {
 /// A string element (`lpAppend`): strings that are canonical integers are stored as such.
 pub fn string(s: &[u8]) -> usize {
     if s.len() <= 20 {
-        if let Some(v) = crate::protocol::parse::parse_i64(s) {
+        if let Some(v) = crate::num::parse_i64(s) {
             return int(v);
         }
     }

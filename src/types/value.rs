@@ -17,7 +17,7 @@ impl StrVal {
     /// Builds a value the way `SET` stores it: integer-encoded when it round-trips.
     pub fn from_set(data: Bytes) -> StrVal {
         if data.len() <= 20 {
-            if let Some(i) = crate::protocol::parse::parse_i64(&data) {
+            if let Some(i) = crate::num::parse_i64(&data) {
                 return StrVal::Int(i);
             }
         }
