@@ -264,7 +264,7 @@ fn keyspace(c: &mut Criterion) {
 /// One command through `cmd::dispatch` (registry lookup, arity, locking, handler, stats),
 /// without the network: what each request costs above the engine.
 fn dispatch(c: &mut Criterion) {
-    use respite::server::{session::Session, state::Shared};
+    use respite::instance::{session::Session, state::Shared};
     use std::sync::Arc;
 
     let mut g = c.benchmark_group("dispatch");

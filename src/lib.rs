@@ -22,6 +22,7 @@ pub mod config;
 pub mod engine;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod instance;
 pub mod num;
 pub mod persist;
 pub mod protocol;
@@ -98,7 +99,7 @@ pub fn run(config: Config) -> std::io::Result<()> {
 /// SIGINT/SIGTERM, on a thread with its own small runtime: the server's workers may all be
 /// busy (a script, DEBUG SLEEP), and a signal must still end the process. It ends it as
 /// SHUTDOWN does.
-fn watch_signals(srv: std::sync::Arc<server::state::Shared>) -> std::io::Result<()> {
+fn watch_signals(srv: std::sync::Arc<instance::state::Shared>) -> std::io::Result<()> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;

@@ -207,7 +207,7 @@ fn fault(cx: &mut Cx, a: &[Bytes]) -> Reply {
 }
 
 /// Closes every client connection (the caller's too, after its reply).
-pub fn drop_all(srv: &crate::server::state::Shared) {
+pub fn drop_all(srv: &crate::instance::state::Shared) {
     for c in srv.clients.all() {
         c.kill();
     }
@@ -259,7 +259,7 @@ mod tests {
         let mut cfg = crate::config::Config::default();
         cfg.params
             .push(("enable-test-commands".into(), "yes".into()));
-        let srv = crate::server::state::Shared::new(cfg, crate::clock::Clock::system());
+        let srv = crate::instance::state::Shared::new(cfg, crate::clock::Clock::system());
         Client::on(std::sync::Arc::new(srv))
     }
 

@@ -14,10 +14,10 @@
 //! their re-run answers the error).
 
 use super::{registry, Cx, Lock};
+use crate::instance::blocking::Waiter;
+use crate::instance::session::{BlockRequest, Blocked, Session};
+use crate::instance::state::Shared;
 use crate::protocol::Reply;
-use crate::server::blocking::Waiter;
-use crate::server::session::{BlockRequest, Blocked, Session};
-use crate::server::state::Shared;
 use bytes::Bytes;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;

@@ -3,10 +3,10 @@
 
 use super::args::{self, is};
 use super::{errors, CommandSpec, Cx, KeySpec};
+use crate::instance::clients::{ClientHandle, ClientInfo};
+use crate::instance::pause::PauseMode;
+use crate::instance::session::ReplyMode;
 use crate::protocol::Reply;
-use crate::server::clients::{ClientHandle, ClientInfo};
-use crate::server::pause::PauseMode;
-use crate::server::session::ReplyMode;
 use bytes::Bytes;
 use std::fmt::Write;
 use std::sync::Arc;
@@ -341,7 +341,7 @@ fn self_view(cx: &Cx) -> SelfView {
 
 /// A client's line for the server log (Redis logs `catClientInfoString` when it closes a
 /// client over a limit), as another client's CLIENT LIST would show it.
-pub fn describe(srv: &crate::server::state::Shared, h: &ClientHandle) -> String {
+pub fn describe(srv: &crate::instance::state::Shared, h: &ClientHandle) -> String {
     let info = h.info.lock().clone();
     let none = SelfView {
         id: 0,

@@ -169,7 +169,7 @@ fn reset(cx: &mut Cx) -> Reply {
     s.multi = None;
     s.db = 0;
     s.resp3 = false;
-    s.reply_mode = crate::server::session::ReplyMode::On;
+    s.reply_mode = crate::instance::session::ReplyMode::On;
     s.authenticated = cx.srv.requirepass().is_none();
     s.no_touch = false;
     let mut info = s.handle.info.lock();

@@ -4,9 +4,9 @@
 use super::table::{CommandSpec, KeySpec};
 use super::{args, errors, Cx};
 use crate::config_num;
+use crate::instance::notify;
+use crate::instance::state::Shared;
 use crate::protocol::reply::Reply;
-use crate::server::notify;
-use crate::server::state::Shared;
 use crate::types::rdb::value::{self, Limits, RestoreError};
 use crate::types::{hash, set};
 use args::is;

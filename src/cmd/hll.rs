@@ -3,8 +3,8 @@
 
 use super::errors;
 use super::{CommandSpec, Cx, KeySpec};
+use crate::instance::notify;
 use crate::protocol::Reply;
-use crate::server::notify;
 use crate::types::hll;
 use crate::types::value::{StrVal, Value};
 use bytes::Bytes;

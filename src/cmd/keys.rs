@@ -8,8 +8,8 @@
 use super::args::{self, is};
 use super::errors;
 use super::{CommandSpec, Cx, KeySpec, Lock};
+use crate::instance::notify;
 use crate::protocol::Reply;
-use crate::server::notify;
 use crate::types::glob::glob_match;
 use crate::types::value::{StrVal, Value};
 use bytes::Bytes;

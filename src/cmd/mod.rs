@@ -35,10 +35,10 @@ pub mod transactions;
 pub mod zsets;
 
 use crate::engine::Access;
+use crate::instance::session::{ReplyMode, Session};
+use crate::instance::state::Shared;
 use crate::protocol::Reply;
 use crate::script::ScriptState;
-use crate::server::session::{ReplyMode, Session};
-use crate::server::state::Shared;
 use bytes::Bytes;
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;

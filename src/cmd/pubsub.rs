@@ -9,10 +9,10 @@
 
 use super::table::{CommandSpec, KeySpec};
 use super::{errors, Cx};
+use crate::instance::pubsub::{Kind, Push, Subscriptions};
+use crate::instance::session::Session;
+use crate::instance::state::Shared;
 use crate::protocol::Reply;
-use crate::server::pubsub::{Kind, Push, Subscriptions};
-use crate::server::session::Session;
-use crate::server::state::Shared;
 use bytes::{Bytes, BytesMut};
 
 pub static COMMANDS: &[CommandSpec] = &[

@@ -8,8 +8,8 @@ use super::table::numkeys_at;
 use super::{CommandSpec, Cx, KeySpec};
 use crate::config::ConfigStore;
 use crate::engine::change::Change;
+use crate::instance::notify;
 use crate::protocol::Reply;
-use crate::server::notify;
 use crate::types::glob::glob_match;
 use crate::types::set::{self, Limits, Member, SetValue};
 use crate::types::value::{StrVal, Value};
@@ -969,8 +969,8 @@ fn scan_reply(cursor: u64, members: Vec<Bytes>) -> Reply {
 
 #[cfg(test)]
 mod tests {
+    use crate::instance::session::Session;
     use crate::protocol::Reply;
-    use crate::server::session::Session;
     use crate::TestServer;
     use bytes::Bytes;
     use std::collections::HashSet;

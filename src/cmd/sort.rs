@@ -10,8 +10,8 @@
 use super::args::is_cstr;
 use super::errors;
 use super::{CommandSpec, Cx, KeySpec, Lock};
+use crate::instance::notify;
 use crate::protocol::Reply;
-use crate::server::notify;
 use crate::types::list::{End, List};
 use crate::types::value::{StrVal, Value};
 use bytes::Bytes;

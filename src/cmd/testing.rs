@@ -3,9 +3,9 @@
 
 use crate::clock::Clock;
 use crate::config::Config;
+use crate::instance::session::Session;
+use crate::instance::state::Shared;
 use crate::protocol::Reply;
-use crate::server::session::Session;
-use crate::server::state::Shared;
 use bytes::Bytes;
 use std::sync::Arc;
 

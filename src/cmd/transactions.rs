@@ -4,8 +4,8 @@
 use super::errors;
 use super::{registry, CommandSpec, Cx, KeySpec, Lock};
 use crate::engine::{shard_of, Access};
+use crate::instance::session::{Multi, Session};
 use crate::protocol::Reply;
-use crate::server::session::{Multi, Session};
 use std::sync::atomic::Ordering;
 
 pub static COMMANDS: &[CommandSpec] = &[

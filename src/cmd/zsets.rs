@@ -28,9 +28,9 @@ pub(crate) fn store_result(cx: &mut Cx, dst: &[u8], z: ZSet, event: &str) -> Rep
 
 use super::{errors, Cx};
 use crate::config::{lookup, ParamRef};
+use crate::instance::notify;
+use crate::instance::state::Shared;
 use crate::protocol::Reply;
-use crate::server::notify;
-use crate::server::state::Shared;
 use crate::types::value::Value;
 use crate::types::zset::ZSet;
 use bytes::{Buf, BufMut, Bytes, BytesMut};

@@ -6,9 +6,9 @@
 use super::engine::{interp, scripts, Registered};
 use super::shebang::Flags;
 use crate::cmd::errors;
+use crate::instance::state::Shared;
 use crate::protocol::parse::split_args;
 use crate::protocol::Reply;
-use crate::server::state::Shared;
 use crate::types::glob::glob_match;
 use bytes::Bytes;
 use std::collections::{BTreeMap, HashMap};

@@ -43,7 +43,7 @@ pub enum ScriptState {
 }
 
 /// The running script's state (one atomic load when no script runs in the process).
-pub fn state(srv: &std::sync::Arc<crate::server::state::Shared>) -> ScriptState {
+pub fn state(srv: &std::sync::Arc<crate::instance::state::Shared>) -> ScriptState {
     if engine::RUNNING.load(std::sync::atomic::Ordering::Acquire) == 0 {
         return ScriptState::Idle;
     }
@@ -64,7 +64,7 @@ pub fn state(srv: &std::sync::Arc<crate::server::state::Shared>) -> ScriptState 
 }
 
 /// The BUSY error while a script is timed out (SHUTDOWN without NOSAVE answers it).
-pub fn busy_error(srv: &std::sync::Arc<crate::server::state::Shared>) -> Option<&'static str> {
+pub fn busy_error(srv: &std::sync::Arc<crate::instance::state::Shared>) -> Option<&'static str> {
     match state(srv) {
         ScriptState::TimedOut(e) => Some(e),
         _ => None,
@@ -75,7 +75,7 @@ pub fn busy_error(srv: &std::sync::Arc<crate::server::state::Shared>) -> Option<
 /// here, without the keyspace the script holds. `None` for every other command, or when
 /// no script runs (their handlers then answer NOTBUSY or the idle stats).
 pub fn before_lock(
-    srv: &std::sync::Arc<crate::server::state::Shared>,
+    srv: &std::sync::Arc<crate::instance::state::Shared>,
     spec: &crate::cmd::CommandSpec,
 ) -> Option<crate::protocol::Reply> {
     if !matches!(

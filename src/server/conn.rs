@@ -1,12 +1,12 @@
 //! One client connection: read → parse every complete frame → execute in order → one
 //! batched write per read (DESIGN.md §2).
 
-use super::pause::PauseMode;
-use super::pubsub::Push;
-use super::session::{Blocked, Session};
-use super::state::Shared;
 use crate::cmd;
 use crate::config::{self, ParamRef};
+use crate::instance::pause::PauseMode;
+use crate::instance::pubsub::Push;
+use crate::instance::session::{Blocked, Session};
+use crate::instance::state::Shared;
 use crate::protocol::{write_reply, Limits, Parsed, Parser, Reply};
 use bytes::{Bytes, BytesMut};
 use std::collections::VecDeque;
@@ -76,7 +76,7 @@ impl Drop for Cleanup {
         cmd::flush_stats(srv, sess);
         // Drop WATCH registrations so shards do not keep dead flags.
         if !sess.watched.is_empty() {
-            sess.reply_mode = super::session::ReplyMode::On;
+            sess.reply_mode = crate::instance::session::ReplyMode::On;
             let _ = cmd::dispatch(srv, sess, vec![Bytes::from_static(b"UNWATCH")]);
         }
     }
@@ -212,7 +212,7 @@ async fn wait_for_pause(
     srv: &Shared,
     args: &[Bytes],
     mut kill: Kill<'_, '_>,
-    handle: &super::clients::ClientHandle,
+    handle: &crate::instance::clients::ClientHandle,
 ) -> std::io::Result<()> {
     loop {
         // Registered before the checks, so an UNPAUSE between them still wakes us.
@@ -255,7 +255,7 @@ async fn test_faults(
     args: &[Bytes],
     armed: u32,
 ) -> std::io::Result<Option<String>> {
-    use super::faults::{self, Action};
+    use crate::instance::faults::{self, Action};
     if armed & faults::LOG != 0 {
         srv.cmdlog.record(sess.handle.id, args);
     }
@@ -399,13 +399,13 @@ fn report_multi(sess: &Session, seen: &mut (usize, usize, usize)) {
 }
 
 /// Publishes the input buffer's state for CLIENT LIST (`qbuf`, `qbuf-free`).
-fn report_input(h: &super::clients::ClientHandle, inbuf: &BytesMut) {
+fn report_input(h: &crate::instance::clients::ClientHandle, inbuf: &BytesMut) {
     h.mem.qbuf.store(inbuf.len(), Ordering::Relaxed);
     h.mem.qbuf_cap.store(inbuf.capacity(), Ordering::Relaxed);
 }
 
 /// [`report_input`] after a read, also noted for INFO's recent peaks.
-fn report_read(srv: &Shared, h: &super::clients::ClientHandle, inbuf: &BytesMut) {
+fn report_read(srv: &Shared, h: &crate::instance::clients::ClientHandle, inbuf: &BytesMut) {
     report_input(h, inbuf);
     srv.peaks
         .record(srv.uptime_secs(), h.mem.input_usage(), h.mem.output_usage());
@@ -418,7 +418,11 @@ fn query_limit(srv: &Shared) -> usize {
 
 /// True (and logged as Redis logs it) if the unparsed input is over the query buffer
 /// limit: the caller closes the connection without a reply.
-fn over_query_limit(srv: &Shared, h: &super::clients::ClientHandle, inbuf: &BytesMut) -> bool {
+fn over_query_limit(
+    srv: &Shared,
+    h: &crate::instance::clients::ClientHandle,
+    inbuf: &BytesMut,
+) -> bool {
     if inbuf.len() <= query_limit(srv) {
         return false;
     }

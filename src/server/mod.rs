@@ -1,20 +1,13 @@
-//! Networking: the listener, per-connection loops and the state they share.
+//! The network edge: the listener and the per-connection loops (pipelined read → dispatch →
+//! batched write). What a running instance holds lives in [`crate::instance`], below the
+//! commands; this module sits on top of both.
 
-pub mod blocking;
-pub mod clients;
-pub mod cmdlog;
 pub mod conn;
-pub mod faults;
-pub mod notify;
-pub mod pause;
-pub mod pubsub;
-pub mod session;
-pub mod state;
-mod testing_faults;
 
 use crate::clock::Clock;
 use crate::config::Config;
-use state::Shared;
+use crate::instance::notify;
+use crate::instance::state::Shared;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;

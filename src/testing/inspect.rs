@@ -1,10 +1,10 @@
 //! Typed reads, seeding and assertions on a test server's keyspace, without a client: each
 //! runs the real command in-process on a hidden session, so it behaves exactly as a client's.
 
+use crate::instance::clients::Clients;
+use crate::instance::session::Session;
+use crate::instance::state::Shared;
 use crate::protocol::Reply;
-use crate::server::clients::Clients;
-use crate::server::session::Session;
-use crate::server::state::Shared;
 use bytes::Bytes;
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, BTreeSet};

@@ -50,13 +50,15 @@
 //! logic meets a real restart: refused connects while it is down, a new `run_id`, fresh
 //! client ids and counters.
 
+mod faults;
 mod inspect;
 
 pub use inspect::{Db, Pending};
 
 use crate::clock::Clock;
 use crate::config::Config;
-use crate::server::{self, state::Shared};
+use crate::instance::state::Shared;
+use crate::server;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;

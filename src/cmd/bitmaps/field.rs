@@ -6,8 +6,8 @@ use super::{as_str_mut, grow_zero, int, max_bulk, read};
 use crate::cmd::args::is_cstr;
 use crate::cmd::errors;
 use crate::cmd::Cx;
+use crate::instance::notify;
 use crate::protocol::Reply;
-use crate::server::notify;
 use crate::types::value::{StrVal, Value};
 use bytes::Bytes;
 

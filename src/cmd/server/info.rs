@@ -3,8 +3,8 @@
 
 use super::super::{registry, Cx};
 use crate::engine::SHARDS;
+use crate::instance::state::Shared;
 use crate::protocol::Reply;
-use crate::server::state::Shared;
 use bytes::Bytes;
 use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -358,7 +358,7 @@ fn stats(srv: &Shared, l: &mut Lines) {
     push(l, "evicted_clients", 0);
     push(l, "keyspace_hits", get(&ks.hits));
     push(l, "keyspace_misses", get(&ks.misses));
-    use crate::server::pubsub::Kind;
+    use crate::instance::pubsub::Kind;
     push(l, "pubsub_channels", srv.pubsub.count(Kind::Channel));
     push(l, "pubsub_patterns", srv.pubsub.count(Kind::Pattern));
     push(l, "pubsubshard_channels", srv.pubsub.count(Kind::Shard));

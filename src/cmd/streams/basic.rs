@@ -6,8 +6,8 @@ use super::{
 };
 use crate::cmd::args::is;
 use crate::cmd::{errors, Cx};
+use crate::instance::notify;
 use crate::protocol::Reply;
-use crate::server::notify;
 use crate::types::stream::{
     id, AppendError, IdRules, NewId, ParsedId, Stream, StreamId, Trim, TrimBy,
 };

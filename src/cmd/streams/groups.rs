@@ -8,8 +8,8 @@ use super::{
 };
 use crate::cmd::args::{self, is};
 use crate::cmd::{errors, Cx};
+use crate::instance::notify;
 use crate::protocol::Reply;
-use crate::server::notify;
 use crate::types::stream::group::{ClaimCount, INVALID_ENTRIES_READ};
 use crate::types::stream::{id, Group, IdRules, Stream, StreamId};
 use crate::types::value::Value;

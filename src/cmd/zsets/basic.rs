@@ -3,9 +3,9 @@
 use super::{changed, changed_events, grew, limits, opt, parse, read, write, Limits};
 use crate::cmd::{errors, Cx};
 use crate::engine::change::Change;
+use crate::instance::notify;
+use crate::instance::state::Shared;
 use crate::protocol::Reply;
-use crate::server::notify;
-use crate::server::state::Shared;
 use crate::types::value::Value;
 use crate::types::zset::ZSet;
 use bytes::Bytes;

@@ -16,7 +16,7 @@
 //! # Ok(()) }
 //! ```
 
-use super::cmdlog::LoggedCommand;
+use crate::instance::cmdlog::LoggedCommand;
 use crate::TestServer;
 use bytes::Bytes;
 use std::sync::atomic::Ordering;

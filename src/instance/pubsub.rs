@@ -553,7 +553,7 @@ mod tests {
     use super::*;
 
     fn handle(id: u64) -> Arc<ClientHandle> {
-        let clients = crate::server::clients::Clients::default();
+        let clients = crate::instance::clients::Clients::default();
         let a = "127.0.0.1:1".parse().unwrap();
         let mut h = None;
         for _ in 0..id {

@@ -190,7 +190,7 @@ mod tests {
     #[test]
     fn fifo_and_single_claim() {
         let b = Blocking::default();
-        let clients = crate::server::clients::Clients::default();
+        let clients = crate::instance::clients::Clients::default();
         let addr: std::net::SocketAddr = "127.0.0.1:1".parse().unwrap();
         let (h1, h2) = (
             clients.register(addr, addr, 0),

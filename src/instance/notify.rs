@@ -204,8 +204,8 @@ mod tests {
 #[cfg(test)]
 mod command_tests {
     use crate::cmd::testing::Client;
+    use crate::instance::pubsub::{Kind, Push, Subscriber};
     use crate::protocol::Reply;
-    use crate::server::pubsub::{Kind, Push, Subscriber};
     use bytes::Bytes;
     use std::sync::Arc;
 
@@ -217,7 +217,7 @@ mod command_tests {
 
     impl Watch {
         pub fn new(classes: &str) -> Watch {
-            let srv = Arc::new(crate::server::state::Shared::new(
+            let srv = Arc::new(crate::instance::state::Shared::new(
                 crate::config::Config::default(),
                 crate::clock::Clock::manual(),
             ));

@@ -1,0 +1,15 @@
+//! What a running instance holds, below the commands and above the engine: the shared
+//! state ([`state::Shared`]: keyspace, config, statistics), each connection's [`session`],
+//! the client registry, the pub/sub and blocked-client registries, keyspace-event emission,
+//! CLIENT PAUSE, and the test double's faults and command log. Commands (`cmd/`) and the
+//! network edge (`server/`) both build on it; it knows neither.
+
+pub mod blocking;
+pub mod clients;
+pub mod cmdlog;
+pub mod faults;
+pub mod notify;
+pub mod pause;
+pub mod pubsub;
+pub mod session;
+pub mod state;
