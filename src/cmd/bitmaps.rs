@@ -189,7 +189,7 @@ fn setbit(cx: &mut Cx) -> Reply {
             buf[byte] = on << shift;
             cx.ks
                 .set(key, Value::Str(StrVal::raw(Bytes::from(buf))), None);
-            if let Some(ev) = notify::cx_events(cx) {
+            if let Some(ev) = cx.events() {
                 ev.created(true, key);
                 ev.emit(notify::STRING, "setbit", key);
             }
@@ -220,7 +220,7 @@ fn setbit(cx: &mut Cx) -> Reply {
         }
     };
     cx.ks.modified_in(db, key);
-    notify::key(cx, notify::STRING, "setbit", key);
+    cx.notify(notify::STRING, "setbit", key);
     Reply::Int(i64::from(old))
 }
 
@@ -330,15 +330,15 @@ fn bitop(cx: &mut Cx) -> Reply {
     let dest = &args[2];
     let len = out.len();
     if len > 0 {
-        let created = notify::cx_events(cx).is_some() && !cx.ks.exists(dest);
+        let created = cx.events().is_some() && !cx.ks.exists(dest);
         cx.ks
             .set(dest, Value::Str(StrVal::raw(Bytes::from(out))), None);
-        if let Some(ev) = notify::cx_events(cx) {
+        if let Some(ev) = cx.events() {
             ev.created(created, dest);
             ev.emit(notify::STRING, "set", dest);
         }
     } else if cx.ks.remove(dest).is_some() {
-        notify::key(cx, notify::GENERIC, "del", dest);
+        cx.notify(notify::GENERIC, "del", dest);
     } else {
         // An empty result and no destination to delete: nothing changed.
         cx.changes(0);

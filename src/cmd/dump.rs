@@ -132,7 +132,7 @@ fn restore(cx: &mut Cx) -> Reply {
         // Already expired (`checkAlreadyExpired`): the key is not created, a replaced one is
         // deleted, and the reply is still OK.
         if replace && cx.ks.remove(key).is_some() {
-            notify::key(cx, notify::GENERIC, "del", key);
+            cx.notify(notify::GENERIC, "del", key);
         }
         return Reply::OK;
     }
@@ -153,7 +153,7 @@ fn restore(cx: &mut Cx) -> Reply {
             }
         }
     }
-    if let Some(ev) = notify::cx_events(cx) {
+    if let Some(ev) = cx.events() {
         ev.emit(notify::NEW, "new", key);
         ev.emit(notify::GENERIC, "restore", key);
     }
@@ -164,7 +164,7 @@ fn restore(cx: &mut Cx) -> Reply {
 /// even for a key named twice in KEYS and so already gone).
 pub(super) fn delete_moved(cx: &mut Cx, key: &[u8]) {
     cx.ks.remove(key);
-    notify::key(cx, notify::GENERIC, "del", key);
+    cx.notify(notify::GENERIC, "del", key);
 }
 
 /// The idle seconds `OBJECT IDLETIME` reports after `RESTORE .. IDLETIME idle`: Redis keeps

@@ -311,7 +311,7 @@ fn update<T>(
             let out = f(&mut h, srv)?;
             if !h.is_empty() {
                 cx.ks.set(key, Value::Hash(h), None);
-                notify::key(cx, notify::NEW, "new", key);
+                cx.notify(notify::NEW, "new", key);
             }
             Ok(out)
         }
@@ -361,7 +361,7 @@ fn hset_generic(cx: &mut Cx, hmset: bool) -> Reply {
         Ok(added)
     });
     if added.is_ok() {
-        notify::key(cx, notify::HASH, "hset", &args[1]);
+        cx.notify(notify::HASH, "hset", &args[1]);
         // Redis counts every pair as a change, new or not.
         cx.changes((pairs.len() / 2) as u64);
     }
@@ -410,14 +410,14 @@ fn hsetnx(cx: &mut Cx) -> Reply {
                     pairs: vec![(Bytes::copy_from_slice(field), Bytes::copy_from_slice(value))],
                 });
             }
-            notify::key(cx, notify::HASH, "hset", key);
+            cx.notify(notify::HASH, "hset", key);
             Reply::Int(1)
         }
         Ok(None) => {
             let mut h = HashValue::new();
             set(&mut h);
             cx.ks.set(key, Value::Hash(h), None);
-            if let Some(ev) = notify::cx_events(cx) {
+            if let Some(ev) = cx.events() {
                 ev.emit(notify::NEW, "new", key);
                 ev.emit(notify::HASH, "hset", key);
             }
@@ -466,7 +466,7 @@ fn hdel(cx: &mut Cx) -> Reply {
         }
     }
     if deleted > 0 {
-        if let Some(ev) = notify::cx_events(cx) {
+        if let Some(ev) = cx.events() {
             ev.emit(notify::HASH, "hdel", key);
             if empty {
                 ev.emit(notify::GENERIC, "del", key);
@@ -497,7 +497,7 @@ fn hincrby(cx: &mut Cx) -> Reply {
         Ok(new)
     });
     if r.is_ok() {
-        notify::key(cx, notify::HASH, "hincrby", &args[1]);
+        cx.notify(notify::HASH, "hincrby", &args[1]);
     }
     reply(r, Reply::Int)
 }
@@ -521,7 +521,7 @@ fn hincrbyfloat(cx: &mut Cx) -> Reply {
         Ok(text)
     });
     if r.is_ok() {
-        notify::key(cx, notify::HASH, "hincrbyfloat", &args[1]);
+        cx.notify(notify::HASH, "hincrbyfloat", &args[1]);
     }
     reply(r, Reply::Bulk)
 }

@@ -121,7 +121,7 @@ fn pfadd(cx: &mut Cx) -> Reply {
         hll::invalidate_cache(&mut s);
         cx.ks
             .set(key, Value::Str(StrVal::raw(Bytes::from(s))), None);
-        if let Some(ev) = notify::cx_events(cx) {
+        if let Some(ev) = cx.events() {
             ev.emit(notify::NEW, "new", key);
             ev.emit(notify::STRING, "pfadd", key);
         }
@@ -160,7 +160,7 @@ fn pfadd(cx: &mut Cx) -> Reply {
         return Reply::Int(0);
     }
     cx.ks.modified_in(db, key);
-    notify::key(cx, notify::STRING, "pfadd", key);
+    cx.notify(notify::STRING, "pfadd", key);
     Reply::Int(1)
 }
 
@@ -277,7 +277,7 @@ fn pfmerge(cx: &mut Cx) -> Reply {
             true
         }
     };
-    if let Some(ev) = notify::cx_events(cx) {
+    if let Some(ev) = cx.events() {
         if created {
             ev.emit(notify::NEW, "new", dest);
         }

@@ -433,7 +433,7 @@ fn del(cx: &mut Cx) -> Reply {
     let mut n = 0;
     for key in &cx.args[1..] {
         if cx.ks.remove(key).is_some() {
-            notify::key(cx, notify::GENERIC, "del", key);
+            cx.notify(notify::GENERIC, "del", key);
             n += 1;
         }
     }
@@ -555,10 +555,10 @@ fn expire_generic(cx: &mut Cx, unit_ms: bool, absolute: bool) -> Reply {
     }
     if when <= now {
         cx.ks.remove(key);
-        notify::key(cx, notify::GENERIC, "del", key);
+        cx.notify(notify::GENERIC, "del", key);
     } else {
         cx.ks.set_expire(key, Some(when as u64));
-        notify::key(cx, notify::GENERIC, "expire", key);
+        cx.notify(notify::GENERIC, "expire", key);
     }
     Reply::Int(1)
 }
@@ -620,7 +620,7 @@ fn persist(cx: &mut Cx) -> Reply {
         .is_some_and(|e| e.expire_at().is_some());
     if has_ttl {
         cx.ks.set_expire(key, None);
-        notify::key(cx, notify::GENERIC, "persist", key);
+        cx.notify(notify::GENERIC, "persist", key);
     }
     cx.changes(has_ttl as u64);
     Reply::Int(has_ttl as i64)
@@ -729,7 +729,7 @@ fn rename_generic(cx: &mut Cx, nx: bool) -> Reply {
     };
     cx.ks.insert_entry_in(db, dst, entry);
     // Redis deletes an existing destination and adds the key anew: always `new`.
-    if let Some(ev) = notify::cx_events(cx) {
+    if let Some(ev) = cx.events() {
         ev.emit(notify::NEW, "new", dst);
         ev.emit(notify::GENERIC, "rename_from", src);
         ev.emit(notify::GENERIC, "rename_to", dst);
@@ -761,7 +761,7 @@ fn move_cmd(cx: &mut Cx) -> Reply {
     match cx.ks.remove_in(src, key) {
         Some(entry) => {
             cx.ks.insert_entry_in(dst, key, entry);
-            if let Some(ev) = notify::cx_events(cx) {
+            if let Some(ev) = cx.events() {
                 ev.emit_in(notify::NEW, "new", dst, key);
                 ev.emit_in(notify::GENERIC, "move_from", src, key);
                 ev.emit_in(notify::GENERIC, "move_to", dst, key);
@@ -808,7 +808,7 @@ fn copy(cx: &mut Cx) -> Reply {
     };
     cx.ks.set_in(dst_db, dst, value, deadline);
     // A replaced destination is deleted and added anew, as in Redis: always `new`.
-    if let Some(ev) = notify::cx_events(cx) {
+    if let Some(ev) = cx.events() {
         ev.emit_in(notify::NEW, "new", dst_db, dst);
         ev.emit_in(notify::GENERIC, "copy_to", dst_db, dst);
     }

@@ -394,7 +394,7 @@ fn finish(cx: &mut Cx, key: &[u8], empty: bool, event: &str) {
     } else {
         touched(cx, key);
     }
-    if let Some(ev) = notify::cx_events(cx) {
+    if let Some(ev) = cx.events() {
         ev.emit(notify::LIST, event, key);
         if empty {
             ev.emit(notify::GENERIC, "del", key);
@@ -468,13 +468,13 @@ fn push_generic(cx: &mut Cx, end: End, xx: bool) -> Reply {
             let mut l = List::new();
             let n = push_all(&mut l);
             cx.ks.set(key, Value::List(l), None);
-            notify::key(cx, notify::NEW, "new", key);
+            cx.notify(notify::NEW, "new", key);
             n
         }
     };
     touched(cx, key);
     cx.ks.signal_ready(key);
-    notify::key(cx, notify::LIST, push_event(end), key);
+    cx.notify(notify::LIST, push_event(end), key);
     // Redis's dirty counter moves by the elements pushed.
     cx.changes(elems.len() as u64);
     Reply::Int(len as i64)
@@ -663,7 +663,7 @@ fn lset_(cx: &mut Cx) -> Result<Reply, Reply> {
         journal::set(cx.ks, key, pos, v);
     }
     touched(cx, key);
-    notify::key(cx, notify::LIST, "lset", key);
+    cx.notify(notify::LIST, "lset", key);
     Ok(Reply::OK)
 }
 
@@ -711,7 +711,7 @@ fn linsert_(cx: &mut Cx) -> Result<Reply, Reply> {
     }
     touched(cx, key);
     cx.ks.signal_ready(key);
-    notify::key(cx, notify::LIST, "linsert", key);
+    cx.notify(notify::LIST, "linsert", key);
     Ok(Reply::Int(len as i64))
 }
 
@@ -812,7 +812,7 @@ fn lmove_generic(cx: &mut Cx, from: End, to: End) -> Result<Reply, Reply> {
         l.after_remove(|| fill(srv));
         touched(cx, src);
         cx.ks.signal_ready(src);
-        if let Some(ev) = notify::cx_events(cx) {
+        if let Some(ev) = cx.events() {
             ev.emit(notify::LIST, push_event(to), src);
             ev.emit(notify::LIST, pop_event(from), src);
         }
@@ -825,12 +825,12 @@ fn lmove_generic(cx: &mut Cx, from: End, to: End) -> Result<Reply, Reply> {
             let mut d = List::new();
             push(&mut d);
             cx.ks.set(dst, Value::List(d), None);
-            notify::key(cx, notify::NEW, "new", dst);
+            cx.notify(notify::NEW, "new", dst);
         }
     }
     touched(cx, dst);
     cx.ks.signal_ready(dst);
-    notify::key(cx, notify::LIST, push_event(to), dst);
+    cx.notify(notify::LIST, push_event(to), dst);
     finish(cx, src, empty, pop_event(from));
     Ok(Reply::Bulk(v))
 }

@@ -54,9 +54,22 @@ pub struct Cx<'a, 'k> {
     pub spec: &'static CommandSpec,
 }
 
-impl Cx<'_, '_> {
+impl<'a> Cx<'a, '_> {
     pub fn now(&self) -> u64 {
         self.ks.now
+    }
+
+    /// Publishes a keyspace event for `key` in the command's current db, if its class is on.
+    #[inline]
+    pub fn notify(&self, class: u32, event: &str, key: &[u8]) {
+        crate::instance::notify::notify(self.srv, class, event, self.ks.db, key);
+    }
+
+    /// The enabled event classes read once for the command's current db (None when all
+    /// are off), for commands that may emit several events.
+    #[inline]
+    pub fn events(&self) -> Option<crate::instance::notify::Events<'a>> {
+        crate::instance::notify::events(self.srv, self.ks.db)
     }
 
     /// Reports how many changes this write call made, for Redis's dirty counter (INFO

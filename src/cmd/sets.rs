@@ -444,14 +444,14 @@ fn store(cx: &mut Cx, dst: &[u8], result: SetValue, event: &str) -> Reply {
     let n = result.len() as i64;
     if n == 0 {
         if cx.ks.remove(dst).is_some() {
-            notify::key(cx, notify::GENERIC, "del", dst);
+            cx.notify(notify::GENERIC, "del", dst);
         } else {
             // Nothing stored and nothing deleted: no change for the dirty counter.
             cx.changes(0);
         }
     } else {
         let created = cx.ks.set(dst, Value::Set(result), None).is_none();
-        if let Some(ev) = notify::cx_events(cx) {
+        if let Some(ev) = cx.events() {
             ev.created(created, dst);
             ev.emit(notify::SET, event, dst);
         }
@@ -461,7 +461,7 @@ fn store(cx: &mut Cx, dst: &[u8], result: SetValue, event: &str) -> Reply {
 
 /// A removal's `event`, then `del` if the set went with it.
 fn emptied_events(cx: &Cx, key: &[u8], event: &str, emptied: bool) {
-    if let Some(ev) = notify::cx_events(cx) {
+    if let Some(ev) = cx.events() {
         ev.emit(notify::SET, event, key);
         if emptied {
             ev.emit(notify::GENERIC, "del", key);
@@ -505,12 +505,12 @@ fn sadd(cx: &mut Cx) -> Reply {
             let mut s = SetValue::create(&members[0], members.len(), &mut lim);
             let added = members.iter().filter(|m| s.add(m, &mut lim)).count();
             cx.ks.set(key, Value::Set(s), None);
-            notify::key(cx, notify::NEW, "new", key);
+            cx.notify(notify::NEW, "new", key);
             added
         }
     };
     if added > 0 {
-        notify::key(cx, notify::SET, "sadd", key);
+        cx.notify(notify::SET, "sadd", key);
     }
     cx.changes(added as u64);
     Reply::Int(added as i64)
@@ -765,7 +765,7 @@ fn smove(cx: &mut Cx) -> Reply {
         let mut s = SetValue::create(member, 1, &mut lim);
         s.add(member, &mut lim);
         cx.ks.set(dst, Value::Set(s), None);
-        if let Some(ev) = notify::cx_events(cx) {
+        if let Some(ev) = cx.events() {
             ev.emit(notify::NEW, "new", dst);
             ev.emit(notify::SET, "sadd", dst);
         }
@@ -780,7 +780,7 @@ fn smove(cx: &mut Cx) -> Reply {
             touched(cx, dst);
             let moved = copies(cx.ks.journaling(), std::iter::once(member));
             record(cx, dst, true, moved);
-            notify::key(cx, notify::SET, "sadd", dst);
+            cx.notify(notify::SET, "sadd", dst);
         }
     }
     Reply::Int(1)

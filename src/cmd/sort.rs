@@ -504,7 +504,7 @@ fn store(cx: &mut Cx, dst: &[u8], vals: Vec<Bytes>) -> Reply {
     let n = vals.len() as i64;
     if vals.is_empty() {
         if cx.ks.remove(dst).is_some() {
-            notify::key(cx, notify::GENERIC, "del", dst);
+            cx.notify(notify::GENERIC, "del", dst);
         }
         return Reply::Int(0);
     }
@@ -518,7 +518,7 @@ fn store(cx: &mut Cx, dst: &[u8], vals: Vec<Bytes>) -> Reply {
         l.push(v, End::Tail);
     }
     let created = cx.ks.set(dst, Value::List(l), None).is_none();
-    if let Some(ev) = notify::cx_events(cx) {
+    if let Some(ev) = cx.events() {
         ev.created(created, dst);
         ev.emit(notify::LIST, "sortstore", dst);
     }

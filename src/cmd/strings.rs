@@ -459,13 +459,13 @@ fn set_generic(
     let value = new_value(value);
     let created = if flags & KEEPTTL != 0 {
         // Only asked when someone listens: KEEPTTL does not report what it replaced.
-        let created = notify::cx_events(cx).is_some() && !cx.ks.exists(key);
+        let created = cx.events().is_some() && !cx.ks.exists(key);
         cx.ks.set_keep_ttl(key, value);
         created
     } else {
         cx.ks.set(key, value, deadline).is_none()
     };
-    if let Some(ev) = notify::cx_events(cx) {
+    if let Some(ev) = cx.events() {
         if created {
             ev.emit(notify::NEW, "new", key);
         }
@@ -535,18 +535,18 @@ fn getex(cx: &mut Cx) -> Reply {
         // An absolute time already reached deletes the key (`checkAlreadyExpired`: <= now).
         Some(at) if flags & (EXAT | PXAT) != 0 && at <= cx.now() => {
             cx.ks.remove(key);
-            notify::key(cx, notify::GENERIC, "del", key);
+            cx.notify(notify::GENERIC, "del", key);
         }
         Some(at) => {
             cx.ks.set_expire(key, Some(at));
-            notify::key(cx, notify::GENERIC, "expire", key);
+            cx.notify(notify::GENERIC, "expire", key);
         }
         // Only a key that had a TTL is modified (and its WATCHers signalled).
         None if flags & PERSIST != 0
             && cx.ks.peek(key).is_some_and(|e| e.expire_at().is_some()) =>
         {
             cx.ks.set_expire(key, None);
-            notify::key(cx, notify::GENERIC, "persist", key);
+            cx.notify(notify::GENERIC, "persist", key);
         }
         None => cx.changes(0),
     }
@@ -558,7 +558,7 @@ fn getdel(cx: &mut Cx) -> Reply {
     match read_str(cx, key) {
         Ok(Some(v)) => {
             cx.ks.remove(key);
-            notify::key(cx, notify::GENERIC, "del", key);
+            cx.notify(notify::GENERIC, "del", key);
             Reply::Bulk(v)
         }
         Ok(None) => {
@@ -574,7 +574,7 @@ fn getset(cx: &mut Cx) -> Reply {
     match read_str(cx, &args[1]) {
         Ok(old) => {
             let created = cx.ks.set(&args[1], new_value(&args[2]), None).is_none();
-            if let Some(ev) = notify::cx_events(cx) {
+            if let Some(ev) = cx.events() {
                 ev.created(created, &args[1]);
                 ev.emit(notify::STRING, "set", &args[1]);
             }
@@ -609,7 +609,7 @@ fn mset_generic(cx: &mut Cx, nx: bool) -> Reply {
     }
     // Redis counts one change per key set.
     cx.changes((args.len() / 2) as u64);
-    let ev = notify::cx_events(cx);
+    let ev = cx.events();
     for kv in args[1..].chunks_exact(2) {
         let created = cx.ks.set(&kv[0], new_value(&kv[1]), None).is_none();
         if let Some(ev) = ev {
@@ -641,7 +641,7 @@ fn append(cx: &mut Cx) -> Reply {
         None => {
             // A new key is stored as SET would store it (may be int-encoded).
             cx.ks.set(key, new_value(tail), None);
-            if let Some(ev) = notify::cx_events(cx) {
+            if let Some(ev) = cx.events() {
                 ev.emit(notify::NEW, "new", key);
                 ev.emit(notify::STRING, "append", key);
             }
@@ -659,7 +659,7 @@ fn append(cx: &mut Cx) -> Reply {
         sds_reserve(buf, buf.len() + tail.len());
         buf.extend_from_slice(tail);
     });
-    notify::key(cx, notify::STRING, "append", key);
+    cx.notify(notify::STRING, "append", key);
     reply
 }
 
@@ -711,13 +711,13 @@ fn setrange(cx: &mut Cx) -> Reply {
     };
     if existing.is_some() {
         let reply = edit(cx, key, write);
-        notify::key(cx, notify::STRING, "setrange", key);
+        cx.notify(notify::STRING, "setrange", key);
         return reply;
     }
     let mut buf = BytesMut::with_capacity(end);
     write(&mut buf);
     cx.ks.set(key, Value::Str(StrVal::raw(buf.freeze())), None);
-    if let Some(ev) = notify::cx_events(cx) {
+    if let Some(ev) = cx.events() {
         ev.emit(notify::NEW, "new", key);
         ev.emit(notify::STRING, "setrange", key);
     }
@@ -793,7 +793,7 @@ pub fn incr_by(cx: &mut Cx, key: &[u8], delta: i64) -> Reply {
             (Some(cur), new)
         }
     };
-    if let Some(ev) = notify::cx_events(cx) {
+    if let Some(ev) = cx.events() {
         ev.created(cur.is_none(), key);
         ev.emit(notify::STRING, "incrby", key);
     }
@@ -870,7 +870,7 @@ fn incrbyfloat(cx: &mut Cx) -> Reply {
         Err(e) => return e,
     };
     store_keep_ttl(cx, key, exists, Value::Str(StrVal::text(text.clone())));
-    if let Some(ev) = notify::cx_events(cx) {
+    if let Some(ev) = cx.events() {
         ev.created(!exists, key);
         ev.emit(notify::STRING, "incrbyfloat", key);
     }

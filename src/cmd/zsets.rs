@@ -72,7 +72,7 @@ fn changed(cx: &mut Cx, key: &[u8], now_empty: bool) {
 
 /// Publishes a change's `event`, then `del` if the set went with it.
 fn changed_events(cx: &Cx, key: &[u8], event: &str, now_empty: bool) {
-    if let Some(ev) = notify::cx_events(cx) {
+    if let Some(ev) = cx.events() {
         ev.emit(notify::ZSET, event, key);
         if now_empty {
             ev.emit(notify::GENERIC, "del", key);
@@ -128,7 +128,7 @@ fn finish_new(cx: &Cx, mut z: ZSet) -> ZSet {
 fn store(cx: &mut Cx, dst: &[u8], z: ZSet, event: &str) -> Reply {
     if z.is_empty() {
         if cx.ks.remove(dst).is_some() {
-            notify::key(cx, notify::GENERIC, "del", dst);
+            cx.notify(notify::GENERIC, "del", dst);
         } else {
             // Nothing stored and nothing deleted: no change for the dirty counter.
             cx.changes(0);
@@ -138,7 +138,7 @@ fn store(cx: &mut Cx, dst: &[u8], z: ZSet, event: &str) -> Reply {
     let n = z.len() as i64;
     let created = cx.ks.set(dst, Value::ZSet(Box::new(z)), None).is_none();
     cx.ks.signal_ready(dst);
-    if let Some(ev) = notify::cx_events(cx) {
+    if let Some(ev) = cx.events() {
         ev.created(created, dst);
         ev.emit(notify::ZSET, event, dst);
     }

@@ -10,7 +10,6 @@
 //! publish nothing yet) and `evicted` (respite does not evict).
 
 use super::state::Shared;
-use crate::cmd::Cx;
 use crate::config::{params::NOTIFY_KEYSPACE_EVENTS, ParamRef};
 use std::sync::{Arc, Weak};
 
@@ -51,12 +50,6 @@ pub fn notify(srv: &Shared, class: u32, event: &str, db: usize, key: &[u8]) {
     }
 }
 
-/// `notify` for the command's current db.
-#[inline]
-pub fn key(cx: &Cx, class: u32, event: &str, key: &[u8]) {
-    notify(cx.srv, class, event, cx.ks.db, key);
-}
-
 /// The classes read once, for commands that may emit several events (a created key's `new`,
 /// then the command's own, then `del` when a collection empties): one load for all of them.
 #[derive(Clone, Copy)]
@@ -71,12 +64,6 @@ pub struct Events<'a> {
 pub fn events(srv: &Shared, db: usize) -> Option<Events<'_>> {
     let flags = flags(srv);
     (flags != 0).then_some(Events { srv, flags, db })
-}
-
-/// `events` for the command's current db.
-#[inline]
-pub fn cx_events<'s>(cx: &Cx<'s, '_>) -> Option<Events<'s>> {
-    events(cx.srv, cx.ks.db)
 }
 
 impl Events<'_> {

@@ -197,7 +197,7 @@ fn generic(cx: &mut Cx, read_only: bool) -> Reply {
             let (replies, changes) = run_all(&mut buf, true);
             cx.ks
                 .set(key, Value::Str(StrVal::raw(Bytes::from(buf))), None);
-            notify::key(cx, notify::NEW, "new", key);
+            cx.notify(notify::NEW, "new", key);
             (replies, changes)
         }
         Some(e) => {
@@ -214,7 +214,7 @@ fn generic(cx: &mut Cx, read_only: bool) -> Reply {
     };
     if changes > 0 {
         cx.ks.modified_in(db, key);
-        notify::key(cx, notify::STRING, "setbit", key);
+        cx.notify(notify::STRING, "setbit", key);
     }
     cx.changes(changes);
     Reply::Array(replies)

@@ -136,7 +136,7 @@ fn xadd_inner(cx: &mut Cx) -> Result<Reply, Reply> {
     let key = &args[1];
     let lim = limits(cx);
     let now = cx.now();
-    let ev = notify::cx_events(cx);
+    let ev = cx.events();
     // A stream created here is stored whole at the end of the command.
     let journaling = cx.ks.journaling();
     let mut created = false;
@@ -274,7 +274,7 @@ pub fn xdel(cx: &mut Cx) -> Reply {
                 journal(cx, key, &[Touched::Entries(&ids), Touched::Meta]);
             }
             modified(cx, key);
-            notify::key(cx, notify::STREAM, "xdel", key);
+            cx.notify(notify::STREAM, "xdel", key);
         }
         cx.changes(n);
         Ok(Reply::Int(n as i64))
@@ -300,7 +300,7 @@ pub fn xtrim(cx: &mut Cx) -> Reply {
                 journal(cx, key, &[Touched::Entries(&ids), Touched::Meta]);
             }
             modified(cx, key);
-            notify::key(cx, notify::STREAM, "xtrim", key);
+            cx.notify(notify::STREAM, "xtrim", key);
         }
         cx.changes(n);
         Ok(Reply::Int(n as i64))
@@ -342,7 +342,7 @@ pub fn xsetid(cx: &mut Cx) -> Reply {
             journal(cx, key, &[Touched::Meta]);
         }
         modified(cx, key);
-        notify::key(cx, notify::STREAM, "xsetid", key);
+        cx.notify(notify::STREAM, "xsetid", key);
         Ok(Reply::OK)
     })())
 }

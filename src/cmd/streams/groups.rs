@@ -66,7 +66,7 @@ pub fn xgroup_create(cx: &mut Cx) -> Reply {
         } else {
             strict_id(&args[4])?
         };
-        let ev = notify::cx_events(cx);
+        let ev = cx.events();
         let mut created = false;
         if write(cx, key)?.is_none() {
             created = true;
@@ -114,7 +114,7 @@ pub fn xgroup_setid(cx: &mut Cx) -> Reply {
             journal(cx, &args[2], &[Touched::Group(&args[3])]);
         }
         modified(cx, &args[2]);
-        notify::key(cx, notify::STREAM, "xgroup-setid", &args[2]);
+        cx.notify(notify::STREAM, "xgroup-setid", &args[2]);
         Ok(Reply::OK)
     })())
 }
@@ -131,7 +131,7 @@ pub fn xgroup_destroy(cx: &mut Cx) -> Reply {
             journal(cx, &args[2], &[Touched::Group(&args[3])]);
         }
         modified(cx, &args[2]);
-        notify::key(cx, notify::STREAM, "xgroup-destroy", &args[2]);
+        cx.notify(notify::STREAM, "xgroup-destroy", &args[2]);
         // Clients blocked in XREADGROUP on this group re-run and get NOGROUP.
         cx.ks.signal_ready(&args[2]);
         Ok(Reply::Int(1))
@@ -151,7 +151,7 @@ pub fn xgroup_createconsumer(cx: &mut Cx) -> Reply {
                 journal(cx, &args[2], &[Touched::Consumer(&args[3], &args[4])]);
             }
             modified(cx, &args[2]);
-            notify::key(cx, notify::STREAM, "xgroup-createconsumer", &args[2]);
+            cx.notify(notify::STREAM, "xgroup-createconsumer", &args[2]);
         }
         Ok(Reply::Int(i64::from(created)))
     })())
@@ -180,7 +180,7 @@ pub fn xgroup_delconsumer(cx: &mut Cx) -> Reply {
                 );
             }
             modified(cx, &args[2]);
-            notify::key(cx, notify::STREAM, "xgroup-delconsumer", &args[2]);
+            cx.notify(notify::STREAM, "xgroup-delconsumer", &args[2]);
         }
         Ok(Reply::Int(pending.unwrap_or(0) as i64))
     })())
@@ -385,7 +385,7 @@ fn xclaim_inner(cx: &mut Cx) -> Result<Reply, Reply> {
     if deliverytime < 0 || deliverytime > now {
         deliverytime = now;
     }
-    let ev = notify::cx_events(cx);
+    let ev = cx.events();
     let s = stream_and_group(cx, key, gname, "")?;
     let present: Vec<bool> = ids.iter().map(|id| s.contains(id)).collect();
     let g = s.groups.get_mut(&gname[..]).expect("group exists");
@@ -473,7 +473,7 @@ fn xautoclaim_inner(cx: &mut Cx) -> Result<Reply, Reply> {
     }
     read(cx, key)?;
     let now = now_ms(cx);
-    let ev = notify::cx_events(cx);
+    let ev = cx.events();
     let s = stream_and_group(cx, key, gname, "")?;
     let pending: Vec<StreamId> = {
         let g = &s.groups[&gname[..]];

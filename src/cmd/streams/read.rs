@@ -6,7 +6,6 @@ use super::basic::{journal, Touched};
 use super::{entry_reply, id_reply, int_or, now_ms, read, reply, strict_id, write};
 use crate::cmd::args::is;
 use crate::cmd::{errors, Cx};
-use crate::instance::notify;
 use crate::protocol::Reply;
 use crate::types::stream::StreamId;
 use bytes::Bytes;
@@ -253,7 +252,7 @@ fn serve_group_inner(
     now: i64,
     pel: &mut Vec<StreamId>,
 ) -> Result<Option<Vec<Reply>>, Reply> {
-    let ev = notify::cx_events(cx);
+    let ev = cx.events();
     let s = write(cx, key)?.expect("stream exists");
     let history = *gt != StreamId::MAX;
     let mut serve = history;

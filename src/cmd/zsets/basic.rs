@@ -134,7 +134,7 @@ fn zadd_generic(cx: &mut Cx, mut flags: u8) -> Reply {
             if !z.is_empty() {
                 cx.ks.set(key, Value::ZSet(Box::new(z)), None);
                 grew(cx, key);
-                notify::key(cx, notify::NEW, "new", key);
+                cx.notify(notify::NEW, "new", key);
             }
             out
         }
@@ -142,7 +142,7 @@ fn zadd_generic(cx: &mut Cx, mut flags: u8) -> Reply {
     if let Ok(o) = &out {
         if o.added + o.updated > 0 {
             let event = if has(INCR) { "zincr" } else { "zadd" };
-            notify::key(cx, notify::ZSET, event, key);
+            cx.notify(notify::ZSET, event, key);
         }
         cx.changes((o.added + o.updated) as u64);
     }
