@@ -264,7 +264,7 @@ fn keyspace(c: &mut Criterion) {
 /// One command through `cmd::dispatch` (registry lookup, arity, locking, handler, stats),
 /// without the network: what each request costs above the engine.
 fn dispatch(c: &mut Criterion) {
-    use respite::instance::{session::Session, state::Shared};
+    use respite::instance::session::Session;
     use std::sync::Arc;
 
     let mut g = c.benchmark_group("dispatch");
@@ -272,7 +272,7 @@ fn dispatch(c: &mut Criterion) {
         .measurement_time(Duration::from_secs(2))
         .throughput(Throughput::Elements(1));
 
-    let srv = Arc::new(Shared::new(
+    let srv = Arc::new(respite::cmd::new_shared(
         respite::Config::default(),
         respite::Clock::system(),
     ));

@@ -9,7 +9,7 @@ use bytes::{Bytes, BytesMut};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use respite::instance::{session::Session, state::Shared};
+use respite::instance::session::Session;
 use respite::protocol::write_reply;
 use respite::types::value::Value;
 use respite::types::zset::ZSet;
@@ -33,7 +33,7 @@ fn build(n: usize, rng: &mut SmallRng) -> ZSet {
 }
 
 fn dispatch_benches(c: &mut Criterion) {
-    let srv = Arc::new(Shared::new(
+    let srv = Arc::new(respite::cmd::new_shared(
         respite::Config::default(),
         respite::Clock::system(),
     ));

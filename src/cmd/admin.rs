@@ -259,7 +259,7 @@ mod tests {
         let mut cfg = crate::config::Config::default();
         cfg.params
             .push(("enable-test-commands".into(), "yes".into()));
-        let srv = crate::instance::state::Shared::new(cfg, crate::clock::Clock::system());
+        let srv = crate::cmd::new_shared(cfg, crate::clock::Clock::system());
         Client::on(std::sync::Arc::new(srv))
     }
 

@@ -431,7 +431,11 @@ fn client_line(h: &ClientHandle, info: &ClientInfo, now_ms: u64, me: &SelfView) 
         mem.oll,
         mem.omem,
         mem.tot_mem,
-        h.last_cmd_name(),
+        // The last command's name, `NULL` before any (as CLIENT LIST shows it).
+        super::registry()
+            .specs
+            .get(h.last_cmd_id())
+            .map_or("NULL", |s| s.name),
         info.user,
         text(&info.lib_name),
         text(&info.lib_ver),

@@ -4,6 +4,8 @@
 pub mod args;
 pub mod blocking;
 pub mod errors;
+#[cfg(test)]
+mod notify_tests;
 pub mod table;
 #[cfg(test)]
 pub mod testing;
@@ -172,6 +174,23 @@ impl Registry {
             None => Err(errors::unknown_subcommand(spec.name, &args[1])),
         }
     }
+}
+
+/// The key arguments of a command line, per its table entry (none if unknown).
+pub fn key_args(args: &[Bytes]) -> Vec<Bytes> {
+    match registry().resolve(args) {
+        Ok((_, spec)) => spec
+            .key_indices(args)
+            .into_iter()
+            .filter_map(|i| args.get(i).cloned())
+            .collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// A fresh instance whose command statistics cover this command table.
+pub fn new_shared(startup: crate::config::Config, clock: crate::clock::Clock) -> Shared {
+    Shared::new(startup, clock, registry().len())
 }
 
 pub fn registry() -> &'static Registry {

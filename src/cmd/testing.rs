@@ -22,7 +22,10 @@ impl Default for Client {
 
 impl Client {
     pub fn new() -> Client {
-        Client::on(Arc::new(Shared::new(Config::default(), Clock::system())))
+        Client::on(Arc::new(crate::cmd::new_shared(
+            Config::default(),
+            Clock::system(),
+        )))
     }
 
     /// A client whose keyspace journals its changes (as the durable engine's does), and the

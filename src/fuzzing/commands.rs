@@ -401,7 +401,7 @@ pub(super) fn server(params: &[(&str, &str)]) -> Arc<Shared> {
     // A manual clock: runs repeat exactly (expiry happens when the input says).
     let clock = Clock::manual();
     clock.set_ms(1_700_000_000_000);
-    let srv = Arc::new(Shared::new(config, clock));
+    let srv = Arc::new(crate::cmd::new_shared(config, clock));
     srv.reseed(1);
     srv
 }

@@ -149,13 +149,9 @@ impl ClientHandle {
         self.killed.store(true, Ordering::Release);
         self.kill.notify_one();
     }
-    /// Name of the last command run, `NULL` before any (as CLIENT LIST shows it).
-    pub fn last_cmd_name(&self) -> &'static str {
-        let id = self.last_cmd.load(Ordering::Relaxed);
-        crate::cmd::registry()
-            .specs
-            .get(id)
-            .map_or("NULL", |s| s.name)
+    /// The command table id of the last command run (`usize::MAX` before any).
+    pub fn last_cmd_id(&self) -> usize {
+        self.last_cmd.load(Ordering::Relaxed)
     }
 
     pub fn is_killed(&self) -> bool {

@@ -138,8 +138,9 @@ pub fn redacted(args: &[Bytes]) -> Vec<bool> {
 
 impl CommandLog {
     /// Records one command (copies the arguments: they point into the read buffer), its
-    /// secrets redacted.
-    pub fn record(&self, conn: u64, args: &[Bytes]) {
+    /// secrets redacted. `known`: the command table has its name (unknown names share a
+    /// bounded budget).
+    pub fn record(&self, conn: u64, args: &[Bytes], known: bool) {
         let hide = redacted(args);
         let entry = LoggedCommand {
             conn,
@@ -156,7 +157,6 @@ impl CommandLog {
                 .collect(),
         };
         let name = entry.name();
-        let known = crate::cmd::registry().lookup(name.as_bytes()).is_some();
         let size = entry_bytes(&entry);
         {
             let mut g = self.inner.lock();
@@ -249,9 +249,9 @@ mod tests {
     fn records_counts_and_bounds() {
         let log = CommandLog::default();
         for i in 0..CAPACITY + 5 {
-            log.record(7, &[b("SET"), b(&format!("k{i}")), b("v")]);
+            log.record(7, &[b("SET"), b(&format!("k{i}")), b("v")], true);
         }
-        log.record(8, &[b("get"), b("k")]);
+        log.record(8, &[b("get"), b("k")], true);
         assert_eq!(log.total(), CAPACITY as u64 + 6);
         assert_eq!(log.count("set"), CAPACITY as u64 + 5);
         assert_eq!(log.count("GET"), 1);
@@ -269,19 +269,21 @@ mod tests {
     fn secrets_are_redacted() {
         let log = CommandLog::default();
         let line = |l: &str| l.split(' ').map(b).collect::<Vec<_>>();
-        log.record(1, &line("AUTH hunter2"));
-        log.record(1, &line("auth default hunter2"));
-        log.record(1, &line("HELLO 3 SETNAME me AUTH default hunter2"));
-        log.record(1, &line("MIGRATE h 1 k 0 100 COPY AUTH hunter2"));
+        log.record(1, &line("AUTH hunter2"), true);
+        log.record(1, &line("auth default hunter2"), true);
+        log.record(1, &line("HELLO 3 SETNAME me AUTH default hunter2"), true);
+        log.record(1, &line("MIGRATE h 1 k 0 100 COPY AUTH hunter2"), true);
         log.record(
             1,
             &line("MIGRATE h 1 \"\" 0 100 AUTH2 u hunter2 KEYS auth x"),
+            true,
         );
         log.record(
             1,
             &line("CONFIG SET maxmemory 1 REQUIREPASS hunter2 masterauth hunter2"),
+            true,
         );
-        log.record(1, &line("ACL SETUSER u on >hunter2"));
+        log.record(1, &line("ACL SETUSER u on >hunter2"), true);
         let got: Vec<String> = log
             .entries(None)
             .iter()
@@ -309,15 +311,15 @@ mod tests {
     fn names_and_bytes_are_bounded() {
         let log = CommandLog::default();
         for i in 0..MAX_OTHER_NAMES + 100 {
-            log.record(1, &[b(&format!("nosuch{i}"))]);
+            log.record(1, &[b(&format!("nosuch{i}"))], false);
         }
-        log.record(1, &[b("PING")]);
+        log.record(1, &[b("PING")], true);
         assert_eq!(log.count("ping"), 1);
         assert_eq!(log.count(&format!("nosuch{}", MAX_OTHER_NAMES + 50)), 0);
         assert_eq!(log.inner.lock().by_name.len(), MAX_OTHER_NAMES + 1);
         let big = Bytes::from(vec![b'x'; 3 * MAX_ARG]);
         for _ in 0..100 {
-            log.record(1, &[b("SET"), b("k"), big.clone()]);
+            log.record(1, &[b("SET"), b("k"), big.clone()], true);
         }
         let g = log.inner.lock();
         assert!(g.bytes <= MAX_BYTES, "{} bytes kept", g.bytes);
@@ -333,13 +335,13 @@ mod tests {
     #[tokio::test]
     async fn wait_for_sees_earlier_and_later_commands() {
         let log = std::sync::Arc::new(CommandLog::default());
-        log.record(1, &[b("PING")]);
+        log.record(1, &[b("PING")], true);
         assert!(log.wait_for("ping", 1, Duration::from_millis(10)).await);
         assert!(!log.wait_for("ping", 2, Duration::from_millis(10)).await);
         let l2 = log.clone();
         let t = tokio::spawn(async move { l2.wait_for("ping", 2, Duration::from_secs(5)).await });
         tokio::time::sleep(Duration::from_millis(20)).await;
-        log.record(1, &[b("ping")]);
+        log.record(1, &[b("ping")], true);
         assert!(t.await.unwrap_or(false));
     }
 }

@@ -229,18 +229,6 @@ impl Faults {
     }
 }
 
-/// The key arguments of a command line, per its table entry (none if unknown).
-pub fn command_keys(args: &[Bytes]) -> Vec<Bytes> {
-    match crate::cmd::registry().resolve(args) {
-        Ok((_, spec)) => spec
-            .key_indices(args)
-            .into_iter()
-            .filter_map(|i| args.get(i).cloned())
-            .collect(),
-        Err(_) => Vec::new(),
-    }
-}
-
 /// `RESPITE …` commands are exempt from faults: they are how a test controls them.
 pub fn is_admin(args: &[Bytes]) -> bool {
     args.first()

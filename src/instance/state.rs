@@ -242,7 +242,9 @@ pub struct Shared {
 }
 
 impl Shared {
-    pub fn new(startup: Config, clock: Clock) -> Shared {
+    /// `commands`: the size of the command table, whose ids index [`Shared::cmdstats`]
+    /// (`cmd::new_shared` passes it).
+    pub fn new(startup: Config, clock: Clock, commands: usize) -> Shared {
         let config = ConfigStore::default();
         let port_s = startup.port.to_string();
         let _ = config.set_initial("port", &port_s);
@@ -268,9 +270,7 @@ impl Shared {
             .collect();
         let srv = Shared {
             ks: Keyspace::new(startup.databases),
-            cmdstats: (0..crate::cmd::registry().len())
-                .map(|_| CmdStat::default())
-                .collect(),
+            cmdstats: (0..commands).map(|_| CmdStat::default()).collect(),
             clock,
             config,
             startup,

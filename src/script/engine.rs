@@ -1437,7 +1437,7 @@ mod tests {
 
     #[test]
     fn eval_write_declaration() {
-        let srv = Arc::new(Shared::new(
+        let srv = Arc::new(crate::cmd::new_shared(
             crate::Config::default(),
             crate::clock::Clock::manual(),
         ));
@@ -1472,7 +1472,7 @@ mod tests {
 
     #[test]
     fn fcall_write_declaration() {
-        let srv = Arc::new(Shared::new(
+        let srv = Arc::new(crate::cmd::new_shared(
             crate::Config::default(),
             crate::clock::Clock::manual(),
         ));

@@ -257,7 +257,10 @@ async fn test_faults(
 ) -> std::io::Result<Option<String>> {
     use crate::instance::faults::{self, Action};
     if armed & faults::LOG != 0 {
-        srv.cmdlog.record(sess.handle.id, args);
+        let known = args
+            .first()
+            .is_some_and(|n| cmd::registry().lookup(n).is_some());
+        srv.cmdlog.record(sess.handle.id, args, known);
     }
     if armed & (faults::PAUSE | faults::DELAY) != 0 && !faults::is_admin(args) {
         // Replies already computed go out; this one waits.
@@ -274,7 +277,7 @@ async fn test_faults(
             _ = kill.as_mut() => return Err(std::io::Error::other("connection dropped")),
         }
     }
-    let keys = || faults::command_keys(args);
+    let keys = || cmd::key_args(args);
     Ok(match srv.faults.check(args, &keys) {
         Action::Run => None,
         Action::Fail(e) => Some(e),

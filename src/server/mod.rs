@@ -61,7 +61,7 @@ pub fn start_with(
     prepare: impl FnOnce(&Arc<Shared>) -> std::io::Result<()>,
 ) -> std::io::Result<Running> {
     let redb = config.redb;
-    let shared = Arc::new(Shared::new(config, clock));
+    let shared = Arc::new(crate::cmd::new_shared(config, clock));
     if redb {
         open_durable(&shared)?;
     }

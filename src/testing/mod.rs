@@ -355,7 +355,7 @@ impl TestServer {
         let adopt = (keep_data && !durable).then(|| self.shared());
         if durable {
             // Nothing of the old instance may hold its files open during the reload.
-            self.current.set(Arc::new(Shared::new(
+            self.current.set(Arc::new(crate::cmd::new_shared(
                 self.spec.config.clone(),
                 self.spec.clock.clone(),
             )));
