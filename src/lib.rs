@@ -1,16 +1,26 @@
 //! respite: a server that speaks the Redis protocol.
 //!
-//! Architecture (dependencies point one way, top to bottom):
-//! - [`protocol`]: RESP request parser and reply writer; imports nothing above it.
-//! - [`types`]: pure data structures (glob, placement, hash/list/set/zset/stream).
-//! - [`clock`], [`config`]: time source and settings.
-//! - [`engine`]: sharded in-memory keyspace with expiry and locking; the element-level
-//!   changes each write makes and the journal they go to when durable.
-//! - [`persist`]: the redb store of record (`--engine redb`): layout, load, committer.
-//! - [`script`]: Lua scripting (sandbox, `redis.*`, libraries).
-//! - [`cmd`]: the command table (data) and one file per command family.
-//! - [`server`]: listener and connections (pipelined read → dispatch → batched write),
-//!   blocking, pub/sub, keyspace notifications.
+//! # Module map
+//!
+//! Layers, bottom to top. A module imports only modules of a lower rank (peers of one rank
+//! do not import each other); `tests/arrows.rs` reads this table and fails on any `crate::`
+//! path that points up or sideways, and checks DESIGN.md §1 carries the same table.
+//!
+//! | rank | module | holds |
+//! |---|---|---|
+//! | 0 | [`num`] | number ⇄ text as Redis reads and writes it (`string2ll`, `d2string`) |
+//! | 1 | [`protocol`], [`types`] | RESP parser, `Reply` and its writer; pure data structures and the value types (`Value`, `Entry`, `StrVal`), RDB encoding |
+//! | 2 | [`clock`], [`config`], [`background`] | time source; settings and `CONFIG`'s parameter table; a service on its own thread |
+//! | 3 | [`engine`] | sharded keyspace, expiry, locking, the changes each write makes and their journal |
+//! | 4 | [`persist`] | the redb store of record (`--engine redb`): layout, WAL, load, committer |
+//! | 5 | [`instance`] | what a running server holds: shared state and stats, sessions, client / pub-sub / blocked-client registries, keyspace events, pause, faults |
+//! | 6 | [`script`] | Lua (sandbox, `redis.*`, libraries); reaches commands only through its `Host` seam |
+//! | 7 | [`cmd`] | the command table (data), dispatch, one file per command family |
+//! | 8 | [`server`], [`proxy`] | the network edge: listener and connection loop; the sharding proxy |
+//! | 9 | [`testing`], [`fuzzing`] | the in-process test double; fuzz entry points |
+//!
+//! `lib.rs` itself (the embedding API, [`run`]) and `main.rs` sit above all of them; the
+//! root's constants ([`REDIS_VERSION`]) may be read from any layer.
 //!
 //! For tests, [`testing::TestServer`] starts an in-process server on an ephemeral loopback
 //! port with the memory engine, an optional manual clock and seed, and inspection helpers.
