@@ -356,7 +356,7 @@ pub fn describe(srv: &crate::instance::state::Shared, h: &ClientHandle) -> Strin
 }
 
 /// One CLIENT LIST / CLIENT INFO line (networking.c `catClientInfoString`, 7.2 fields). The
-/// memory fields are what the connection holds (server/clients.rs `ConnMem`).
+/// memory fields are what the connection holds (instance/clients.rs `ConnMem`).
 fn client_line(h: &ClientHandle, info: &ClientInfo, now_ms: u64, me: &SelfView) -> String {
     let is_me = h.id == me.id;
     let mut mem = h.mem.view();

@@ -522,7 +522,7 @@ pub fn off_core<R>(f: impl FnOnce() -> R) -> R {
 
 /// Refuses a command before it runs (Redis `rejectCommand`): the transaction is flagged, and
 /// a rejected EXEC itself discards the transaction with `EXECABORT … because of: <msg>`.
-/// A test server's injected failure (server/faults.rs) for `args`, answered as Redis
+/// A test server's injected failure (instance/faults.rs) for `args`, answered as Redis
 /// answers a command it rejects before running it: counted as rejected and as an error
 /// reply, and inside MULTI it dooms the transaction (`EXEC` itself answers `EXECABORT`).
 pub fn reject_injected(srv: &Arc<Shared>, sess: &mut Session, args: &[Bytes], err: &str) -> Reply {

@@ -465,7 +465,7 @@ fn trim_double(s: &str) -> String {
 }
 
 // Keyspace notification classes (notify.c `NOTIFY_*`), the bits of the parsed
-// `notify-keyspace-events` value that `server::notify` tests on every event.
+// `notify-keyspace-events` value that `instance::notify` tests on every event.
 pub const N_KEYSPACE: u32 = 1 << 0;
 pub const N_KEYEVENT: u32 = 1 << 1;
 pub const N_GENERIC: u32 = 1 << 2;

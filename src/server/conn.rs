@@ -543,7 +543,7 @@ async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> s
                     if args.is_empty() {
                         continue;
                     }
-                    // Test double (server/faults.rs): 0 unless a test armed something.
+                    // Test double (instance/faults.rs): 0 unless a test armed something.
                     let armed = srv.faults.armed();
                     if armed != 0 {
                         if let Some(err) =

@@ -1,5 +1,5 @@
 //! [`TestServer`](crate::TestServer) fault injection and observation: the in-process face of
-//! `RESPITE FAULT`, `RESPITE LOG` and `RESPITE CONNECTIONS` (server/faults.rs, cmdlog.rs).
+//! `RESPITE FAULT`, `RESPITE LOG` and `RESPITE CONNECTIONS` (instance/faults.rs, cmdlog.rs).
 //!
 //! ```no_run
 //! # async fn demo() -> std::io::Result<()> {
