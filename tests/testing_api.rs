@@ -366,7 +366,7 @@ async fn blocking_timeouts_stay_on_real_time() {
 
 /// The code blocks under "Using respite in tests" in the README are the files CI runs:
 /// `readme_example` above (compared ignoring formatting, as rustfmt wraps it differently),
-/// and the Python and Node examples that `.ci/run` runs through `examples/run.sh`.
+/// and the Python and Node examples that `scripts/test.sh` runs through `examples/run.sh`.
 #[test]
 fn readme_examples_are_the_tested_files() {
     let root = env!("CARGO_MANIFEST_DIR");
