@@ -24,6 +24,7 @@ pub mod rebalance;
 pub mod resp;
 pub mod route;
 pub mod scan;
+pub mod session;
 pub mod stats;
 pub mod sync_client;
 
