@@ -5,9 +5,10 @@
 //! (blocking commands, transactions, WATCH, HELLO, EVALSHA that may be retried) first drain
 //! what is pending, then run on their own.
 
+use super::hub::{Incoming, Kind};
 use super::local;
 use super::node::{Dedicated, Wait};
-use super::pubsub::{self, Kind, PubSub};
+use super::pubsub::{self, PubSub};
 use super::resp::{self, Frame};
 use super::route::{self, Route, Split, CROSSSLOT};
 use super::session::{Fan, Pending, Session};
@@ -694,8 +695,8 @@ impl Client {
 
 /// The next subscription message (never, for a client that never subscribed).
 async fn next_message(
-    rx: &mut Option<tokio::sync::mpsc::UnboundedReceiver<pubsub::Incoming>>,
-) -> Option<pubsub::Incoming> {
+    rx: &mut Option<tokio::sync::mpsc::UnboundedReceiver<Incoming>>,
+) -> Option<Incoming> {
     match rx {
         Some(rx) => rx.recv().await,
         None => std::future::pending().await,

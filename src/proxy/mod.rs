@@ -17,6 +17,7 @@ pub mod client;
 pub mod config;
 pub mod config_file;
 pub mod hub;
+pub mod link;
 pub mod local;
 pub mod node;
 pub mod pubsub;
