@@ -2,10 +2,15 @@
 //! [`crate::types::stream::Stream`]: `basic` (XADD, XLEN, XRANGE, XREVRANGE, XDEL, XTRIM,
 //! XSETID), `read` (XREAD, XREADGROUP, blocking included), `groups` (XGROUP, XACK,
 //! XPENDING, XCLAIM, XAUTOCLAIM), `info` (XINFO).
+//!
+//! Inside the family the arrows point one way: `table` (the command table) sits on top and
+//! names the handlers of the command files; the command files import only this root (the
+//! shared lookups, ID parsing and replies below) and `journal`, never each other.
 
 mod basic;
 mod groups;
 mod info;
+mod journal;
 mod read;
 mod table;
 
@@ -13,6 +18,7 @@ pub use table::COMMANDS;
 
 use super::{errors, Cx};
 use crate::config::{lookup, ParamRef};
+use crate::instance::notify;
 use crate::protocol::Reply;
 use crate::types::stream::{id, Fields, IdRules, NodeLimits, Stream, StreamId};
 use crate::types::value::Value;
@@ -20,7 +26,7 @@ use bytes::Bytes;
 use std::sync::OnceLock;
 
 /// Read lookup (counts hits/misses): `None` if missing, WRONGTYPE for another type.
-fn read<'c>(cx: &'c mut Cx, key: &[u8]) -> Result<Option<&'c Stream>, Reply> {
+fn lookup_read<'c>(cx: &'c mut Cx, key: &[u8]) -> Result<Option<&'c Stream>, Reply> {
     match cx.ks.get(key) {
         None => Ok(None),
         Some(e) => match &e.value {
@@ -31,7 +37,7 @@ fn read<'c>(cx: &'c mut Cx, key: &[u8]) -> Result<Option<&'c Stream>, Reply> {
 }
 
 /// Write lookup (Redis `lookupKeyWrite`): no stats, no WATCH signal (see [`modified`]).
-fn write<'c>(cx: &'c mut Cx, key: &[u8]) -> Result<Option<&'c mut Stream>, Reply> {
+fn lookup_write<'c>(cx: &'c mut Cx, key: &[u8]) -> Result<Option<&'c mut Stream>, Reply> {
     let db = cx.ks.db;
     match cx.ks.lookup_elems_in(db, key) {
         None => Ok(None),
@@ -129,4 +135,12 @@ fn limits(cx: &Cx) -> NodeLimits {
 /// Command time in ms as Redis's `mstime_t`.
 fn now_ms(cx: &Cx) -> i64 {
     cx.now() as i64
+}
+
+/// `xgroup-createconsumer` when XREADGROUP, XCLAIM or XAUTOCLAIM created their consumer
+/// (`streamCreateConsumer`).
+fn consumer_touched(ev: Option<notify::Events>, created: bool, key: &[u8]) {
+    if let (Some(ev), true) = (ev, created) {
+        ev.emit(notify::STREAM, "xgroup-createconsumer", key);
+    }
 }

@@ -13,8 +13,8 @@ use std::sync::{Arc, OnceLock};
 
 /// Shards per database (a power of two).
 pub const SHARDS: usize = 64;
-/// SCAN walks each shard in the order of a 32-bit hash of its keys ([`scan_pos`]); the
-/// cursor is `shard << SCAN_POS_BITS | position`, so a call can stop after any key.
+/// SCAN walks each shard in the order of a 32-bit hash of its keys
+/// ([`scan_pos`](super::shard::scan_pos)); the cursor is `shard << SCAN_POS_BITS | position`, so a call can stop after any key.
 pub const SCAN_POS_BITS: u32 = 32;
 /// How long a command waits on a held gate before asking whether to keep waiting.
 const GATE_POLL: std::time::Duration = std::time::Duration::from_millis(2);
@@ -47,12 +47,6 @@ pub type ExpiryListener = Box<dyn Fn(usize, &[u8]) + Send + Sync>;
 
 pub fn shard_of(key: &[u8]) -> usize {
     (mix64(tag_hash(key)) as usize) & (SHARDS - 1)
-}
-
-/// A key's SCAN position in its shard: a hash of the whole key (not its tag), so keys of
-/// one tag still spread out. It never changes, which is what makes the cursor safe.
-pub fn scan_pos(key: &[u8]) -> u32 {
-    (mix64(crate::types::placement::fnv1a64(key) ^ 0x9e37_79b9_7f4a_7c15) >> 32) as u32
 }
 
 impl Keyspace {

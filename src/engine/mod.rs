@@ -11,5 +11,5 @@ pub mod journal;
 mod keyspace;
 pub mod shard;
 
-pub use keyspace::{scan_pos, shard_of, Access, Keyspace, KeyspaceStats, SCAN_POS_BITS, SHARDS};
-pub use shard::{ScanStep, Shard, ShardData};
+pub use keyspace::{shard_of, Access, Keyspace, KeyspaceStats, SCAN_POS_BITS, SHARDS};
+pub use shard::{scan_pos, ScanStep, Shard, ShardData};

@@ -3,8 +3,12 @@
 //! Invariant (checked by `check_invariants` in tests): `expires` holds exactly one
 //! `(deadline, key)` pair for every entry whose `expire_at` is `Some(deadline)`, and nothing
 //! else. Every mutation of a deadline goes through this type so the two never drift.
+//!
+//! This file sits below `keyspace.rs` (which owns the databases of shards and the SCAN
+//! cursor layout) and imports nothing from it: a key's position inside a shard
+//! ([`scan_pos`]) lives here, next to the shard's part of a SCAN step.
 
-use super::keyspace::scan_pos;
+use crate::types::placement::{fnv1a64, mix64};
 use crate::types::value::{Entry, Value};
 use ahash::RandomState;
 use bytes::Bytes;
@@ -30,6 +34,12 @@ pub struct Shard {
 pub struct ShardData {
     _map: Map,
     _expires: BTreeSet<(u64, Bytes)>,
+}
+
+/// A key's SCAN position in its shard: a hash of the whole key (not its tag), so keys of
+/// one tag still spread out. It never changes, which is what makes the cursor safe.
+pub fn scan_pos(key: &[u8]) -> u32 {
+    (mix64(fnv1a64(key) ^ 0x9e37_79b9_7f4a_7c15) >> 32) as u32
 }
 
 /// The result of one shard's part of a SCAN step.

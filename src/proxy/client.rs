@@ -5,11 +5,13 @@
 //! (blocking commands, transactions, WATCH, HELLO, EVALSHA that may be retried) first drain
 //! what is pending, then run on their own.
 
+use super::hub::{Incoming, Kind};
 use super::local;
 use super::node::{Dedicated, Wait};
-use super::pubsub::{self, Kind, PubSub};
+use super::pubsub::{self, PubSub};
 use super::resp::{self, Frame};
 use super::route::{self, Route, Split, CROSSSLOT};
+use super::session::{Fan, Pending, Session};
 use super::Proxy;
 use crate::protocol::{Parsed, Parser};
 use bytes::{Bytes, BytesMut};
@@ -26,31 +28,6 @@ const FLUSH_AT: usize = 1 << 20;
 /// Subscription messages written to the client in one go.
 const MESSAGES_BATCH: usize = 256 << 10;
 
-/// A reply on its way.
-pub enum Pending {
-    Ready(Bytes),
-    Wait(Wait),
-    /// A split command: each node's wait with the key slots it serves.
-    Split(Split, usize, Vec<(Wait, Vec<usize>)>),
-    /// A fleet-wide command: one wait per node.
-    Fan(Fan, Vec<Wait>),
-    /// SCAN on node `.0` of `.1` nodes.
-    Scan(usize, usize, Wait),
-    /// PUBLISH: the node's count plus the proxy's subscribers it counted as one.
-    Publish(Wait, i64),
-}
-
-#[derive(Clone, Copy, Debug)]
-pub enum Fan {
-    Sum,
-    Concat,
-    AllOk,
-    /// SCRIPT LOAD: every node must succeed; the first reply is the answer.
-    First,
-    /// SCRIPT EXISTS: 1 only where every node has the script.
-    And,
-}
-
 struct Multi {
     cmds: Vec<Vec<Bytes>>,
     node: Option<usize>,
@@ -59,11 +36,8 @@ struct Multi {
 }
 
 pub struct Client {
-    p: Arc<Proxy>,
-    pub id: u64,
-    pub resp3: bool,
-    pub authed: bool,
-    pub name: Option<Bytes>,
+    /// What the commands the proxy answers itself ([`local`]) see and change.
+    s: Session,
     multi: Option<Multi>,
     /// WATCH pins the client to a dedicated connection of one node until EXEC/UNWATCH.
     watch: Option<(usize, Dedicated)>,
@@ -98,11 +72,13 @@ pub async fn serve(p: Arc<Proxy>, stream: TcpStream) {
     let id = p.next_client_id.fetch_add(1, Ordering::Relaxed) + 1;
     p.total_connections.fetch_add(1, Ordering::Relaxed);
     let mut c = Client {
-        authed: p.cfg.requirepass.is_none(),
-        p: p.clone(),
-        id,
-        resp3: false,
-        name: None,
+        s: Session {
+            authed: p.cfg.requirepass.is_none(),
+            p: p.clone(),
+            id,
+            resp3: false,
+            name: None,
+        },
         multi: None,
         watch: None,
         quit: false,
@@ -136,15 +112,15 @@ impl Client {
         let mut out = BytesMut::with_capacity(16 * 1024);
         loop {
             let limits = crate::protocol::Limits {
-                authenticated: self.authed,
-                max_bulk_len: self.p.cfg.proto_max_bulk_len as i64,
+                authenticated: self.s.authed,
+                max_bulk_len: self.s.p.cfg.proto_max_bulk_len as i64,
             };
             match parser.parse(&mut self.inbuf, limits) {
                 Ok(Parsed::Command(args)) => {
                     if args.is_empty() {
                         continue;
                     }
-                    self.p.commands.fetch_add(1, Ordering::Relaxed);
+                    self.s.p.commands.fetch_add(1, Ordering::Relaxed);
                     self.handle(args, &mut pend, &mut out, wr).await?;
                     if self.quit || pend.len() >= MAX_PENDING {
                         self.drain(&mut pend, &mut out, wr).await?;
@@ -179,7 +155,7 @@ impl Client {
     /// False when the client is gone, was idle for `timeout` (closed silently, as Redis
     /// does), went over `client-query-buffer-limit` (told so) or its subscriptions broke.
     async fn read_more(&mut self, wr: &mut OwnedWriteHalf) -> std::io::Result<bool> {
-        let idle = self.p.cfg.timeout;
+        let idle = self.s.p.cfg.timeout;
         // Subscribers are exempt from the idle timeout, as in Redis.
         let deadline =
             (!idle.is_zero() && !self.pubsub.active()).then(|| tokio::time::Instant::now() + idle);
@@ -250,7 +226,7 @@ impl Client {
     /// The error for a client whose unparsed input went over `client-query-buffer-limit`
     /// (Redis closes such a client; the proxy says why first).
     fn over_query_limit(&mut self) -> Option<Bytes> {
-        let limit = self.p.cfg.client_query_buffer_limit;
+        let limit = self.s.p.cfg.client_query_buffer_limit;
         self.linger = self.inbuf.len() > limit;
         self.linger.then(|| {
             tracing::warn!("closing a client that reached max query buffer length");
@@ -292,7 +268,7 @@ impl Client {
         out: &mut BytesMut,
         wr: &mut OwnedWriteHalf,
     ) -> std::io::Result<()> {
-        let max = self.p.cfg.proto_max_bulk_len;
+        let max = self.s.p.cfg.proto_max_bulk_len;
         for p in pend.drain(..) {
             let mut bytes = resolve(p).await;
             if bytes.len() > max {
@@ -327,7 +303,7 @@ impl Client {
         out: &mut BytesMut,
         wr: &mut OwnedWriteHalf,
     ) -> std::io::Result<()> {
-        let r = route::route(&args, &self.p.placement);
+        let r = route::route(&args, &self.s.p.placement);
         if let Route::Reject(e) = &r {
             if let Some(m) = &mut self.multi {
                 m.dirty = true;
@@ -339,11 +315,11 @@ impl Client {
             Route::Local(n) => *n,
             _ => "",
         };
-        if !self.authed && !matches!(name, "auth" | "hello" | "quit" | "reset") {
+        if !self.s.authed && !matches!(name, "auth" | "hello" | "quit" | "reset") {
             pend.push(err("NOAUTH Authentication required."));
             return Ok(());
         }
-        if !self.resp3 && self.pubsub.active() && !pubsub::allowed_when_subscribed(name) {
+        if !self.s.resp3 && self.pubsub.active() && !pubsub::allowed_when_subscribed(name) {
             pend.push(err(&format!(
                 "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
                 String::from_utf8_lossy(&args[0]).to_ascii_lowercase()
@@ -397,10 +373,10 @@ impl Client {
                 } else if let Some(body) = self.known_evalsha(&args) {
                     Pending::Ready(self.evalsha(node, &args, body).await)
                 } else if let Some(extra) = self.publish_extra(node, &args) {
-                    Pending::Publish(self.send(node, resp::command(&args)), extra)
+                    Pending::Publish(self.s.send(node, resp::command(&args)), extra)
                 } else {
                     self.remember_script(&args);
-                    Pending::Wait(self.send(node, resp::command(&args)))
+                    Pending::Wait(self.s.send(node, resp::command(&args)))
                 }
             }
             Route::Split { kind, parts } => self.split(kind, parts),
@@ -414,26 +390,9 @@ impl Client {
         let nkeys = parts.iter().map(|p| p.slots.len()).sum();
         let waits = parts
             .into_iter()
-            .map(|p| (self.send(p.node, resp::command(&p.args)), p.slots))
+            .map(|p| (self.s.send(p.node, resp::command(&p.args)), p.slots))
             .collect();
         Pending::Split(kind, nkeys, waits)
-    }
-
-    pub fn proxy(&self) -> &Proxy {
-        &self.p
-    }
-
-    pub fn send(&self, node: usize, bytes: Bytes) -> Wait {
-        self.p.nodes[node].send(self.resp3, self.id, bytes)
-    }
-
-    /// Sends to every node.
-    pub fn fan<A: AsRef<[u8]>>(&self, kind: Fan, args: &[A]) -> Pending {
-        let bytes = resp::command(args);
-        let waits = (0..self.p.nodes.len())
-            .map(|n| self.send(n, bytes.clone()))
-            .collect();
-        Pending::Fan(kind, waits)
     }
 
     /// For PUBLISH/SPUBLISH reaching proxy subscribers that share a name: how many more
@@ -446,7 +405,7 @@ impl Client {
         if !shard && !args[0].eq_ignore_ascii_case(b"publish") {
             return None;
         }
-        let extra = self.p.nodes[node].hub.extra_receivers(shard, &args[1]);
+        let extra = self.s.p.nodes[node].hub.extra_receivers(shard, &args[1]);
         (extra > 0).then_some(extra)
     }
 
@@ -455,7 +414,7 @@ impl Client {
         if args.len() > 1
             && (args[0].eq_ignore_ascii_case(b"eval") || args[0].eq_ignore_ascii_case(b"eval_ro"))
         {
-            self.p.remember_script(&args[1]);
+            self.s.p.remember_script(&args[1]);
         }
     }
 
@@ -466,12 +425,12 @@ impl Client {
             return None;
         }
         let sha = String::from_utf8_lossy(&args[1]).to_ascii_lowercase();
-        self.p.scripts.lock().get(&sha).cloned()
+        self.s.p.scripts.lock().get(&sha).cloned()
     }
 
     /// EVALSHA, retried as EVAL when the node lost the script.
     async fn evalsha(&mut self, node: usize, args: &[Bytes], body: Bytes) -> Bytes {
-        let first = wait_bytes(self.send(node, resp::command(args))).await;
+        let first = wait_bytes(self.s.send(node, resp::command(args))).await;
         if !first.starts_with(b"-NOSCRIPT") {
             return first;
         }
@@ -482,17 +441,17 @@ impl Client {
             Bytes::from_static(b"EVAL")
         };
         eval[1] = body;
-        wait_bytes(self.send(node, resp::command(&eval))).await
+        wait_bytes(self.s.send(node, resp::command(&eval))).await
     }
 
     /// A blocking command on a dedicated connection (queued for one when all are taken).
     /// The client's socket is watched meanwhile: if it closes, the dedicated connection is
     /// dropped (it may still block); its input stays under `client-query-buffer-limit`.
     async fn blocking(&mut self, node: usize, args: &[Bytes]) -> Bytes {
-        let p = self.p.clone();
+        let p = self.s.p.clone();
         let n = &p.nodes[node];
         let got = {
-            let acquire = n.dedicated(self.resp3);
+            let acquire = n.dedicated(self.s.resp3);
             tokio::pin!(acquire);
             loop {
                 tokio::select! {
@@ -616,29 +575,29 @@ impl Client {
                 self.quit = true;
                 ok()
             }
-            "ping" if !self.resp3 && self.pubsub.active() => {
+            "ping" if !self.s.resp3 && self.pubsub.active() => {
                 let arg = args.get(1).map_or(&b""[..], |a| &a[..]);
                 Pending::Ready(pubsub::push(false, &[Some(b"pong"), Some(arg)], None))
             }
             "reset" => {
-                self.pubsub = PubSub::new(self.id);
+                self.pubsub = PubSub::new(self.s.id);
                 self.multi = None;
                 self.unwatch().await;
-                self.resp3 = false;
-                self.name = None;
-                self.authed = self.p.cfg.requirepass.is_none();
+                self.s.resp3 = false;
+                self.s.name = None;
+                self.s.authed = self.s.p.cfg.requirepass.is_none();
                 Pending::Ready(Bytes::from_static(b"+RESET\r\n"))
             }
-            _ => local::command(self, name, args),
+            _ => local::command(&mut self.s, name, args),
         }
     }
 
     async fn pubsub_command(&mut self, kind: Kind, subscribe: bool, args: &[Bytes]) -> Pending {
-        let p = self.p.clone();
+        let p = self.s.p.clone();
         let owner = |k: &[u8]| p.placement.owner(k);
         let r = self
             .pubsub
-            .command(&p.nodes, owner, self.resp3, kind, subscribe, &args[1..])
+            .command(&p.nodes, owner, self.s.resp3, kind, subscribe, &args[1..])
             .await;
         match r {
             Ok(b) => Pending::Ready(b),
@@ -651,10 +610,10 @@ impl Client {
             return resp::error("ERR WATCH inside MULTI is not allowed");
         }
         let keys: Vec<usize> = (1..args.len()).collect();
-        let Some(node) = route::single_node(args, &keys, &self.p.placement) else {
+        let Some(node) = route::single_node(args, &keys, &self.s.p.placement) else {
             return resp::error(CROSSSLOT);
         };
-        let p = self.p.clone();
+        let p = self.s.p.clone();
         let n = &p.nodes[node];
         let mut d = match self.watch.take() {
             Some((w, d)) if w == node => d,
@@ -662,7 +621,7 @@ impl Client {
                 self.watch = Some(w);
                 return resp::error(CROSSSLOT);
             }
-            None => match n.dedicated(self.resp3).await {
+            None => match n.dedicated(self.s.resp3).await {
                 Ok(d) => d,
                 Err(e) => return resp::error(&e),
             },
@@ -685,7 +644,7 @@ impl Client {
             let ok = d.write(b"*1\r\n$7\r\nUNWATCH\r\n").await.is_ok()
                 && d.read_prompt_reply().await.is_ok();
             if ok {
-                self.p.nodes[node].release(d);
+                self.s.p.nodes[node].release(d);
             }
         }
     }
@@ -702,12 +661,12 @@ impl Client {
         let node = m
             .node
             .or(watched.as_ref().map(|w| w.0))
-            .unwrap_or_else(|| self.p.placement.owner(b""));
-        let p = self.p.clone();
+            .unwrap_or_else(|| self.s.p.placement.owner(b""));
+        let p = self.s.p.clone();
         let n = &p.nodes[node];
         let mut d = match watched {
             Some((_, d)) => d,
-            None => match n.dedicated(self.resp3).await {
+            None => match n.dedicated(self.s.resp3).await {
                 Ok(d) => d,
                 Err(e) => return resp::error(&e),
             },
@@ -736,8 +695,8 @@ impl Client {
 
 /// The next subscription message (never, for a client that never subscribed).
 async fn next_message(
-    rx: &mut Option<tokio::sync::mpsc::UnboundedReceiver<pubsub::Incoming>>,
-) -> Option<pubsub::Incoming> {
+    rx: &mut Option<tokio::sync::mpsc::UnboundedReceiver<Incoming>>,
+) -> Option<Incoming> {
     match rx {
         Some(rx) => rx.recv().await,
         None => std::future::pending().await,

@@ -14,9 +14,12 @@
 //! subscribes the node again to everything registered (messages published meanwhile are
 //! lost, as they would be for a Redis client reconnecting). The connection opens on the
 //! first subscription and speaks RESP2; RESP3 clients get the messages as `>` pushes.
+//!
+//! Below `pubsub.rs` (the client's side), which imports [`Kind`] and [`Incoming`] from here;
+//! the node's address and handshake come from `link.rs`, not from `node.rs` (a `Node` owns
+//! its hub).
 
-use super::node::{connect, NodeInfo};
-use super::pubsub::{Incoming, Kind};
+use super::link::{connect, NodeInfo};
 use super::resp::{self, Frame};
 use bytes::{Bytes, BytesMut};
 use parking_lot::Mutex;
@@ -38,6 +41,41 @@ const NAMES_PER_COMMAND: usize = 1024;
 /// Messages waiting for a slow subscriber beyond this disconnect it (Redis's
 /// `client-output-buffer-limit pubsub 32mb` plays the same role).
 pub const MAX_QUEUED: usize = 32 << 20;
+
+/// A message frame for the client (already in its protocol), or why its subscriptions
+/// broke (it is then disconnected).
+pub type Incoming = Result<Bytes, String>;
+
+/// The three kinds of subscription, each its own name space on the node.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum Kind {
+    Channel,
+    Pattern,
+    Shard,
+}
+
+impl Kind {
+    pub fn of(cmd: &str) -> Option<(Kind, bool)> {
+        Some(match cmd {
+            "subscribe" => (Kind::Channel, true),
+            "unsubscribe" => (Kind::Channel, false),
+            "psubscribe" => (Kind::Pattern, true),
+            "punsubscribe" => (Kind::Pattern, false),
+            "ssubscribe" => (Kind::Shard, true),
+            "sunsubscribe" => (Kind::Shard, false),
+            _ => return None,
+        })
+    }
+
+    /// The (un)subscribe command names, as confirmations to the client carry them.
+    pub(super) fn names(self) -> (&'static str, &'static str) {
+        match self {
+            Kind::Channel => ("subscribe", "unsubscribe"),
+            Kind::Pattern => ("psubscribe", "punsubscribe"),
+            Kind::Shard => ("ssubscribe", "sunsubscribe"),
+        }
+    }
+}
 
 /// Where a client's messages go.
 #[derive(Clone)]

@@ -1,8 +1,8 @@
 //! Commands the proxy answers itself or spreads over the whole fleet.
 
-use super::client::{Client, Fan, Pending};
 use super::resp;
 use super::scan;
+use super::session::{Fan, Pending, Session};
 use crate::protocol::{write_reply, Reply};
 use bytes::{Bytes, BytesMut};
 use std::sync::atomic::Ordering;
@@ -15,7 +15,7 @@ fn ok() -> Pending {
     Pending::Ready(Bytes::from_static(b"+OK\r\n"))
 }
 
-fn reply(c: &Client, r: &Reply) -> Pending {
+fn reply(c: &Session, r: &Reply) -> Pending {
     let mut out = BytesMut::new();
     write_reply(&mut out, r, c.resp3);
     Pending::Ready(out.freeze())
@@ -23,7 +23,7 @@ fn reply(c: &Client, r: &Reply) -> Pending {
 
 const NOT_INT: &str = "ERR value is not an integer or out of range";
 
-pub fn command(c: &mut Client, name: &str, args: &[Bytes]) -> Pending {
+pub fn command(c: &mut Session, name: &str, args: &[Bytes]) -> Pending {
     match name {
         "ping" => match args.len() {
             1 => Pending::Ready(Bytes::from_static(b"+PONG\r\n")),
@@ -92,7 +92,7 @@ pub fn command(c: &mut Client, name: &str, args: &[Bytes]) -> Pending {
 
 /// FUNCTION LOAD/DELETE/FLUSH/RESTORE change every node (the first node's reply answers);
 /// the rest (LIST, DUMP, STATS, KILL, HELP) ask one node that is up.
-fn function(c: &mut Client, args: &[Bytes]) -> Pending {
+fn function(c: &mut Session, args: &[Bytes]) -> Pending {
     let Some(sub) = args.get(1) else {
         return err("ERR wrong number of arguments for 'function' command");
     };
@@ -104,14 +104,14 @@ fn function(c: &mut Client, args: &[Bytes]) -> Pending {
 }
 
 /// A node that is up (else the first, whose error then names it).
-fn first_up(c: &Client) -> usize {
+fn first_up(c: &Session) -> usize {
     let nodes = &c.proxy().nodes;
     (0..nodes.len())
         .find(|&i| super::node::state_name(&nodes[i]) == "up")
         .unwrap_or(0)
 }
 
-fn check_password(c: &Client, user: Option<&[u8]>, pass: &[u8]) -> Result<(), &'static str> {
+fn check_password(c: &Session, user: Option<&[u8]>, pass: &[u8]) -> Result<(), &'static str> {
     let Some(want) = &c.proxy().cfg.requirepass else {
         return Err("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?");
     };
@@ -137,7 +137,7 @@ fn same_password(given: &[u8], want: &[u8]) -> bool {
 
 /// AUTH user pass / HELLO AUTH: without requirepass the default user has no password (any
 /// is accepted) and other users do not exist.
-fn check_user(c: &Client, user: &[u8], pass: &[u8]) -> Result<(), &'static str> {
+fn check_user(c: &Session, user: &[u8], pass: &[u8]) -> Result<(), &'static str> {
     if c.proxy().cfg.requirepass.is_some() {
         return check_password(c, Some(user), pass);
     }
@@ -147,7 +147,7 @@ fn check_user(c: &Client, user: &[u8], pass: &[u8]) -> Result<(), &'static str> 
     }
 }
 
-fn auth(c: &mut Client, args: &[Bytes]) -> Pending {
+fn auth(c: &mut Session, args: &[Bytes]) -> Pending {
     let r = match args.len() {
         2 => check_password(c, None, &args[1]),
         3 => check_user(c, &args[1], &args[2]),
@@ -162,7 +162,7 @@ fn auth(c: &mut Client, args: &[Bytes]) -> Pending {
     }
 }
 
-fn hello(c: &mut Client, args: &[Bytes]) -> Pending {
+fn hello(c: &mut Session, args: &[Bytes]) -> Pending {
     let mut proto = if c.resp3 { 3 } else { 2 };
     if args.len() > 1 {
         match crate::num::parse_i64(&args[1]) {
@@ -215,7 +215,7 @@ fn hello(c: &mut Client, args: &[Bytes]) -> Pending {
     )
 }
 
-fn scan(c: &mut Client, args: &[Bytes]) -> Pending {
+fn scan(c: &mut Session, args: &[Bytes]) -> Pending {
     let nodes = c.proxy().nodes.len();
     let cursor = std::str::from_utf8(&args[1])
         .ok()
@@ -228,7 +228,7 @@ fn scan(c: &mut Client, args: &[Bytes]) -> Pending {
     Pending::Scan(node, nodes, c.send(node, resp::command(&a)))
 }
 
-fn info(c: &Client, args: &[Bytes]) -> Pending {
+fn info(c: &Session, args: &[Bytes]) -> Pending {
     let p = c.proxy();
     let wanted: Vec<String> = args[1..]
         .iter()

@@ -17,6 +17,7 @@ pub mod client;
 pub mod config;
 pub mod config_file;
 pub mod hub;
+pub mod link;
 pub mod local;
 pub mod node;
 pub mod pubsub;
@@ -24,6 +25,7 @@ pub mod rebalance;
 pub mod resp;
 pub mod route;
 pub mod scan;
+pub mod session;
 pub mod stats;
 pub mod sync_client;
 

@@ -9,12 +9,16 @@
 //!   all are taken, clients queue for one (up to `dedicated_wait`) instead of failing.
 //! - One subscriber connection ([`super::hub`]) shared by every subscribed client.
 //!
+//! What every connection knows of the node ([`NodeInfo`]) and the handshake ([`connect`])
+//! live in [`super::link`], which the hub uses too.
+//!
 //! A node that is down fails pending and new requests at once with
 //! `ERR node <id> is unavailable: <reason>` (never its URL: it may hold a password); the
 //! connection tasks reconnect with backoff (100 ms doubling to 2 s) and check an idle
 //! connection with PING every second. Keys are never remapped to another node.
 
 use super::config::{NodeSpec, ProxyConfig};
+use super::link::{connect, NodeInfo};
 use super::resp;
 use bytes::{Bytes, BytesMut};
 use parking_lot::Mutex;
@@ -42,41 +46,6 @@ const HEALTH_EVERY: Duration = Duration::from_secs(1);
 const IDLE_DEDICATED: usize = 8;
 /// Bytes written to a node in one batch before writing.
 const WRITE_BATCH: usize = 1 << 20;
-
-/// What connection tasks and clients share about a node.
-pub struct NodeInfo {
-    pub spec: NodeSpec,
-    connect_timeout: Duration,
-    pub(super) command_timeout: Duration,
-    pub requests: AtomicU64,
-    pub errors: AtomicU64,
-    /// Round trips on shared connections (write of the batch → its reply).
-    pub latency: super::stats::Histogram,
-    /// Connection failures (each one is followed by a reconnect attempt).
-    pub failures: AtomicU64,
-    last_error: Mutex<String>,
-    /// Bumped whenever a connection to the node fails: idle dedicated connections made
-    /// before are not reused.
-    generation: AtomicU64,
-}
-
-impl NodeInfo {
-    /// The error every request for this node gets while it is down.
-    pub fn unavailable(&self, reason: &str) -> String {
-        format!("ERR node {} is unavailable: {reason}", self.spec.id)
-    }
-
-    /// Why the last connection failed ("" if none has); never holds the URL.
-    pub fn last_error(&self) -> String {
-        self.last_error.lock().clone()
-    }
-
-    fn mark_failed(&self, reason: &str) {
-        self.failures.fetch_add(1, Ordering::Relaxed);
-        *self.last_error.lock() = reason.to_string();
-        self.generation.fetch_add(1, Ordering::Relaxed);
-    }
-}
 
 struct Req {
     bytes: Bytes,
@@ -129,17 +98,7 @@ pub fn state_name(node: &Node) -> &'static str {
 impl Node {
     /// Starts the node's shared connection tasks (on the current tokio runtime).
     pub fn start(spec: NodeSpec, cfg: &ProxyConfig) -> Node {
-        let info = Arc::new(NodeInfo {
-            spec,
-            connect_timeout: cfg.connect_timeout,
-            command_timeout: cfg.command_timeout,
-            requests: AtomicU64::new(0),
-            errors: AtomicU64::new(0),
-            latency: super::stats::Histogram::default(),
-            failures: AtomicU64::new(0),
-            last_error: Mutex::new(String::new()),
-            generation: AtomicU64::new(0),
-        });
+        let info = Arc::new(NodeInfo::new(spec, cfg));
         let conns = cfg.conns_per_node.max(1);
         let make = |resp3: bool| -> Vec<ConnHandle> {
             (0..conns)
@@ -202,7 +161,7 @@ impl Node {
             }
             None => {
                 self.info.errors.fetch_add(1, Ordering::Relaxed);
-                let reason = self.info.last_error.lock().clone();
+                let reason = self.info.last_error();
                 let _ = req.reply.send(Err(self.info.unavailable(&reason)));
             }
         }
@@ -219,7 +178,7 @@ impl Node {
         self.info.requests.fetch_add(1, Ordering::Relaxed);
         if self.is_down() {
             self.info.errors.fetch_add(1, Ordering::Relaxed);
-            let reason = self.info.last_error.lock().clone();
+            let reason = self.info.last_error();
             return Err(self.info.unavailable(&reason));
         }
         let generation = self.info.generation.load(Ordering::Relaxed);
@@ -338,68 +297,6 @@ impl Dedicated {
             }
         }
     }
-}
-
-/// Connects and prepares a connection: AUTH, HELLO 3 for RESP3, SELECT db. Returns the
-/// stream and any bytes read past the handshake replies. Errors never hold the URL.
-pub(super) async fn connect(info: &NodeInfo, resp3: bool) -> Result<(TcpStream, BytesMut), String> {
-    let spec = &info.spec;
-    let stream = tokio::time::timeout(info.connect_timeout, TcpStream::connect(spec.addr()))
-        .await
-        .map_err(|_| "connect timed out".to_string())?
-        .map_err(|e| e.to_string())?;
-    let _ = stream.set_nodelay(true);
-    let mut hello: Vec<u8> = Vec::new();
-    let mut expect = 0;
-    if let Some(pw) = &spec.password {
-        match &spec.user {
-            Some(u) => resp::encode_command(&mut hello, &["AUTH", u, pw]),
-            None => resp::encode_command(&mut hello, &["AUTH", pw]),
-        }
-        expect += 1;
-    }
-    if resp3 {
-        resp::encode_command(&mut hello, &["HELLO", "3"]);
-        expect += 1;
-    }
-    if spec.db != 0 {
-        resp::encode_command(&mut hello, &["SELECT", &spec.db.to_string()]);
-        expect += 1;
-    }
-    let mut stream = stream;
-    let mut buf = BytesMut::with_capacity(16 * 1024);
-    if expect == 0 {
-        return Ok((stream, buf));
-    }
-    let handshake = async {
-        stream.write_all(&hello).await.map_err(|e| e.to_string())?;
-        let mut got = 0;
-        while got < expect {
-            match resp::frame_len(&buf) {
-                Ok(Some(n)) => {
-                    let f = buf.split_to(n);
-                    if f.first() == Some(&b'-') || f.first() == Some(&b'!') {
-                        let text = String::from_utf8_lossy(&f[1..]).trim_end().to_string();
-                        return Err(format!("handshake refused: {text}"));
-                    }
-                    got += 1;
-                    continue;
-                }
-                Ok(None) => {}
-                Err(e) => return Err(format!("bad reply: {}", e.0)),
-            }
-            match stream.read_buf(&mut buf).await {
-                Ok(0) => return Err("connection closed by the node".to_string()),
-                Ok(_) => {}
-                Err(e) => return Err(e.to_string()),
-            }
-        }
-        Ok(())
-    };
-    tokio::time::timeout(info.command_timeout, handshake)
-        .await
-        .map_err(|_| "handshake timed out".to_string())??;
-    Ok((stream, buf))
 }
 
 /// A request written and awaiting its reply (`None`: the proxy's own health PING).

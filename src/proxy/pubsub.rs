@@ -13,7 +13,7 @@
 //! connection) reaches the client, as with Redis. Messages queued before an unsubscribe
 //! is processed are written before its confirmation, none after it.
 
-use super::hub::{Hub, Sink};
+use super::hub::{Hub, Incoming, Kind, Sink};
 use super::node::Node;
 use super::resp;
 use bytes::{Bytes, BytesMut};
@@ -21,10 +21,6 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 use tokio::sync::mpsc;
-
-/// A message frame for the client (already in its protocol), or why its subscriptions
-/// broke (it is then disconnected).
-pub type Incoming = Result<Bytes, String>;
 
 pub struct PubSub {
     client: u64,
@@ -45,35 +41,6 @@ impl Drop for PubSub {
     fn drop(&mut self) {
         for hub in self.joined.values() {
             hub.leave(self.client);
-        }
-    }
-}
-
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-pub enum Kind {
-    Channel,
-    Pattern,
-    Shard,
-}
-
-impl Kind {
-    pub fn of(cmd: &str) -> Option<(Kind, bool)> {
-        Some(match cmd {
-            "subscribe" => (Kind::Channel, true),
-            "unsubscribe" => (Kind::Channel, false),
-            "psubscribe" => (Kind::Pattern, true),
-            "punsubscribe" => (Kind::Pattern, false),
-            "ssubscribe" => (Kind::Shard, true),
-            "sunsubscribe" => (Kind::Shard, false),
-            _ => return None,
-        })
-    }
-
-    fn names(self) -> (&'static str, &'static str) {
-        match self {
-            Kind::Channel => ("subscribe", "unsubscribe"),
-            Kind::Pattern => ("psubscribe", "punsubscribe"),
-            Kind::Shard => ("ssubscribe", "sunsubscribe"),
         }
     }
 }

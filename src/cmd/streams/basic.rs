@@ -1,8 +1,9 @@
 //! XADD, XLEN, XRANGE, XREVRANGE, XDEL, XTRIM, XSETID.
 
+use super::journal::{journal, Touched};
 use super::{
-    entry_reply, int_or, invalid_id, limits, modified, range_end, range_start, read, reply,
-    strict_id, write,
+    entry_reply, int_or, invalid_id, limits, lookup_read, lookup_write, modified, range_end,
+    range_start, reply, strict_id,
 };
 use crate::cmd::args::is;
 use crate::cmd::{errors, Cx};
@@ -140,7 +141,7 @@ fn xadd_inner(cx: &mut Cx) -> Result<Reply, Reply> {
     // A stream created here is stored whole at the end of the command.
     let journaling = cx.ks.journaling();
     let mut created = false;
-    if write(cx, key)?.is_none() {
+    if lookup_write(cx, key)?.is_none() {
         if opts.nomkstream {
             return Ok(Reply::Nil);
         }
@@ -151,7 +152,7 @@ fn xadd_inner(cx: &mut Cx) -> Result<Reply, Reply> {
             ev.created(true, key);
         }
     }
-    let s = write(cx, key)?.expect("stream exists");
+    let s = lookup_write(cx, key)?.expect("stream exists");
     if s.last_id == StreamId::MAX {
         return Err(errors::err(errors::STREAM_EXHAUSTED));
     }
@@ -181,7 +182,7 @@ fn xadd_inner(cx: &mut Cx) -> Result<Reply, Reply> {
         None => 0,
         Some(t) if journaling && !created => {
             ids = trim_candidates(cx, key, Some(t));
-            write(cx, key)?.map_or(0, |s| s.trim(t))
+            lookup_write(cx, key)?.map_or(0, |s| s.trim(t))
         }
         Some(t) => s.trim(t),
     };
@@ -202,7 +203,7 @@ fn xadd_inner(cx: &mut Cx) -> Result<Reply, Reply> {
 }
 
 pub fn xlen(cx: &mut Cx) -> Reply {
-    match read(cx, &cx.args[1]) {
+    match lookup_read(cx, &cx.args[1]) {
         Ok(Some(s)) => Reply::Int(s.len() as i64),
         Ok(None) => Reply::Int(0),
         Err(e) => e,
@@ -228,7 +229,7 @@ fn range_generic(cx: &mut Cx, rev: bool) -> Result<Reply, Reply> {
             return Err(errors::syntax());
         }
     }
-    let Some(s) = read(cx, &args[1])? else {
+    let Some(s) = lookup_read(cx, &args[1])? else {
         return Ok(Reply::Array(Vec::new()));
     };
     if count == 0 {
@@ -259,7 +260,7 @@ pub fn xdel(cx: &mut Cx) -> Reply {
     reply((|| {
         let args = cx.args;
         let key = &args[1];
-        if write(cx, key)?.is_none() {
+        if lookup_write(cx, key)?.is_none() {
             cx.changes(0);
             return Ok(Reply::Int(0));
         }
@@ -267,7 +268,7 @@ pub fn xdel(cx: &mut Cx) -> Reply {
             .iter()
             .map(|a| strict_id(a))
             .collect::<Result<Vec<_>, _>>()?;
-        let s = write(cx, key)?.expect("stream exists");
+        let s = lookup_write(cx, key)?.expect("stream exists");
         let n = s.delete(&ids);
         if n > 0 {
             if cx.ks.journaling() {
@@ -286,7 +287,7 @@ pub fn xtrim(cx: &mut Cx) -> Reply {
         let opts = parse_add_trim(cx, false)?;
         let key = &cx.args[1];
         let mut ids = trim_candidates(cx, key, opts.trim);
-        let Some(s) = write(cx, key)? else {
+        let Some(s) = lookup_write(cx, key)? else {
             cx.changes(0);
             return Ok(Reply::Int(0));
         };
@@ -333,7 +334,7 @@ pub fn xsetid(cx: &mut Cx) -> Reply {
             i += 2;
         }
         let key = &args[1];
-        let Some(s) = write(cx, key)? else {
+        let Some(s) = lookup_write(cx, key)? else {
             return Err(errors::err(errors::NO_SUCH_KEY));
         };
         check_setid(s, id, entries_added)?;
@@ -362,147 +363,13 @@ fn check_setid(s: &Stream, id: StreamId, entries_added: Option<u64>) -> Result<(
     Ok(())
 }
 
-// ---- durable journaling ----
-//
-// In-place stream edits record element-level changes (`Access::elems`) after the edit, as
-// the current state of what they touched: every stream change is idempotent (a row put or
-// deleted), so recording the state after the edit is right even when the key was also
-// written whole earlier in the same transaction. Callers check `cx.ks.journaling()` first,
-// so the memory engine does no extra work.
-
-/// Part of a stream whose current state is to be recorded.
-pub(super) enum Touched<'a> {
-    /// The counters (`XMeta`).
-    Meta,
-    /// Entries: `XAdd` for those present, one `XDel` for those gone.
-    Entries(&'a [StreamId]),
-    /// A group's row (`XGroupPut`, or `XGroupDel` if it is gone).
-    Group(&'a [u8]),
-    /// PEL rows of a group (`XPelPut`, or `XPelDel` for ids no longer pending).
-    Pel(&'a [u8], &'a [StreamId]),
-    /// A consumer's row (`XConsumerPut`, or `XConsumerDel` if it is gone).
-    Consumer(&'a [u8], &'a [u8]),
-}
-
-fn pair(id: StreamId) -> (u64, u64) {
-    (id.ms, id.seq)
-}
-
-/// Records the current state of `what` in the stream at `key` (nothing if the key is no
-/// longer a stream: its removal or replacement is recorded by the generic path).
-pub(super) fn journal(cx: &mut Cx, key: &[u8], what: &[Touched]) {
-    use crate::engine::change::Change;
-    let db = cx.ks.db;
-    let k = Bytes::copy_from_slice(key);
-    let mut out = Vec::new();
-    {
-        let Ok(Some(s)) = write(cx, key) else {
-            return;
-        };
-        for t in what {
-            match *t {
-                Touched::Meta => out.push(Change::XMeta {
-                    db,
-                    key: k.clone(),
-                    last_id: pair(s.last_id),
-                    entries_added: s.entries_added,
-                    max_deleted: pair(s.max_deleted),
-                    first_id: pair(s.first_id),
-                }),
-                Touched::Entries(ids) => {
-                    let mut gone = Vec::new();
-                    for id in ids {
-                        match s.get(id) {
-                            Some(f) => out.push(Change::XAdd {
-                                db,
-                                key: k.clone(),
-                                id: pair(*id),
-                                fields: f.to_vec(),
-                            }),
-                            None => gone.push(pair(*id)),
-                        }
-                    }
-                    if !gone.is_empty() {
-                        out.push(Change::XDel {
-                            db,
-                            key: k.clone(),
-                            ids: gone,
-                        });
-                    }
-                }
-                Touched::Group(g) => out.push(match s.groups.get(g) {
-                    Some(grp) => Change::XGroupPut {
-                        db,
-                        key: k.clone(),
-                        group: Bytes::copy_from_slice(g),
-                        last_id: pair(grp.last_id),
-                        entries_read: grp.entries_read,
-                    },
-                    None => Change::XGroupDel {
-                        db,
-                        key: k.clone(),
-                        group: Bytes::copy_from_slice(g),
-                    },
-                }),
-                Touched::Pel(g, ids) => {
-                    let group = Bytes::copy_from_slice(g);
-                    let grp = s.groups.get(g);
-                    for id in ids {
-                        out.push(match grp.and_then(|grp| grp.pel.get(id)) {
-                            Some(n) => Change::XPelPut {
-                                db,
-                                key: k.clone(),
-                                group: group.clone(),
-                                id: pair(*id),
-                                consumer: n.consumer.clone(),
-                                delivery_time: n.delivery_time,
-                                delivery_count: n.delivery_count,
-                            },
-                            None => Change::XPelDel {
-                                db,
-                                key: k.clone(),
-                                group: group.clone(),
-                                id: pair(*id),
-                            },
-                        });
-                    }
-                }
-                Touched::Consumer(g, name) => {
-                    let c = s.groups.get(g).and_then(|grp| grp.consumers.get(name));
-                    let (group, consumer) =
-                        (Bytes::copy_from_slice(g), Bytes::copy_from_slice(name));
-                    out.push(match c {
-                        Some(c) => Change::XConsumerPut {
-                            db,
-                            key: k.clone(),
-                            group,
-                            consumer,
-                            seen_time: c.seen_time,
-                            active_time: c.active_time,
-                        },
-                        None => Change::XConsumerDel {
-                            db,
-                            key: k.clone(),
-                            group,
-                            consumer,
-                        },
-                    });
-                }
-            }
-        }
-    }
-    for c in out {
-        cx.ks.elems(c);
-    }
-}
-
 /// Before trimming: the entries a trim may remove (the oldest ones; it removes a prefix of
 /// them, as many as it reports), or nothing when not journaling.
 fn trim_candidates(cx: &mut Cx, key: &[u8], t: Option<Trim>) -> Vec<StreamId> {
     let Some(t) = t.filter(|_| cx.ks.journaling()) else {
         return Vec::new();
     };
-    let Ok(Some(s)) = write(cx, key) else {
+    let Ok(Some(s)) = lookup_write(cx, key) else {
         return Vec::new();
     };
     let cap = if t.limit == 0 { u64::MAX } else { t.limit };

@@ -1,10 +1,10 @@
 //! XGROUP (CREATE, SETID, DESTROY, CREATECONSUMER, DELCONSUMER, HELP), XACK, XPENDING,
 //! XCLAIM, XAUTOCLAIM.
 
-use super::basic::{journal, Touched};
+use super::journal::{journal, Touched};
 use super::{
-    entry_reply, id_reply, int_or, loose_id, modified, now_ms, range_end, range_start, read, reply,
-    strict_id, write,
+    consumer_touched, entry_reply, id_reply, int_or, lookup_read, lookup_write, loose_id, modified,
+    now_ms, range_end, range_start, reply, strict_id,
 };
 use crate::cmd::args::{self, is};
 use crate::cmd::{errors, Cx};
@@ -41,7 +41,7 @@ fn xgroup_prelude(cx: &mut Cx, needs_group: bool) -> Result<(bool, i64), Reply> 
         }
     }
     let (key, group) = (&args[2], &args[3]);
-    let s = write(cx, key)?;
+    let s = lookup_write(cx, key)?;
     if !mkstream {
         let Some(s) = s else {
             return Err(errors::err(errors::XGROUP_NEEDS_KEY));
@@ -62,20 +62,20 @@ pub fn xgroup_create(cx: &mut Cx) -> Reply {
         }
         let key = &args[2];
         let id = if &args[4][..] == b"$" {
-            write(cx, key)?.map_or(StreamId::MIN, |s| s.last_id)
+            lookup_write(cx, key)?.map_or(StreamId::MIN, |s| s.last_id)
         } else {
             strict_id(&args[4])?
         };
         let ev = cx.events();
         let mut created = false;
-        if write(cx, key)?.is_none() {
+        if lookup_write(cx, key)?.is_none() {
             created = true;
             cx.ks.set(key, Value::Stream(Box::default()), None);
             if let Some(ev) = ev {
                 ev.created(true, key);
             }
         }
-        let s = write(cx, key)?.expect("stream exists");
+        let s = lookup_write(cx, key)?.expect("stream exists");
         if s.groups.contains_key(&args[3][..]) {
             return Err(errors::err(errors::BUSYGROUP));
         }
@@ -101,7 +101,7 @@ pub fn xgroup_setid(cx: &mut Cx) -> Reply {
         if args.len() != 5 && args.len() != 7 {
             return Err(errors::subcommand_syntax("xgroup", &args[1]));
         }
-        let s = write(cx, &args[2])?.expect("stream exists");
+        let s = lookup_write(cx, &args[2])?.expect("stream exists");
         let id = if &args[4][..] == b"$" {
             s.last_id
         } else {
@@ -123,7 +123,7 @@ pub fn xgroup_destroy(cx: &mut Cx) -> Reply {
     reply((|| {
         xgroup_prelude(cx, false)?;
         let args = cx.args;
-        let s = write(cx, &args[2])?.expect("stream exists");
+        let s = lookup_write(cx, &args[2])?.expect("stream exists");
         if s.groups.remove(&args[3][..]).is_none() {
             return Ok(Reply::Int(0));
         }
@@ -143,7 +143,7 @@ pub fn xgroup_createconsumer(cx: &mut Cx) -> Reply {
         xgroup_prelude(cx, true)?;
         let args = cx.args;
         let now = now_ms(cx);
-        let s = write(cx, &args[2])?.expect("stream exists");
+        let s = lookup_write(cx, &args[2])?.expect("stream exists");
         let g = s.groups.get_mut(&args[3][..]).expect("group exists");
         let created = g.create_consumer(&args[4], now);
         if created {
@@ -162,7 +162,7 @@ pub fn xgroup_delconsumer(cx: &mut Cx) -> Reply {
         xgroup_prelude(cx, true)?;
         let args = cx.args;
         let journaling = cx.ks.journaling();
-        let s = write(cx, &args[2])?.expect("stream exists");
+        let s = lookup_write(cx, &args[2])?.expect("stream exists");
         let g = s.groups.get_mut(&args[3][..]).expect("group exists");
         // Durable: the PEL rows of the consumer go with it.
         let owned: Vec<StreamId> = match g.consumers.get(&args[4][..]) {
@@ -211,7 +211,7 @@ pub fn xgroup_help(_cx: &mut Cx) -> Reply {
 pub fn xack(cx: &mut Cx) -> Reply {
     reply((|| {
         let args = cx.args;
-        let has_group = match read(cx, &args[1])? {
+        let has_group = match lookup_read(cx, &args[1])? {
             Some(s) => s.groups.contains_key(&args[2][..]),
             None => false,
         };
@@ -222,7 +222,7 @@ pub fn xack(cx: &mut Cx) -> Reply {
             .iter()
             .map(|a| strict_id(a))
             .collect::<Result<Vec<_>, _>>()?;
-        let s = write(cx, &args[1])?.expect("stream exists");
+        let s = lookup_write(cx, &args[1])?.expect("stream exists");
         let g = s.groups.get_mut(&args[2][..]).expect("group exists");
         let n = ids.iter().filter(|id| g.ack(id)).count();
         if n > 0 {
@@ -242,7 +242,7 @@ fn stream_and_group<'c>(
     group: &Bytes,
     suffix: &str,
 ) -> Result<&'c mut Stream, Reply> {
-    match write(cx, key)? {
+    match lookup_write(cx, key)? {
         Some(s) if s.groups.contains_key(&group[..]) => Ok(s),
         _ => Err(errors::nogroup_key_or_group(key, group, suffix)),
     }
@@ -275,7 +275,7 @@ fn xpending_inner(cx: &mut Cx) -> Result<Reply, Reply> {
         let consumer = args.get(at + 3).cloned();
         range = Some((minidle, count, start, end, consumer));
     }
-    read(cx, &args[1])?;
+    lookup_read(cx, &args[1])?;
     let now = now_ms(cx);
     let s = stream_and_group(cx, &args[1], &args[2], "")?;
     let g = &s.groups[&args[2][..]];
@@ -341,7 +341,7 @@ pub fn xclaim(cx: &mut Cx) -> Reply {
 fn xclaim_inner(cx: &mut Cx) -> Result<Reply, Reply> {
     let args = cx.args;
     let (key, gname, cname) = (&args[1], &args[2], &args[3]);
-    read(cx, key)?;
+    lookup_read(cx, key)?;
     stream_and_group(cx, key, gname, "")?;
     let minidle = int_or(&args[4], Some(errors::XCLAIM_MIN_IDLE))?.max(0);
     let mut ids = Vec::new();
@@ -425,7 +425,7 @@ fn xclaim_inner(cx: &mut Cx) -> Result<Reply, Reply> {
         }
         claimed.push(*id);
     }
-    let s = write(cx, key)?.expect("stream exists");
+    let s = lookup_write(cx, key)?.expect("stream exists");
     let out = claimed
         .iter()
         .map(|id| match (justid, s.get(id)) {
@@ -471,7 +471,7 @@ fn xautoclaim_inner(cx: &mut Cx) -> Result<Reply, Reply> {
         }
         j += 1;
     }
-    read(cx, key)?;
+    lookup_read(cx, key)?;
     let now = now_ms(cx);
     let ev = cx.events();
     let s = stream_and_group(cx, key, gname, "")?;
@@ -528,7 +528,7 @@ fn xautoclaim_inner(cx: &mut Cx) -> Result<Reply, Reply> {
             .map_or(StreamId::MIN, |(k, _)| *k),
         None => StreamId::MIN,
     };
-    let s = write(cx, key)?.expect("stream exists");
+    let s = lookup_write(cx, key)?.expect("stream exists");
     let entries = claimed
         .iter()
         .map(|id| match (justid, s.get(id)) {
@@ -551,12 +551,4 @@ fn xautoclaim_inner(cx: &mut Cx) -> Result<Reply, Reply> {
         Reply::Array(entries),
         Reply::Array(deleted.into_iter().map(id_reply).collect()),
     ]))
-}
-
-/// `xgroup-createconsumer` when XREADGROUP, XCLAIM or XAUTOCLAIM created their consumer
-/// (`streamCreateConsumer`).
-pub(super) fn consumer_touched(ev: Option<notify::Events>, created: bool, key: &[u8]) {
-    if let (Some(ev), true) = (ev, created) {
-        ev.emit(notify::STREAM, "xgroup-createconsumer", key);
-    }
 }

@@ -1,7 +1,7 @@
 //! XINFO STREAM [FULL [COUNT n]], XINFO GROUPS, XINFO CONSUMERS, XINFO HELP (Redis 7.2
 //! fields: `recorded-first-entry-id`, consumers' `active-time` and `inactive`).
 
-use super::{entry_reply, id_reply, int_or, now_ms, read, reply};
+use super::{entry_reply, id_reply, int_or, lookup_read, now_ms, reply};
 use crate::cmd::args::{self, is};
 use crate::cmd::{errors, Cx};
 use crate::protocol::Reply;
@@ -13,7 +13,7 @@ fn k(s: &'static str) -> Reply {
 }
 
 fn stream<'c>(cx: &'c mut Cx) -> Result<&'c Stream, Reply> {
-    read(cx, &cx.args[2])?.ok_or_else(|| errors::err(errors::NO_SUCH_KEY))
+    lookup_read(cx, &cx.args[2])?.ok_or_else(|| errors::err(errors::NO_SUCH_KEY))
 }
 
 fn opt_int(v: Option<u64>) -> Reply {

@@ -2,8 +2,11 @@
 //! through [`Cx::block_with_args`] with `$` rewritten to the stream's last ID at block
 //! time, so re-running the command after an XADD serves only entries added since.
 
-use super::basic::{journal, Touched};
-use super::{entry_reply, id_reply, int_or, now_ms, read, reply, strict_id, write};
+use super::journal::{journal, Touched};
+use super::{
+    consumer_touched, entry_reply, id_reply, int_or, lookup_read, lookup_write, now_ms, reply,
+    strict_id,
+};
 use crate::cmd::args::is;
 use crate::cmd::{errors, Cx};
 use crate::protocol::Reply;
@@ -105,7 +108,7 @@ fn resolve_ids(cx: &mut Cx, r: &ReadArgs) -> Result<Vec<StreamId>, Reply> {
     let mut ids = Vec::with_capacity(r.n);
     for i in r.streams_arg + r.n..args.len() {
         let key = &args[i - r.n];
-        let s = read(cx, key)?;
+        let s = lookup_read(cx, key)?;
         if let Some((g, _)) = &r.group {
             if !s.is_some_and(|s| s.groups.contains_key(g)) {
                 let suffix = " in XREADGROUP with GROUP option";
@@ -149,12 +152,12 @@ fn generic(cx: &mut Cx, group_cmd: bool) -> Result<Reply, Reply> {
     let mut served: Vec<(Bytes, Reply)> = Vec::new();
     for (i, gt) in ids.iter_mut().enumerate() {
         let key = &args[r.streams_arg + i];
-        if read(cx, key)?.is_none() {
+        if lookup_read(cx, key)?.is_none() {
             continue;
         }
         let entries = match &r.group {
             None => {
-                let s = read(cx, key)?.expect("stream exists");
+                let s = lookup_read(cx, key)?.expect("stream exists");
                 let Some((maxid, _)) = s.last() else {
                     continue;
                 };
@@ -253,7 +256,7 @@ fn serve_group_inner(
     pel: &mut Vec<StreamId>,
 ) -> Result<Option<Vec<Reply>>, Reply> {
     let ev = cx.events();
-    let s = write(cx, key)?.expect("stream exists");
+    let s = lookup_write(cx, key)?.expect("stream exists");
     let history = *gt != StreamId::MAX;
     let mut serve = history;
     if !history {
@@ -265,7 +268,7 @@ fn serve_group_inner(
     }
     let group = s.groups.get_mut(g).expect("group exists");
     // Created (and published) even when nothing is served, as in 7.2.
-    super::groups::consumer_touched(ev, group.touch_consumer(c, now), key);
+    consumer_touched(ev, group.touch_consumer(c, now), key);
     if !serve {
         return Ok(None);
     }
