@@ -55,6 +55,7 @@ fn sha1(c: &mut Criterion) {
     let mut g = c.benchmark_group("sha1");
     for n in [40usize, 1024] {
         let d = script(n);
+        assert_eq!(hand_written::sha1(&d), respite::script::sha1::sha1(&d));
         g.throughput(Throughput::Bytes(n as u64));
         g.bench_function(format!("hand_written/{n}"), |b| {
             b.iter(|| hand_written::sha1(black_box(&d)))
@@ -69,6 +70,7 @@ fn crc32(c: &mut Criterion) {
     let mut g = c.benchmark_group("crc32_wal_record");
     for n in [64usize, 4096] {
         let d = bytes(n);
+        assert_eq!(hand_written::crc32(&d), crc32fast::hash(&d));
         g.throughput(Throughput::Bytes(n as u64));
         g.bench_function(format!("hand_written/{n}"), |b| {
             b.iter(|| hand_written::crc32(black_box(&d)))
@@ -83,6 +85,10 @@ fn crc64(c: &mut Criterion) {
     let mut g = c.benchmark_group("crc64_dump_payload");
     for n in [100usize, 65536] {
         let d = bytes(n);
+        assert_eq!(
+            hand_written::crc64(0, &d),
+            respite::types::rdb::crc64(0, &d)
+        );
         g.throughput(Throughput::Bytes(n as u64));
         g.bench_function(format!("hand_written/{n}"), |b| {
             b.iter(|| hand_written::crc64(0, black_box(&d)))
@@ -166,14 +172,6 @@ mod hand_written {
             out[i * 4..i * 4 + 4].copy_from_slice(&x.to_be_bytes());
         }
         out
-    }
-    pub fn sha1_hex(data: &[u8]) -> String {
-        let mut s = String::with_capacity(40);
-        for b in sha1(data) {
-            s.push(char::from_digit(u32::from(b >> 4), 16).unwrap_or('0'));
-            s.push(char::from_digit(u32::from(b & 15), 16).unwrap_or('0'));
-        }
-        s
     }
 
     pub fn crc32(data: &[u8]) -> u32 {
