@@ -5,6 +5,11 @@
 //! re-hashes after a match and its unrolled match-length loop, so `DUMP` output equals
 //! redis-server's byte for byte. The hash table starts empty (a zero slot means "no
 //! candidate", exactly as a slot pointing at offset 0 fails `ref > in_data` in C).
+//!
+//! Hand-written on purpose: no crate compresses as Redis does. `lzf` (a Rust port, marked
+//! deprecated by its author) lacks the unrolled match loop and `lzf-sys` (C liblzf 3.8)
+//! hashes multiplicatively; both produce other bytes on real values (benches/checksums.rs
+//! has the numbers).
 
 use super::Bad;
 

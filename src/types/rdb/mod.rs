@@ -56,37 +56,18 @@ pub mod types {
     pub const STREAM_LISTPACKS_3: u8 = 21;
 }
 
-/// CRC-64/Jones as Redis's crc64.c computes it: reflected, polynomial 0xad93d23594c935a9,
-/// init 0, no final xor. Table-driven, one table built at compile time.
-pub fn crc64(mut crc: u64, data: &[u8]) -> u64 {
-    for &b in data {
-        crc = CRC_TABLE[((crc ^ u64::from(b)) & 0xff) as usize] ^ (crc >> 8);
-    }
-    crc
+/// CRC-64/Jones as Redis's crc64.c computes it (reflected, polynomial 0xad93d23594c935a9,
+/// init 0, no final xor), continuing from `crc` (0 to start).
+pub fn crc64(crc: u64, data: &[u8]) -> u64 {
+    // The crate takes an initial value in the algorithm's unreflected form.
+    let mut d = CRC64.digest_with_initial(crc.reverse_bits());
+    d.update(data);
+    d.finalize()
 }
 
-/// The polynomial bit-reversed, as a reflected CRC shifts right.
-const CRC_POLY_REFLECTED: u64 = 0x95ac_9329_ac4b_c9b5;
-
-static CRC_TABLE: [u64; 256] = {
-    let mut t = [0u64; 256];
-    let mut i = 0;
-    while i < 256 {
-        let mut c = i as u64;
-        let mut k = 0;
-        while k < 8 {
-            c = if c & 1 == 1 {
-                (c >> 1) ^ CRC_POLY_REFLECTED
-            } else {
-                c >> 1
-            };
-            k += 1;
-        }
-        t[i] = c;
-        i += 1;
-    }
-    t
-};
+/// Slice-by-16 tables, built at compile time.
+static CRC64: crc::Crc<u64, crc::Table<16>> =
+    crc::Crc::<u64, crc::Table<16>>::new(&crc::CRC_64_REDIS);
 
 /// A DUMP payload: type byte, object body, RDB version (u16 LE), CRC-64 (u64 LE) of all
 /// preceding bytes.
@@ -365,6 +346,9 @@ mod tests {
     fn crc64_check_value() {
         // Redis's crc64.c self-test vector.
         assert_eq!(crc64(0, b"123456789"), 0xe9c6_d914_c4b8_d9ca);
+        assert_eq!(crc64(0, b""), 0);
+        // Continuing from a partial CRC equals one pass over the whole input.
+        assert_eq!(crc64(crc64(0, b"1234"), b"56789"), 0xe9c6_d914_c4b8_d9ca);
     }
 
     #[test]
