@@ -2,10 +2,10 @@
 //! survive a durable restart byte for byte (TTLs included), and WATCH from another client
 //! sees a SETBIT/BITFIELD that changes the string but not one that leaves it alone.
 
-mod support;
+mod common;
 
+use common::{keyevents, watched_exec_runs as exec_runs, Conn, Frame};
 use respite::TestServer;
-use support::{keyevents, watched_exec_runs as exec_runs, Conn, Frame};
 
 fn durable(dir: &std::path::Path) -> TestServer {
     TestServer::builder()
@@ -115,7 +115,7 @@ fn keyspace_events_match_redis() {
         "GETBIT a 3",
         "BITCOUNT a",
     ];
-    let redis = support::RedisServer::start();
+    let redis = common::ServerProcess::redis();
     let expected = keyevents(redis.port, "KEAn", &script);
     assert!(expected.len() >= 8, "{expected:?}");
     let srv = TestServer::builder().start().expect("start");

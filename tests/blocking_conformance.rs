@@ -12,11 +12,11 @@
 //! "Blocked" is always observed through the server's own INFO `blocked_clients`; waits are
 //! bounded by a generous guard, never asserted as durations.
 
-mod support;
+mod common;
 
+use common::{Conn, Frame, ServerProcess};
 use respite::TestServer;
 use std::time::{Duration, Instant};
-use support::{Conn, Frame, RedisServer};
 
 const GUARD: Duration = Duration::from_secs(30);
 
@@ -66,14 +66,14 @@ fn words(line: &str) -> Vec<Vec<u8>> {
 
 /// The servers under comparison.
 struct Servers {
-    redis: RedisServer,
+    redis: ServerProcess,
     respite: TestServer,
 }
 
 impl Servers {
     fn start() -> Servers {
         Servers {
-            redis: RedisServer::start(),
+            redis: ServerProcess::redis(),
             respite: TestServer::start().expect("start respite"),
         }
     }

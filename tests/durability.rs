@@ -4,12 +4,12 @@
 //! loads the file; the canonical dump of every database must be identical — for each
 //! `appendfsync` mode. `RESPITE_SEED` / `RESPITE_STEPS` widen it.
 
-mod support;
+mod common;
 
+use common::{Conn, Frame};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use respite::TestServer;
-use support::{Conn, Frame};
 
 const DBS: usize = 3;
 const KEYS: &[&str] = &["a", "b", "{t}c", "{t}d", "e\x00\u{ff}"];

@@ -9,36 +9,12 @@
 //! - Element level: one HSET/SADD/ZADD/... on a 10 000-element collection writes a handful
 //!   of rows (`respite_rows_written` in INFO persistence), not 10 000.
 
-mod support;
+mod common;
 
+use common::{Conn, Frame, Rng};
 use respite::TestServer;
 use std::path::Path;
 use std::time::{Duration, Instant};
-use support::{Conn, Frame};
-
-/// xorshift64*: a small deterministic generator (the sequences must replay exactly).
-struct Rng(u64);
-
-impl Rng {
-    fn new(seed: u64) -> Rng {
-        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
-    }
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
-        items[self.below(items.len())]
-    }
-    fn chance(&mut self, percent: usize) -> bool {
-        self.below(100) < percent
-    }
-}
 
 #[derive(Clone, Copy, Debug)]
 enum Family {
@@ -435,7 +411,7 @@ fn reload_equivalence(family: Family, mode: &str, seed: u64, steps: usize) -> us
             Frame::Simple("OK".into())
         );
     }
-    let mut rng = Rng::new(seed);
+    let mut rng = Rng::seeded(seed);
     let mut wrote = 0;
     for _ in 0..steps {
         match rng.below(100) {

@@ -8,13 +8,16 @@
 mod common;
 use common::checkpoint;
 
+use common::values::{
+    any_reply as raw, any_text as text, entry_ids, fields, int_or_text as int, items, read_reply,
+    texts,
+};
 use common::{
     blocking_conn, c, connect, connections, lua_script, q, until_blocked, Proto, HANG_GUARD,
 };
 use redis::aio::MultiplexedConnection;
 use redis::Value;
 use respite::TestServer;
-use std::collections::HashMap;
 use std::path::Path;
 use std::time::Duration;
 
@@ -39,51 +42,6 @@ fn durable(dir: &Path, fsync: &str) -> TestServer {
 fn restart(srv: TestServer, dir: &Path, fsync: &str) -> TestServer {
     drop(srv);
     durable(dir, fsync)
-}
-
-/// Any reply; an error comes back as a status `ERROR <message>`.
-async fn raw(con: &mut MultiplexedConnection, cmd: &redis::Cmd) -> Value {
-    match tokio::time::timeout(HANG_GUARD, cmd.query_async::<Value>(con)).await {
-        Ok(Ok(v)) => v,
-        Ok(Err(e)) => Value::SimpleString(format!("ERROR {e}")),
-        Err(_) => panic!("command hung"),
-    }
-}
-
-fn text(v: &Value) -> String {
-    match v {
-        Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
-        Value::SimpleString(s) => s.clone(),
-        Value::Int(i) => i.to_string(),
-        other => format!("{other:?}"),
-    }
-}
-
-fn texts(r: &[Value]) -> Vec<String> {
-    r.iter().map(text).collect()
-}
-
-fn int(v: &Value) -> i64 {
-    match v {
-        Value::Int(i) => *i,
-        other => text(other).parse().expect("integer"),
-    }
-}
-
-fn items(v: &Value) -> Vec<Value> {
-    match v {
-        Value::Array(a) | Value::Set(a) => a.clone(),
-        Value::Map(m) => m.iter().flat_map(|(k, v)| [k.clone(), v.clone()]).collect(),
-        other => panic!("not an array: {other:?}"),
-    }
-}
-
-/// A reply map (flat array in RESP2, map in RESP3) by field name.
-fn fields(v: &Value) -> HashMap<String, Value> {
-    items(v)
-        .chunks(2)
-        .map(|p| (text(&p[0]), p[1].clone()))
-        .collect()
 }
 
 // ---------------------------------------------------------------------------------------
@@ -215,26 +173,6 @@ async fn rate_limits_survive_restarts(proto: Proto) {
 
 // ---------------------------------------------------------------------------------------
 // S5: work queues on streams with consumer groups.
-
-/// `[[id, [f, v, ...]], ...]` → ids.
-fn entry_ids(v: &Value) -> Vec<String> {
-    items(v).iter().map(|e| text(&items(e)[0])).collect()
-}
-
-/// XREAD/XREADGROUP reply → (stream, ids) pairs.
-fn read_reply(v: &Value) -> Vec<(String, Vec<String>)> {
-    match v {
-        Value::Map(m) => m.iter().map(|(k, v)| (text(k), entry_ids(v))).collect(),
-        Value::Array(a) => a
-            .iter()
-            .map(|kv| {
-                let kv = items(kv);
-                (text(&kv[0]), entry_ids(&kv[1]))
-            })
-            .collect(),
-        other => panic!("unexpected read reply {other:?}"),
-    }
-}
 
 /// A stream ID as (ms, seq), for ordering.
 fn id_of(id: &str) -> (u64, u64) {

@@ -6,6 +6,7 @@
 #[macro_use]
 mod common;
 
+use common::values::int;
 use common::{c, connect, connections, lua_source, q, real_server, Proto};
 use redis::Value;
 use std::time::Duration;
@@ -42,13 +43,6 @@ async fn load_scenarios(con: &mut redis::aio::MultiplexedConnection) {
     )
     .await;
     assert_eq!(name, "scenarios");
-}
-
-fn int(v: &Value) -> i64 {
-    match v {
-        Value::Int(i) => *i,
-        other => panic!("not an integer: {other:?}"),
-    }
 }
 
 /// S2 through FCALL: 128 concurrent checks against a user limit of 32 admit exactly 32.

@@ -3,12 +3,12 @@
 //! GEOSEARCHSTORE / GEORADIUS queries give the same replies in both protocols; geo writes
 //! survive a durable restart, signal WATCH and publish Redis's keyspace events.
 
-mod support;
+mod common;
 
+use common::{keyevents, watched_exec_runs as exec_runs, Conn, Frame, Rng, ServerProcess};
 use respite::TestServer;
-use support::{keyevents, watched_exec_runs as exec_runs, Conn, Frame, RedisServer, Rng};
 
-/// Extra draws on the shared xorshift64* (`support::Rng`).
+/// Extra draws on the shared xorshift64* (`common::Rng`).
 impl Rng {
     /// Uniform in [0, 1).
     fn unit(&mut self) -> f64 {
@@ -17,10 +17,6 @@ impl Rng {
 
     fn range(&mut self, lo: f64, hi: f64) -> f64 {
         lo + (hi - lo) * self.unit()
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
     }
 }
 
@@ -112,7 +108,7 @@ fn geosearch_args(rng: &mut Rng, key: &str, members: &[String]) -> Vec<String> {
     let mut a = vec![key.to_string()];
     if rng.below(3) == 0 {
         a.push("FROMMEMBER".into());
-        a.push(members[rng.below(members.len() as u64) as usize].clone());
+        a.push(members[rng.below(members.len())].clone());
     } else {
         let (lon, lat) = point(rng);
         a.extend(["FROMLONLAT".into(), fmt(lon), fmt(lat)]);
@@ -130,7 +126,7 @@ fn geosearch_args(rng: &mut Rng, key: &str, members: &[String]) -> Vec<String> {
 
 #[test]
 fn random_searches_match_redis() {
-    let redis = RedisServer::start();
+    let redis = ServerProcess::redis();
     let ts = TestServer::builder().start().expect("respite starts");
     let (mut r, mut s) = (
         Conn::connect(redis.port).unwrap(),
@@ -203,7 +199,7 @@ fn random_searches_match_redis() {
             ));
             g.extend(options(&mut rng, false));
             both(&mut r, &mut s, &g);
-            let m = &ms[rng.below(ms.len() as u64) as usize];
+            let m = &ms[rng.below(ms.len())];
             let mut g = words(&format!("GEORADIUSBYMEMBER_RO {key} {m} {rad} {u}"));
             g.extend(options(&mut rng, false));
             both(&mut r, &mut s, &g);
@@ -226,9 +222,9 @@ fn random_searches_match_redis() {
             }
         }
         if q % 3 == 0 {
-            let a = &ms[rng.below(ms.len() as u64) as usize];
-            let b = &ms[rng.below(ms.len() as u64) as usize];
-            let unit = ["m", "km", "ft", "mi"][rng.below(4) as usize];
+            let a = &ms[rng.below(ms.len())];
+            let b = &ms[rng.below(ms.len())];
+            let unit = ["m", "km", "ft", "mi"][rng.below(4)];
             both(
                 &mut r,
                 &mut s,
@@ -365,7 +361,7 @@ fn keyspace_events_match_redis() {
         "GEOSEARCHSTORE d missing FROMMEMBER a BYRADIUS 1 km",
         "GEOSEARCH k FROMMEMBER a BYRADIUS 1 km",
     ];
-    let redis = RedisServer::start();
+    let redis = ServerProcess::redis();
     let expected = keyevents(redis.port, "KEA", &script);
     assert!(expected.len() >= 6, "{expected:?}");
     let srv = TestServer::builder().start().expect("start");

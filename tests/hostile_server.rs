@@ -1,13 +1,13 @@
 //! Hostile clients against the server (audit 2026-12, findings 8, 9, 15, 16, 17 and the
 //! CLIENT LIST memory fields): every resource a client can push on is bounded and visible.
 
-mod support;
+mod common;
 
+use common::{Conn, Frame};
 use respite::testing::TestServer;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
-use support::{Conn, Frame};
 
 /// Generous: only a real wedge takes this long, even on two loaded cores.
 const PATIENCE: Duration = Duration::from_secs(30);

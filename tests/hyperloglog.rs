@@ -3,12 +3,12 @@
 //! every checkpoint; an HLL (sparse and dense, cache valid and stale) survives a restart of
 //! the durable engine byte for byte; PFADD/PFMERGE publish `pfadd` events.
 
-mod support;
+mod common;
 
+use common::{Conn, Frame, Rng, ServerProcess};
 use respite::TestServer;
-use support::{Conn, Frame, RedisServer, Rng};
 
-/// Extra draws on the shared xorshift64* (`support::Rng`).
+/// Extra draws on the shared xorshift64* (`common::Rng`).
 impl Rng {
     fn element(&mut self) -> Vec<u8> {
         let len = (self.next() % 24) as usize;
@@ -36,7 +36,7 @@ fn both(r: &mut Conn, s: &mut Conn, args: &[&[u8]]) -> Frame {
 
 #[test]
 fn hundred_thousand_random_elements_match_redis() {
-    let redis = RedisServer::start();
+    let redis = ServerProcess::redis();
     let ts = TestServer::builder().start().expect("respite starts");
     let (mut r, mut s) = (
         Conn::connect(redis.port).unwrap(),

@@ -6,30 +6,13 @@
 #[macro_use]
 mod common;
 use common::checkpoint;
-mod support;
 
+use common::values::{int, text, texts};
 use common::{
     c, connect, connections, lua_script, lua_source, manual_server, q, real_server, Proto,
 };
 use redis::aio::MultiplexedConnection;
 use redis::Value;
-
-/// Text of a bulk/status reply element.
-fn text(v: &Value) -> String {
-    match v {
-        Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
-        Value::SimpleString(s) => s.clone(),
-        Value::Int(i) => i.to_string(),
-        other => panic!("not text: {other:?}"),
-    }
-}
-
-fn int(v: &Value) -> i64 {
-    match v {
-        Value::Int(i) => *i,
-        other => panic!("not an integer: {other:?}"),
-    }
-}
 
 /// One fixed-window check: (admitted, second element, third element).
 async fn window(
@@ -405,10 +388,6 @@ async fn promote(con: &mut MultiplexedConnection, v: &str, output: &str) -> Vec<
         .expect("promote")
 }
 
-fn texts(r: &[Value]) -> Vec<String> {
-    r.iter().map(text).collect()
-}
-
 type Group = (
     Vec<(Vec<u8>, Vec<u8>)>,
     Option<String>,
@@ -532,8 +511,8 @@ both_protocols!(
 /// step (replies carrying times are compared by shape).
 #[test]
 fn scenario_scripts_match_redis() {
-    use support::{Conn, Frame, RedisServer};
-    let redis = RedisServer::start();
+    use common::{Conn, Frame, ServerProcess};
+    let redis = ServerProcess::redis();
     let respite = real_server();
     let mut ours = Conn::connect(respite.port()).expect("respite");
     let mut theirs = Conn::connect(redis.port).expect("redis");

@@ -6,7 +6,6 @@
 
 #[macro_use]
 mod common;
-mod support;
 
 use common::{c, connect, manual_server, q, real_server, Proto, HANG_GUARD};
 use redis::aio::MultiplexedConnection;
@@ -612,7 +611,7 @@ async fn wait_blocked(con: &mut MultiplexedConnection) {
 /// The same commands give the same events, in the same order, as a real redis-server.
 #[tokio::test]
 async fn event_stream_matches_redis() {
-    let redis = support::RedisServer::start();
+    let redis = common::ServerProcess::redis();
     let server = real_server();
     let want = event_stream(redis.port).await;
     let got = event_stream(server.port()).await;

@@ -7,6 +7,7 @@ use common::checkpoint;
 mod proxy_fleet;
 
 use common::lua_script;
+use common::values::{self, any_text as text, int_or_text as int};
 use proxy_fleet::*;
 use redis::{Connection, Value};
 use std::time::{Duration, Instant};
@@ -15,23 +16,6 @@ use std::time::{Duration, Instant};
 type Entries = Vec<(String, Vec<String>)>;
 /// An XREADGROUP reply: per stream, its entries (nil when nothing came).
 type Read = Option<Vec<(String, Entries)>>;
-
-fn text(v: &Value) -> String {
-    match v {
-        Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
-        Value::SimpleString(s) => s.clone(),
-        Value::Int(i) => i.to_string(),
-        Value::Nil => "nil".into(),
-        other => panic!("not text: {other:?}"),
-    }
-}
-
-fn int(v: &Value) -> i64 {
-    match v {
-        Value::Int(i) => *i,
-        other => text(other).parse().unwrap(),
-    }
-}
 
 /// Which nodes hold `key` (asked directly, not through the proxy).
 fn holders(f: &Fleet, key: &str) -> Vec<usize> {
@@ -520,10 +504,7 @@ fn s5_work_queues(kind: NodeKind) {
 }
 
 fn texts(v: Value) -> Vec<String> {
-    match v {
-        Value::Array(items) => items.iter().map(text).collect(),
-        other => panic!("{other:?}"),
-    }
+    values::texts(&values::items(&v))
 }
 
 fn prepare(c: &mut Connection, v: &str, output: &str, base: &str, rev: u8) -> Vec<String> {

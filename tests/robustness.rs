@@ -3,10 +3,10 @@
 //! range markers, option names, empty and binary strings) against keys of every type.
 //! Whatever the replies, the connection must stay up and the server must not panic.
 
-mod support;
+mod common;
 
+use common::{Conn, Frame, Rng};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use support::{Conn, Frame};
 
 static SERVER_PANICS: AtomicUsize = AtomicUsize::new(0);
 
@@ -134,19 +134,6 @@ fn excluded(name: &str) -> bool {
             | "punsubscribe"
             | "sunsubscribe"
     ) || name.starts_with('b') // blocking pops (BLPOP, BZPOPMIN…)
-}
-
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
 }
 
 fn seed(c: &mut Conn) {

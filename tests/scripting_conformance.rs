@@ -9,9 +9,9 @@
 //! `reject script do not cause a Lua stack leak`, `Consistent eval error reporting`,
 //! `SCRIPTING FLUSH ASYNC`.
 
-mod support;
+mod common;
 
-use support::{Conn, Frame, RedisServer};
+use common::{Conn, Frame, ServerProcess};
 
 fn args(v: &[&str]) -> Vec<Vec<u8>> {
     v.iter().map(|a| a.as_bytes().to_vec()).collect()
@@ -49,7 +49,7 @@ fn cmdstat(c: &mut Conn, cmd: &str) -> String {
 
 /// Runs each transcript line on both servers and asserts the replies are equal.
 fn differential(lines: &[&[&str]], mut probe: impl FnMut(&mut Conn) -> Vec<String>) {
-    let redis = RedisServer::start();
+    let redis = ServerProcess::redis();
     let respite = respite::TestServer::start().expect("start respite");
     let mut a = Conn::connect(redis.port).expect("connect redis");
     let mut b = Conn::connect(respite.port()).expect("connect respite");
@@ -68,7 +68,7 @@ fn differential(lines: &[&[&str]], mut probe: impl FnMut(&mut Conn) -> Vec<Strin
 /// must still be the same double as the oracle's text.
 #[test]
 fn lua_number_arguments_print_as_redis_7_2() {
-    let redis = RedisServer::start();
+    let redis = ServerProcess::redis();
     let respite = respite::TestServer::start().expect("start respite");
     let mut a = Conn::connect(redis.port).expect("connect redis");
     let mut b = Conn::connect(respite.port()).expect("connect respite");
@@ -276,7 +276,7 @@ fn info_memory_script_counters() {
     for j in 0..100 {
         lines.push(vec!["SCRIPT".into(), "LOAD".into(), format!("return {j}")]);
     }
-    let redis = RedisServer::start();
+    let redis = ServerProcess::redis();
     let respite = respite::TestServer::start().expect("start respite");
     let mut a = Conn::connect(redis.port).expect("connect redis");
     let mut b = Conn::connect(respite.port()).expect("connect respite");

@@ -2,10 +2,10 @@
 //! empty result's deletion too), WATCH sees STORE writes but not plain sorts, and STORE
 //! publishes the same keyspace events as redis-server 7.0.
 
-mod support;
+mod common;
 
+use common::{keyevents, watched_exec_runs as exec_runs, Conn, Frame};
 use respite::TestServer;
-use support::{keyevents, watched_exec_runs as exec_runs, Conn, Frame};
 
 fn durable(dir: &std::path::Path) -> TestServer {
     TestServer::builder()
@@ -110,7 +110,7 @@ fn store_events_match_redis() {
         "SORT l",
         "SORT_RO l",
     ];
-    let redis = support::RedisServer::start();
+    let redis = common::ServerProcess::redis();
     let expected = keyevents(redis.port, "KEA", &script);
     assert!(expected.len() >= 5, "{expected:?}");
     let srv = TestServer::builder().start().expect("start");

@@ -11,14 +11,14 @@
 //! - The dirty counter (`INFO persistence` `rdb_changes_since_last_save`) moves only for
 //!   writes that change something, compared step by step with redis-server.
 
-mod support;
+mod common;
 
+use common::{Conn, Frame, ServerProcess};
 use respite::TestServer;
 use std::collections::HashSet;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
-use support::{Conn, Frame, RedisServer};
 
 // ---- a raw client: replies as the exact bytes the server wrote ----
 
@@ -132,7 +132,7 @@ fn load(c: &mut Conn, lines: &[String]) {
 #[test]
 fn scan_reply_sizes_match_redis() {
     let srv = TestServer::start().expect("start");
-    let oracle = RedisServer::start();
+    let oracle = ServerProcess::redis();
     let mut ours = Conn::connect(srv.port()).expect("connect");
     let mut theirs = Conn::connect(oracle.port).expect("connect oracle");
     let long = "x".repeat(70);
@@ -416,7 +416,7 @@ fn changes(c: &mut Conn) -> i64 {
 #[test]
 fn dirty_counter_moves_only_for_changes_like_redis() {
     let srv = TestServer::start().expect("start");
-    let oracle = RedisServer::start();
+    let oracle = ServerProcess::redis();
     let mut ours = Conn::connect(srv.port()).expect("connect");
     let mut theirs = Conn::connect(oracle.port).expect("connect oracle");
     let script = [
