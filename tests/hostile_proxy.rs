@@ -13,10 +13,10 @@ use respite::proxy::config::ProxyConfig;
 use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
-/// `n` redis-server nodes without passwords behind a proxy with a generous command
-/// timeout, adjusted by `tweak`.
+/// `n` (one or two) redis-server nodes without passwords, named `n0`, `n1`, behind a proxy
+/// with a generous command timeout, adjusted by `tweak`.
 fn fleet(n: usize, tweak: impl FnOnce(&mut ProxyConfig)) -> Fleet {
-    Fleet::open(NodeKind::Redis, n, false, |cfg| {
+    Fleet::open(NodeKind::Redis, &["n0", "n1"][..n], false, |cfg| {
         cfg.command_timeout = Duration::from_secs(10);
         tweak(cfg)
     })

@@ -104,18 +104,18 @@ impl Fleet {
     }
 
     pub fn start_with(kind: NodeKind, tweak: impl FnOnce(&mut ProxyConfig)) -> Fleet {
-        Self::open(kind, 3, true, tweak)
+        Self::open(kind, &IDS, true, tweak)
     }
 
-    /// `n` (at most three) nodes of `kind`, with passwords or not; `tweak` adjusts the
-    /// proxy's configuration.
+    /// Nodes of `kind` named `ids` (placement follows the names), with passwords or not;
+    /// `tweak` adjusts the proxy's configuration.
     pub fn open(
         kind: NodeKind,
-        n: usize,
+        ids: &[&str],
         passwords: bool,
         tweak: impl FnOnce(&mut ProxyConfig),
     ) -> Fleet {
-        let nodes: Vec<Node> = (0..n)
+        let nodes: Vec<Node> = (0..ids.len())
             .map(|i| {
                 let pw = if passwords {
                     format!("s3cret-{i}")
@@ -125,7 +125,7 @@ impl Fleet {
                 Node::start(kind, &pw)
             })
             .collect();
-        let specs: Vec<NodeSpec> = nodes.iter().zip(IDS).map(|(n, id)| n.spec(id)).collect();
+        let specs: Vec<NodeSpec> = nodes.iter().zip(ids).map(|(n, id)| n.spec(id)).collect();
         let mut cfg = ProxyConfig {
             port: 0,
             nodes: specs.clone(),
