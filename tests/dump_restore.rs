@@ -10,7 +10,7 @@
 
 mod common;
 
-use common::{Conn, Frame, Rng, ServerProcess};
+use common::{durable_server, Conn, Frame, Rng, ServerProcess};
 use respite::types::rdb::{self, value};
 use respite::TestServer;
 use std::time::{Duration, Instant};
@@ -578,11 +578,7 @@ fn restored_key_survives_durable_restart() {
         bulk(call(&mut c, &[b"DUMP", b"h"]))
     };
     {
-        let ts = TestServer::builder()
-            .redb(dir.path())
-            .param("appendfsync", "always")
-            .start()
-            .unwrap();
+        let ts = durable_server(dir.path(), "always");
         let mut c = Conn::connect(ts.port()).unwrap();
         let ok = Frame::Simple("OK".into());
         assert_eq!(call(&mut c, &[b"RESTORE", b"k", b"0", &payload]), ok);
@@ -591,11 +587,7 @@ fn restored_key_survives_durable_restart() {
             ok
         );
     }
-    let ts = TestServer::builder()
-        .redb(dir.path())
-        .param("appendfsync", "always")
-        .start()
-        .unwrap();
+    let ts = durable_server(dir.path(), "always");
     let mut c = Conn::connect(ts.port()).unwrap();
     let expect = vec![
         b"hash".to_vec(),

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{Conn, Frame};
+use common::{durable_server, Conn, Frame};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use respite::TestServer;
@@ -205,11 +205,7 @@ fn dump(port: u16) -> Vec<String> {
 fn run(mode: &str, seed: u64, steps: usize) {
     let dir = tempfile::tempdir().expect("tempdir");
     let before = {
-        let server = TestServer::builder()
-            .redb(dir.path())
-            .param("appendfsync", mode)
-            .start()
-            .expect("start");
+        let server = durable_server(dir.path(), mode);
         let mut c = Conn::connect(server.port()).expect("connect");
         let mut rng = StdRng::seed_from_u64(seed);
         for step in 0..steps {
@@ -220,11 +216,7 @@ fn run(mode: &str, seed: u64, steps: usize) {
         }
         dump(server.port())
     };
-    let server = TestServer::builder()
-        .redb(dir.path())
-        .param("appendfsync", mode)
-        .start()
-        .expect("restart");
+    let server = durable_server(dir.path(), mode);
     let after = dump(server.port());
     if before != after {
         let diff: Vec<String> = before

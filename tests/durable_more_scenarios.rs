@@ -6,14 +6,15 @@
 
 #[macro_use]
 mod common;
-use common::checkpoint;
+use common::s6::{self, checkpoint, Group, Pairs};
 
 use common::values::{
     any_reply as raw, any_text as text, entry_ids, fields, int_or_text as int, items, read_reply,
     texts,
 };
 use common::{
-    blocking_conn, c, connect, connections, lua_script, q, until_blocked, Proto, HANG_GUARD,
+    blocking_conn, c, connect, connections, durable_server, lua_script, q, until_blocked, Proto,
+    HANG_GUARD,
 };
 use redis::aio::MultiplexedConnection;
 use redis::Value;
@@ -29,19 +30,11 @@ fn fsync_for(proto: Proto) -> &'static str {
     }
 }
 
-fn durable(dir: &Path, fsync: &str) -> TestServer {
-    TestServer::builder()
-        .redb(dir)
-        .param("appendfsync", fsync)
-        .start()
-        .expect("start durable server")
-}
-
 /// Stops `srv` (its final commit closes the file) and starts a new server on `dir`. The
 /// old one must be gone first: two servers cannot hold one database file.
 fn restart(srv: TestServer, dir: &Path, fsync: &str) -> TestServer {
     drop(srv);
-    durable(dir, fsync)
+    durable_server(dir, fsync)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -84,7 +77,7 @@ async fn pttl(con: &mut MultiplexedConnection, key: &str) -> i64 {
 async fn rate_limits_survive_restarts(proto: Proto) {
     let fsync = fsync_for(proto);
     let dir = tempfile::tempdir().expect("tempdir");
-    let mut srv = durable(dir.path(), fsync);
+    let mut srv = durable_server(dir.path(), fsync);
     let cons = connections(&srv, proto, 16).await;
     let mut tasks = Vec::new();
     for i in 0..128 {
@@ -251,7 +244,7 @@ async fn pending_rows(
 async fn work_queue_survives_restarts(proto: Proto) {
     let fsync = fsync_for(proto);
     let dir = tempfile::tempdir().expect("tempdir");
-    let mut srv = durable(dir.path(), fsync);
+    let mut srv = durable_server(dir.path(), fsync);
     let mut con = connect(&srv, proto).await;
     let create = c(&["XGROUP", "CREATE", "s", "g", "0-0", "MKSTREAM"]);
     let ok: String = q(&mut con, &create).await;
@@ -408,62 +401,30 @@ async fn prepare(
     base: &str,
     rev: u8,
 ) -> Vec<String> {
-    let s = lua_script("twophase_prepare.lua");
-    let mut inv = s.key(format!("{{vehicle:{v}}}:prepared"));
-    inv.key(format!("{{vehicle:{v}}}:committed-revision"))
-        .arg(output)
-        .arg(base)
-        .arg(rev.to_string());
-    for (f, val) in checkpoint(rev) {
-        inv.arg(f).arg(val);
-    }
-    let r: Vec<Value> = inv.invoke_async(con).await.expect("prepare");
+    let call = s6::Call::prepare(v, output, base, rev);
+    let r: Vec<Value> = call.invocation().invoke_async(con).await.expect("prepare");
     texts(&r)
 }
 
 async fn mark(con: &mut MultiplexedConnection, v: &str, output: &str) -> Vec<String> {
-    let r: Vec<Value> = lua_script("twophase_mark_published.lua")
-        .key(format!("{{vehicle:{v}}}:prepared"))
-        .arg(output)
-        .invoke_async(con)
-        .await
-        .expect("mark");
+    let call = s6::Call::mark(v, output);
+    let r: Vec<Value> = call.invocation().invoke_async(con).await.expect("mark");
     texts(&r)
 }
 
 async fn promote(con: &mut MultiplexedConnection, v: &str, output: &str) -> Vec<String> {
-    let r: Vec<Value> = lua_script("twophase_promote.lua")
-        .key(format!("{{vehicle:{v}}}:prepared"))
-        .key(format!("{{vehicle:{v}}}:committed-revision"))
-        .key(format!("{{vehicle:{v}}}:checkpoint"))
-        .arg(output)
-        .arg(3_600_000)
-        .invoke_async(con)
-        .await
-        .expect("promote");
+    let call = s6::Call::promote(v, output);
+    let r: Vec<Value> = call.invocation().invoke_async(con).await.expect("promote");
     texts(&r)
 }
 
-type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
-
 /// The load path: the whole group in one MULTI/EXEC (checkpoint, revision, prepared).
-async fn load(con: &mut MultiplexedConnection, v: &str) -> (Pairs, Option<String>, Pairs) {
-    let mut p = redis::pipe();
-    p.atomic()
-        .cmd("HGETALL")
-        .arg(format!("{{vehicle:{v}}}:checkpoint"))
-        .cmd("GET")
-        .arg(format!("{{vehicle:{v}}}:committed-revision"))
-        .cmd("HGETALL")
-        .arg(format!("{{vehicle:{v}}}:prepared"));
-    let (mut cp, rev, mut prep): (Pairs, Option<String>, Pairs) =
-        tokio::time::timeout(HANG_GUARD, p.query_async(con))
-            .await
-            .expect("load hung")
-            .expect("load");
-    cp.sort();
-    prep.sort();
-    (cp, rev, prep)
+async fn load(con: &mut MultiplexedConnection, v: &str) -> Group {
+    let group = tokio::time::timeout(HANG_GUARD, s6::load_pipe(v).query_async(con))
+        .await
+        .expect("load hung")
+        .expect("load");
+    s6::sorted(group)
 }
 
 /// The prepared record `prepare(.., output, base, rev)` writes, sorted.
@@ -494,7 +455,7 @@ fn sorted(mut pairs: Pairs) -> Pairs {
 async fn two_phase_commit_survives_restarts(proto: Proto) {
     let fsync = fsync_for(proto);
     let dir = tempfile::tempdir().expect("tempdir");
-    let mut srv = durable(dir.path(), fsync);
+    let mut srv = durable_server(dir.path(), fsync);
     let mut con = connect(&srv, proto).await;
     assert_eq!(
         prepare(&mut con, "7", "out1", "", 1).await,

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{connect_url, try_q as q, ServerProcess, HANG_GUARD};
+use common::{connect_url, durable_server, try_q as q, ServerProcess, HANG_GUARD};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::cmd;
 use respite::TestServer;
@@ -323,11 +323,7 @@ fn restart_closes_the_port_and_starts_a_fresh_instance() {
 #[test]
 fn durable_restart_reloads_from_disk() {
     let dir = tempfile::tempdir().unwrap();
-    let srv = TestServer::builder()
-        .redb(dir.path())
-        .param("appendfsync", "everysec")
-        .start()
-        .unwrap();
+    let srv = durable_server(dir.path(), "everysec");
     let client = redis::Client::open(srv.url()).unwrap();
     let mut c = client.get_connection().unwrap();
     for i in 0..100 {

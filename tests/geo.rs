@@ -5,7 +5,9 @@
 
 mod common;
 
-use common::{keyevents, watched_exec_runs as exec_runs, Conn, Frame, Rng, ServerProcess};
+use common::{
+    assert_keyevents_match_redis, durable_server, Conn, Frame, Rng, ServerProcess, WatchProbe,
+};
 use respite::TestServer;
 
 /// Extra draws on the shared xorshift64* (`common::Rng`).
@@ -245,14 +247,6 @@ fn random_searches_match_redis() {
     assert!(nonempty > 200, "too few non-empty searches: {nonempty}");
 }
 
-fn durable(dir: &std::path::Path) -> TestServer {
-    TestServer::builder()
-        .redb(dir)
-        .param("appendfsync", "always")
-        .start()
-        .expect("start durable server")
-}
-
 #[test]
 fn geo_sets_survive_a_durable_restart() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -266,7 +260,7 @@ fn geo_sets_survive_a_durable_restart() {
     ];
     let before: Vec<Frame>;
     {
-        let srv = durable(dir.path());
+        let srv = durable_server(dir.path(), "always");
         let mut c = Conn::connect(srv.port()).expect("connect");
         assert_eq!(
             c.cmd("GEOADD k 13.361389 38.115556 a 15.087269 37.502669 b"),
@@ -293,7 +287,7 @@ fn geo_sets_survive_a_durable_restart() {
         assert_eq!(c.cmd(&add), Frame::Int(300));
         before = checks.iter().map(|q| c.cmd(q)).collect();
     }
-    let srv = durable(dir.path());
+    let srv = durable_server(dir.path(), "always");
     let mut c = Conn::connect(srv.port()).expect("connect");
     let after: Vec<Frame> = checks.iter().map(|q| c.cmd(q)).collect();
     assert_eq!(before, after);
@@ -305,7 +299,7 @@ fn geo_sets_survive_a_durable_restart() {
     );
     drop(c);
     drop(srv);
-    let srv = durable(dir.path());
+    let srv = durable_server(dir.path(), "always");
     let mut c = Conn::connect(srv.port()).expect("connect");
     assert_eq!(c.cmd("ZCARD k"), Frame::Int(4));
     assert_eq!(c.cmd("EXISTS near"), Frame::Int(0));
@@ -313,36 +307,27 @@ fn geo_sets_survive_a_durable_restart() {
 
 #[test]
 fn watch_sees_geo_writes() {
-    let srv = TestServer::builder().start().expect("start");
-    let mut a = Conn::connect(srv.port()).expect("connect");
-    let mut b = Conn::connect(srv.port()).expect("connect");
-    assert!(!exec_runs(&mut a, &mut b, "GEOADD k 1 1 m"), "new key");
-    assert!(exec_runs(&mut a, &mut b, "GEOADD k 1 1 m"), "same point");
-    assert!(!exec_runs(&mut a, &mut b, "GEOADD k 2 2 m"), "moved");
+    let mut w = WatchProbe::start();
+    assert!(!w.exec_runs("GEOADD k 1 1 m"), "new key");
+    assert!(w.exec_runs("GEOADD k 1 1 m"), "same point");
+    assert!(!w.exec_runs("GEOADD k 2 2 m"), "moved");
+    assert!(w.exec_runs("GEOADD k NX 3 3 m"), "nx existing");
     assert!(
-        exec_runs(&mut a, &mut b, "GEOADD k NX 3 3 m"),
-        "nx existing"
-    );
-    assert!(
-        exec_runs(&mut a, &mut b, "GEOSEARCH k FROMMEMBER m BYRADIUS 1 km"),
+        w.exec_runs("GEOSEARCH k FROMMEMBER m BYRADIUS 1 km"),
         "read"
     );
-    assert!(exec_runs(&mut a, &mut b, "GEOPOS k m"), "geopos");
-    b.cmd("GEOADD src 0 0 p");
+    assert!(w.exec_runs("GEOPOS k m"), "geopos");
+    w.b.cmd("GEOADD src 0 0 p");
     assert!(
-        !exec_runs(
-            &mut a,
-            &mut b,
-            "GEOSEARCHSTORE k src FROMMEMBER p BYRADIUS 1 km"
-        ),
+        !w.exec_runs("GEOSEARCHSTORE k src FROMMEMBER p BYRADIUS 1 km"),
         "store"
     );
     assert!(
-        !exec_runs(&mut a, &mut b, "GEORADIUS src 50 50 1 km STORE k"),
+        !w.exec_runs("GEORADIUS src 50 50 1 km STORE k"),
         "empty store deletes"
     );
     assert!(
-        exec_runs(&mut a, &mut b, "GEORADIUS src 50 50 1 km STORE k"),
+        w.exec_runs("GEORADIUS src 50 50 1 km STORE k"),
         "nothing to delete"
     );
 }
@@ -361,9 +346,5 @@ fn keyspace_events_match_redis() {
         "GEOSEARCHSTORE d missing FROMMEMBER a BYRADIUS 1 km",
         "GEOSEARCH k FROMMEMBER a BYRADIUS 1 km",
     ];
-    let redis = ServerProcess::redis();
-    let expected = keyevents(redis.port, "KEA", &script);
-    assert!(expected.len() >= 6, "{expected:?}");
-    let srv = TestServer::builder().start().expect("start");
-    assert_eq!(keyevents(srv.port(), "KEA", &script), expected);
+    assert_keyevents_match_redis("KEA", &script, 6);
 }

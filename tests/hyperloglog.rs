@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{Conn, Frame, Rng, ServerProcess};
+use common::{durable_server, Conn, Frame, Rng, ServerProcess};
 use respite::TestServer;
 
 /// Extra draws on the shared xorshift64* (`common::Rng`).
@@ -101,13 +101,7 @@ fn bulk(f: Frame) -> Vec<u8> {
 #[test]
 fn hll_survives_durable_restart() {
     let dir = tempfile::tempdir().unwrap();
-    let start = || {
-        TestServer::builder()
-            .redb(dir.path())
-            .param("appendfsync", "always")
-            .start()
-            .unwrap()
-    };
+    let start = || durable_server(dir.path(), "always");
     let mut rng = Rng(42);
     let els: Vec<Vec<u8>> = (0..3000).map(|_| rng.element()).collect();
     let keys: [&[u8]; 5] = [b"sparse", b"stale", b"dense", b"merged", b"empty"];

@@ -5,7 +5,7 @@
 
 #[macro_use]
 mod common;
-use common::checkpoint;
+use common::s6::{self, checkpoint, Group};
 
 use common::values::{int, text, texts};
 use common::{
@@ -355,59 +355,23 @@ async fn prepare(
     base: &str,
     rev: u8,
 ) -> Vec<Value> {
-    let s = lua_script("twophase_prepare.lua");
-    let mut inv = s.key(format!("{{vehicle:{v}}}:prepared"));
-    inv.key(format!("{{vehicle:{v}}}:committed-revision"))
-        .arg(output)
-        .arg(base)
-        .arg(rev.to_string());
-    for (f, val) in checkpoint(rev) {
-        inv.arg(f).arg(val);
-    }
-    inv.invoke_async(con).await.expect("prepare")
+    let call = s6::Call::prepare(v, output, base, rev);
+    call.invocation().invoke_async(con).await.expect("prepare")
 }
 
 async fn mark(con: &mut MultiplexedConnection, v: &str, output: &str) -> Vec<Value> {
-    lua_script("twophase_mark_published.lua")
-        .key(format!("{{vehicle:{v}}}:prepared"))
-        .arg(output)
-        .invoke_async(con)
-        .await
-        .expect("mark")
+    let call = s6::Call::mark(v, output);
+    call.invocation().invoke_async(con).await.expect("mark")
 }
 
 async fn promote(con: &mut MultiplexedConnection, v: &str, output: &str) -> Vec<Value> {
-    lua_script("twophase_promote.lua")
-        .key(format!("{{vehicle:{v}}}:prepared"))
-        .key(format!("{{vehicle:{v}}}:committed-revision"))
-        .key(format!("{{vehicle:{v}}}:checkpoint"))
-        .arg(output)
-        .arg(3_600_000)
-        .invoke_async(con)
-        .await
-        .expect("promote")
+    let call = s6::Call::promote(v, output);
+    call.invocation().invoke_async(con).await.expect("promote")
 }
-
-type Group = (
-    Vec<(Vec<u8>, Vec<u8>)>,
-    Option<String>,
-    Vec<(Vec<u8>, Vec<u8>)>,
-);
 
 /// The load path: the whole group in one MULTI/EXEC.
 async fn load(con: &mut MultiplexedConnection, v: &str) -> Group {
-    let mut p = redis::pipe();
-    p.atomic()
-        .cmd("HGETALL")
-        .arg(format!("{{vehicle:{v}}}:checkpoint"))
-        .cmd("GET")
-        .arg(format!("{{vehicle:{v}}}:committed-revision"))
-        .cmd("HGETALL")
-        .arg(format!("{{vehicle:{v}}}:prepared"));
-    let (mut cp, rev, mut prep): Group = p.query_async(con).await.expect("load");
-    cp.sort();
-    prep.sort();
-    (cp, rev, prep)
+    s6::sorted(s6::load_pipe(v).query_async(con).await.expect("load"))
 }
 
 /// S6 end to end: prepare (already / busy / conflict), mark-published, promote (refused

@@ -13,7 +13,10 @@
 
 mod common;
 
-use common::{conn_info, free_port, keyevents, wait_until, Conn, Frame, ServerProcess, PATIENCE};
+use common::{
+    conn_info, durable_server, free_port, keyevents, wait_until, Conn, Frame, ServerProcess,
+    PATIENCE,
+};
 use respite::TestServer;
 use std::io::{Read, Write};
 use std::net::TcpListener;
@@ -638,13 +641,7 @@ fn silent_target_times_out_with_one_thread() {
 fn durable_source_deletes_durably() {
     let dir = tempfile::tempdir().unwrap();
     let dst = ServerProcess::redis();
-    let start = || {
-        TestServer::builder()
-            .redb(dir.path())
-            .param("appendfsync", "always")
-            .start()
-            .unwrap()
-    };
+    let start = || durable_server(dir.path(), "always");
     {
         let ts = start();
         let mut c = Conn::connect(ts.port()).unwrap();

@@ -3,7 +3,7 @@
 //! directly on the node the placement names.
 
 mod common;
-use common::checkpoint;
+use common::s6::{self, checkpoint, Group};
 mod proxy_fleet;
 
 use common::lua_script;
@@ -508,23 +508,14 @@ fn texts(v: Value) -> Vec<String> {
 }
 
 fn prepare(c: &mut Connection, v: &str, output: &str, base: &str, rev: u8) -> Vec<String> {
-    let s = lua_script("twophase_prepare.lua");
-    let mut inv = s.key(format!("{{vehicle:{v}}}:prepared"));
-    inv.key(format!("{{vehicle:{v}}}:committed-revision"))
-        .arg(output)
-        .arg(base)
-        .arg(rev.to_string());
-    for (f, val) in checkpoint(rev) {
-        inv.arg(f).arg(val);
-    }
-    texts(inv.invoke(c).expect("prepare"))
+    let call = s6::Call::prepare(v, output, base, rev);
+    texts(call.invocation().invoke(c).expect("prepare"))
 }
 
 fn mark(c: &mut Connection, v: &str, output: &str) -> Vec<String> {
     texts(
-        lua_script("twophase_mark_published.lua")
-            .key(format!("{{vehicle:{v}}}:prepared"))
-            .arg(output)
+        s6::Call::mark(v, output)
+            .invocation()
             .invoke(c)
             .expect("mark"),
     )
@@ -532,37 +523,16 @@ fn mark(c: &mut Connection, v: &str, output: &str) -> Vec<String> {
 
 fn promote(c: &mut Connection, v: &str, output: &str) -> Vec<String> {
     texts(
-        lua_script("twophase_promote.lua")
-            .key(format!("{{vehicle:{v}}}:prepared"))
-            .key(format!("{{vehicle:{v}}}:committed-revision"))
-            .key(format!("{{vehicle:{v}}}:checkpoint"))
-            .arg(output)
-            .arg(3_600_000)
+        s6::Call::promote(v, output)
+            .invocation()
             .invoke(c)
             .expect("promote"),
     )
 }
 
-type Group = (
-    Vec<(Vec<u8>, Vec<u8>)>,
-    Option<String>,
-    Vec<(Vec<u8>, Vec<u8>)>,
-);
-
 /// The load path: the whole group in one MULTI/EXEC.
 fn load(c: &mut Connection, v: &str) -> Group {
-    let mut p = redis::pipe();
-    p.atomic()
-        .cmd("HGETALL")
-        .arg(format!("{{vehicle:{v}}}:checkpoint"))
-        .cmd("GET")
-        .arg(format!("{{vehicle:{v}}}:committed-revision"))
-        .cmd("HGETALL")
-        .arg(format!("{{vehicle:{v}}}:prepared"));
-    let (mut cp, rev, mut prep): Group = p.query(c).expect("load");
-    cp.sort();
-    prep.sort();
-    (cp, rev, prep)
+    s6::sorted(s6::load_pipe(v).query(c).expect("load"))
 }
 
 /// S6: prepare / mark-published / promote over one hash tag, the MULTI/EXEC load, the

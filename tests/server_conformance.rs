@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{Conn, Frame, ServerProcess};
+use common::{durable_server, Conn, Frame, ServerProcess};
 use respite::TestServer;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -345,11 +345,7 @@ fn waitaof_without_the_durable_engine() {
 #[test]
 fn waitaof_reports_the_local_fsync_of_the_durable_engine() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let srv = TestServer::builder()
-        .redb(dir.path())
-        .param("appendfsync", "always")
-        .start()
-        .unwrap();
+    let srv = durable_server(dir.path(), "always");
     let mut c = conn(srv.port());
     assert_eq!(c.cmd("SET k v"), ok());
     let both = Frame::Array(vec![Frame::Int(1), Frame::Int(0)]);

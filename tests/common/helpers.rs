@@ -118,22 +118,6 @@ pub async fn joined<T>(h: tokio::task::JoinHandle<T>) -> T {
         .expect("task panicked")
 }
 
-/// S6: a checkpoint of ten fields, some binary, for revision `rev`.
-pub fn checkpoint(rev: u8) -> Vec<(Vec<u8>, Vec<u8>)> {
-    let mut out: Vec<(Vec<u8>, Vec<u8>)> = (0..7)
-        .map(|i| {
-            (
-                format!("f{i}").into_bytes(),
-                format!("v{i}-r{rev}").into_bytes(),
-            )
-        })
-        .collect();
-    out.push((b"blob".to_vec(), vec![0x00, 0xff, 0x80, rev, b'\r', b'\n']));
-    out.push((vec![0xfe, 0x00, b'k'], vec![0x80; 3]));
-    out.push((b"empty".to_vec(), Vec::new()));
-    out
-}
-
 /// The keyspace events `script` produces on the server at `port` with
 /// `notify-keyspace-events` set to `flags` (`event key` lines), read by a PSUBSCRIBE
 /// connection up to a sentinel publication; for comparing a command's events with Redis's.
@@ -199,6 +183,37 @@ impl Rng {
         self.0 ^= self.0 >> 27;
         self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
     }
+}
+
+/// The WATCH probe: an in-process server and two clients, `a` watching and `b` acting.
+pub struct WatchProbe {
+    pub server: respite::TestServer,
+    pub a: Conn,
+    pub b: Conn,
+}
+
+impl WatchProbe {
+    pub fn start() -> WatchProbe {
+        let server = respite::TestServer::start().expect("start");
+        let a = Conn::connect(server.port()).expect("connect");
+        let b = Conn::connect(server.port()).expect("connect");
+        WatchProbe { server, a, b }
+    }
+
+    /// [`watched_exec_runs`]: true if `cmd` by `b` left `k` untouched as WATCH sees it.
+    pub fn exec_runs(&mut self, cmd: &str) -> bool {
+        watched_exec_runs(&mut self.a, &mut self.b, cmd)
+    }
+}
+
+/// Asserts that `script` makes respite publish the keyspace events ([`keyevents`] with
+/// `flags`) redis-server does, and at least `min` of them (so the script is a real probe).
+pub fn assert_keyevents_match_redis(flags: &str, script: &[&str], min: usize) {
+    let redis = super::ServerProcess::redis();
+    let expected = keyevents(redis.port, flags, script);
+    assert!(expected.len() >= min, "{expected:?}");
+    let srv = respite::TestServer::start().expect("start");
+    assert_eq!(keyevents(srv.port(), flags, script), expected);
 }
 
 /// WATCH on `k` by `a`, `cmd` by `b`, then a transaction on `a`: true if EXEC ran (so `cmd`

@@ -24,7 +24,8 @@
 //! - **helpers** ([`helpers`]): the key-event recorder [`keyevents`], the WATCH probe
 //!   [`watched_exec_runs`], the seeded RNG [`Rng`], waits ([`wait_until`],
 //!   [`until_blocked`], [`until_blocked_sync`]), INFO parsing ([`info_field`],
-//!   [`info_text`]), unique key names, the shipped Lua scenario scripts, S6 checkpoints.
+//!   [`info_text`]), unique key names, the shipped Lua scenario scripts ([`lua_script`]).
+//! - **scenarios** ([`s6`]): SCENARIOS.md S6's checkpoint, script calls and load.
 #![allow(dead_code, unused_imports)]
 
 use std::time::Duration;
@@ -33,6 +34,7 @@ pub mod clients;
 pub mod helpers;
 pub mod raw;
 pub mod resp;
+pub mod s6;
 pub mod servers;
 pub mod values;
 
@@ -40,6 +42,7 @@ pub use clients::*;
 pub use helpers::*;
 pub use raw::*;
 pub use resp::*;
+pub use s6::checkpoint;
 pub use servers::*;
 
 /// How long any single wait may take before the test is declared hung. This is a guard
