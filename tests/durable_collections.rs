@@ -11,7 +11,7 @@
 
 mod common;
 
-use common::{Conn, Frame, Rng};
+use common::{conn_info_int, until_blocked_sync, Conn, Frame, Rng};
 use respite::TestServer;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -67,17 +67,6 @@ fn check(args: &[String], reply: &Frame) {
             check(args, r);
         }
     }
-}
-
-fn info_field(c: &mut Conn, section: &str, field: &str) -> i64 {
-    let Frame::Bulk(text) = c.cmd(&format!("INFO {section}")) else {
-        panic!("INFO reply");
-    };
-    let text = String::from_utf8_lossy(&text).into_owned();
-    text.lines()
-        .find_map(|l| l.strip_prefix(&format!("{field}:")))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no {field} in INFO {section}"))
 }
 
 fn bulk_text(f: &Frame) -> String {
@@ -358,18 +347,6 @@ fn command(rng: &mut Rng, family: Family) -> Vec<String> {
     }
 }
 
-/// Waits until the server counts `n` blocked clients.
-fn until_blocked(c: &mut Conn, n: i64) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while info_field(c, "clients", "blocked_clients") != n {
-        assert!(
-            Instant::now() < deadline,
-            "never reached {n} blocked clients"
-        );
-        std::thread::sleep(Duration::from_millis(1));
-    }
-}
-
 /// BZPOPMIN served by a later ZADD (a pop made by the wake-up path, not by a command).
 fn served_bzpopmin(rng: &mut Rng, server: &TestServer, c: &mut Conn) {
     let key = rng.pick(ZSET_KEYS).to_string();
@@ -378,7 +355,7 @@ fn served_bzpopmin(rng: &mut Rng, server: &TestServer, c: &mut Conn) {
     waiter
         .send(&[b"BZPOPMIN".to_vec(), key.as_bytes().to_vec(), b"0".to_vec()])
         .expect("send BZPOPMIN");
-    until_blocked(c, 1);
+    until_blocked_sync(c, 1);
     let mut zadd = vec!["ZADD".to_string(), key.clone()];
     // One member: the served pop empties the key; more: it leaves the rest.
     for (i, m) in ["a", "b", "c"].iter().take(rng.below(3) + 1).enumerate() {
@@ -502,8 +479,8 @@ reload_tests! {
 fn counters(c: &mut Conn) -> (i64, i64) {
     assert_eq!(c.cmd("SAVE"), Frame::Simple("OK".into()));
     (
-        info_field(c, "persistence", "respite_rows_written"),
-        info_field(c, "persistence", "respite_committed_changes"),
+        conn_info_int(c, "persistence", "respite_rows_written"),
+        conn_info_int(c, "persistence", "respite_committed_changes"),
     )
 }
 

@@ -3,14 +3,11 @@
 
 mod common;
 
-use common::{Conn, Frame};
+use common::{conn_info, wait_until, Conn, Frame, PATIENCE};
 use respite::testing::TestServer;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
-
-/// Generous: only a real wedge takes this long, even on two loaded cores.
-const PATIENCE: Duration = Duration::from_secs(30);
 
 fn server(params: &[(&str, &str)]) -> TestServer {
     let mut b = TestServer::builder();
@@ -52,24 +49,6 @@ fn field(line: &str, name: &str) -> String {
 
 fn num_field(line: &str, name: &str) -> u64 {
     field(line, name).parse().expect("numeric field")
-}
-
-/// Polls `cond` until it holds; panics with `what` after [`PATIENCE`].
-fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
-    let end = Instant::now() + PATIENCE;
-    while !cond() {
-        assert!(Instant::now() < end, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
-fn info_field(c: &mut Conn, section: &str, name: &str) -> String {
-    let info = text(&c.cmd(&format!("INFO {section}")));
-    info.lines()
-        .find_map(|l| l.strip_prefix(&format!("{name}:")))
-        .unwrap_or_else(|| panic!("no {name} in INFO {section}"))
-        .trim()
-        .to_string()
 }
 
 /// True once the peer closed the connection (EOF or reset) within [`PATIENCE`].
@@ -139,7 +118,7 @@ fn audit_08_blocked_client_is_held_to_the_query_buffer_limit() {
     let line = client_line(&mut a, id).unwrap();
     assert!(field(&line, "flags").contains('b'), "{line}");
     assert!(num_field(&line, "tot-mem") >= 600 * 1024, "{line}");
-    let max_in: u64 = info_field(&mut a, "clients", "client_recent_max_input_buffer")
+    let max_in: u64 = conn_info(&mut a, "clients", "client_recent_max_input_buffer")
         .parse()
         .unwrap();
     assert!(
@@ -155,7 +134,7 @@ fn audit_08_blocked_client_is_held_to_the_query_buffer_limit() {
     wait_until("B gone from CLIENT LIST", || {
         client_line(&mut a, id).is_none()
     });
-    assert_eq!(info_field(&mut a, "clients", "blocked_clients"), "0");
+    assert_eq!(conn_info(&mut a, "clients", "blocked_clients"), "0");
     assert_eq!(a.cmd("PING"), Frame::Simple("PONG".into()));
 }
 
@@ -206,7 +185,7 @@ fn audit_09_errorstats_codes_are_bounded_in_count_and_size() {
     // and GET's arity error.
     assert!(lines.contains(&"errorstat_ERR:count=3"), "{lines:?}");
     assert!(lines.iter().all(|l| l.len() < 64), "{lines:?}");
-    assert_eq!(info_field(&mut c, "stats", "total_error_replies"), "203");
+    assert_eq!(conn_info(&mut c, "stats", "total_error_replies"), "203");
 }
 
 #[test]
@@ -237,7 +216,7 @@ fn audit_15_a_panicking_command_leaks_no_client_state() {
     wait_until("panicked client unregistered", || {
         client_line(&mut obs, id).is_none()
     });
-    assert_eq!(info_field(&mut obs, "clients", "connected_clients"), "1");
+    assert_eq!(conn_info(&mut obs, "clients", "connected_clients"), "1");
     assert_eq!(
         obs.cmd("PUBSUB NUMSUB ch"),
         Frame::Array(vec![Frame::Bulk(b"ch".to_vec()), Frame::Int(0)])
@@ -368,7 +347,7 @@ fn subscriber_that_does_not_read_shows_growing_omem() {
     assert!(num_field(&l, "oll") > 0, "{l}");
     assert!(num_field(&l, "tot-mem") >= num_field(&l, "omem"), "{l}");
     assert!(field(&l, "events").contains('w'), "{l}");
-    let max_out: u64 = info_field(&mut a, "clients", "client_recent_max_output_buffer")
+    let max_out: u64 = conn_info(&mut a, "clients", "client_recent_max_output_buffer")
         .parse()
         .unwrap();
     assert!(

@@ -5,6 +5,7 @@
 //! nodes: see the `redis_nodes` / `respite_nodes` modules at the end.
 
 mod common;
+#[macro_use]
 mod proxy_fleet;
 
 use common::ServerProcess;
@@ -787,18 +788,6 @@ fn the_proxy_binary_reads_a_config_file() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("line 2"), "{err}");
     assert!(!err.contains("s3cret"), "{err}");
-}
-
-/// Each test against both node kinds.
-macro_rules! for_kinds {
-    ($kind:ident: $($name:ident),* $(,)?) => {
-        $(
-            #[test]
-            fn $name() {
-                super::$name(super::NodeKind::$kind)
-            }
-        )*
-    };
 }
 
 mod redis_nodes {

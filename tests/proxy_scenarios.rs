@@ -4,6 +4,7 @@
 
 mod common;
 use common::s6::{self, checkpoint, Group};
+#[macro_use]
 mod proxy_fleet;
 
 use common::lua_script;
@@ -591,17 +592,6 @@ fn s6_two_phase(kind: NodeKind) {
         .arg(format!("{{vehicle:{}}}:committed-revision", vehicles[1]));
     let e = err_text(p.query::<Value>(&mut c).unwrap_err());
     assert!(e.contains("CROSSSLOT") || e.contains("EXECABORT"), "{e}");
-}
-
-macro_rules! for_kinds {
-    ($kind:ident: $($name:ident),* $(,)?) => {
-        $(
-            #[test]
-            fn $name() {
-                super::$name(super::NodeKind::$kind)
-            }
-        )*
-    };
 }
 
 mod redis_nodes {

@@ -5,10 +5,7 @@
 
 mod common;
 
-use common::{Conn, Frame, Rng};
-use std::sync::atomic::{AtomicUsize, Ordering};
-
-static SERVER_PANICS: AtomicUsize = AtomicUsize::new(0);
+use common::{server_panics, watch_server_panics, Conn, Frame, Rng};
 
 const TRICKY: &[&[u8]] = &[
     b"",
@@ -150,21 +147,6 @@ fn seed(c: &mut Conn) {
     }
 }
 
-/// Counts panics on the in-process server's worker threads (a panicking connection task
-/// would otherwise just vanish).
-fn watch_server_panics() {
-    static HOOK: std::sync::Once = std::sync::Once::new();
-    HOOK.call_once(|| {
-        let prev = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            if std::thread::current().name() == Some("tokio-runtime-worker") {
-                SERVER_PANICS.fetch_add(1, Ordering::Relaxed);
-            }
-            prev(info)
-        }));
-    });
-}
-
 #[test]
 fn random_arguments_never_break_the_server() {
     watch_server_panics();
@@ -204,11 +186,7 @@ fn random_arguments_never_break_the_server() {
         }
     }
     assert_eq!(c.cmd("PING"), Frame::Simple("PONG".into()));
-    assert_eq!(
-        SERVER_PANICS.load(Ordering::Relaxed),
-        0,
-        "the server panicked"
-    );
+    assert_eq!(server_panics(), 0, "the server panicked");
     eprintln!("robustness: {sent} random commands");
 }
 
@@ -261,9 +239,5 @@ fn random_bytes_never_break_the_server() {
     }
     let mut c = Conn::connect(server.port()).expect("connect");
     assert_eq!(c.cmd("PING"), Frame::Simple("PONG".into()));
-    assert_eq!(
-        SERVER_PANICS.load(Ordering::Relaxed),
-        0,
-        "the server panicked"
-    );
+    assert_eq!(server_panics(), 0, "the server panicked");
 }

@@ -110,3 +110,43 @@ pub fn c(args: &[&str]) -> redis::Cmd {
     }
     cmd
 }
+
+/// Runs `cmd` (a script or function that will not end by itself) on a connection of its
+/// own in the background; [`killed_reply`] collects what it got.
+pub async fn spawn_runaway(
+    server: &TestServer,
+    proto: Proto,
+    cmd: redis::Cmd,
+) -> tokio::task::JoinHandle<redis::RedisResult<redis::Value>> {
+    let mut con = connect(server, proto).await;
+    tokio::spawn(async move { cmd.query_async::<redis::Value>(&mut con).await })
+}
+
+/// Polls `GET k` on `con` until the server answers BUSY (a script or function is past
+/// its time limit); that error's text.
+pub async fn until_busy(con: &mut MultiplexedConnection) -> String {
+    let deadline = tokio::time::Instant::now() + HANG_GUARD;
+    loop {
+        match c(&["GET", "k"]).query_async::<Option<String>>(con).await {
+            Err(e) if e.to_string().contains("BUSY") => return e.to_string(),
+            _ => {
+                assert!(
+                    tokio::time::Instant::now() < deadline,
+                    "no BUSY reply while a script ran past lua-time-limit"
+                );
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await
+            }
+        }
+    }
+}
+
+/// The error the caller of a killed script or function got.
+pub async fn killed_reply(
+    runaway: tokio::task::JoinHandle<redis::RedisResult<redis::Value>>,
+) -> redis::RedisError {
+    tokio::time::timeout(HANG_GUARD, runaway)
+        .await
+        .expect("killed script never returned")
+        .expect("task")
+        .expect_err("a killed script replies an error")
+}

@@ -5,6 +5,7 @@
 use super::clients::{c, q};
 use super::resp::{Conn, Frame};
 use super::{HANG_GUARD, PATIENCE};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 /// Polls `cond` until it holds; panics with `what` after [`PATIENCE`].
@@ -42,16 +43,25 @@ pub fn info_text<'a>(info: &'a str, field: &str) -> Option<&'a str> {
     })
 }
 
-/// The INFO `section` field `field` of the server behind `c`, as text.
-pub fn conn_info(c: &mut Conn, section: &str, field: &str) -> String {
+/// The INFO `section` field `field` of the server behind `c`, as text, if present.
+pub fn conn_info_opt(c: &mut Conn, section: &str, field: &str) -> Option<String> {
     let info = match c.cmd(&format!("INFO {section}")) {
         Frame::Bulk(b) | Frame::Verbatim(_, b) => String::from_utf8_lossy(&b).into_owned(),
         other => panic!("INFO {section}: {other}"),
     };
-    info_text(&info, field)
-        .unwrap_or_else(|| panic!("no {field} in INFO {section}"))
-        .trim()
-        .to_string()
+    info_text(&info, field).map(|v| v.trim().to_string())
+}
+
+/// The INFO `section` field `field` of the server behind `c`, as text.
+pub fn conn_info(c: &mut Conn, section: &str, field: &str) -> String {
+    conn_info_opt(c, section, field).unwrap_or_else(|| panic!("no {field} in INFO {section}"))
+}
+
+/// The INFO `section` field `field` of the server behind `c`, as an integer.
+pub fn conn_info_int(c: &mut Conn, section: &str, field: &str) -> i64 {
+    let v = conn_info(c, section, field);
+    v.parse()
+        .unwrap_or_else(|_| panic!("INFO {section} {field}:{v} is not an integer"))
 }
 
 /// Waits until the server behind `c` reports `n` blocked clients (sync clients).
@@ -59,7 +69,7 @@ pub fn until_blocked_sync(c: &mut Conn, n: i64) {
     wait_until_every(
         &format!("{n} blocked clients"),
         Duration::from_millis(2),
-        || conn_info(c, "clients", "blocked_clients").parse::<i64>() == Ok(n),
+        || conn_info_int(c, "clients", "blocked_clients") == n,
     )
 }
 
@@ -256,4 +266,26 @@ pub fn wait_pong(port: u16) {
     wait_ping(port, "waiting for PONG", |r| {
         *r == Frame::Simple("PONG".into())
     })
+}
+
+/// Counts panics on the in-process server's worker threads (a panicking connection task
+/// would otherwise just vanish): [`server_panics`] reads the count.
+pub fn watch_server_panics() {
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| {
+        let prev = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if std::thread::current().name() == Some("tokio-runtime-worker") {
+                SERVER_PANICS.fetch_add(1, Ordering::Relaxed);
+            }
+            prev(info)
+        }));
+    });
+}
+
+static SERVER_PANICS: AtomicUsize = AtomicUsize::new(0);
+
+/// Panics seen on server worker threads since [`watch_server_panics`].
+pub fn server_panics() -> usize {
+    SERVER_PANICS.load(Ordering::Relaxed)
 }

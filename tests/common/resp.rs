@@ -82,6 +82,11 @@ pub struct Conn {
 }
 
 impl Conn {
+    /// [`Conn::connect`] to a loopback port, panicking if it cannot.
+    pub fn open(port: u16) -> Conn {
+        Conn::connect(port).unwrap_or_else(|e| panic!("connect to port {port}: {e}"))
+    }
+
     pub fn connect(port: u16) -> std::io::Result<Conn> {
         let s = TcpStream::connect(("127.0.0.1", port))?;
         // A hang guard, not a performance bound.
@@ -266,6 +271,12 @@ impl Wire {
     /// The next reply, CRLF shown as spaces.
     pub fn frame(&mut self) -> String {
         String::from_utf8_lossy(&self.frame_bytes()).replace("\r\n", " ")
+    }
+
+    /// Sends a command given as words and returns its reply's exact bytes as text.
+    pub fn cmd(&mut self, line: &str) -> String {
+        self.send_line(line);
+        String::from_utf8(self.frame_bytes()).expect("a UTF-8 reply")
     }
 
     /// Sends a command and returns its reply as [`Wire::frame`] does.

@@ -4,6 +4,20 @@
 //! `ProxyServer`. Needs `mod common;` next to `mod proxy_fleet;`.
 #![allow(dead_code)]
 
+/// Each test against both node kinds: `for_kinds!(Redis: a, b)` in a module makes tests
+/// `a` and `b` running `super::a(NodeKind::Redis)`, … (needs `#[macro_use] mod proxy_fleet;`).
+#[allow(unused_macros)]
+macro_rules! for_kinds {
+    ($kind:ident: $($name:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $name() {
+                super::$name(super::NodeKind::$kind)
+            }
+        )*
+    };
+}
+
 use crate::common::{ProcessKind, ServerProcess, Wire};
 use redis::Connection;
 use respite::proxy::config::{NodeSpec, Placement, ProxyConfig};
