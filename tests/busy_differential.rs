@@ -315,10 +315,7 @@ fn timedout_no_false_dead_client(kind: Kind) {
             let body = "while 1 do redis.call('ping') end";
             let mut frames = Vec::new();
             let mut push = |args: &[&str]| {
-                frames.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
-                for a in args {
-                    frames.extend_from_slice(format!("${}\r\n{a}\r\n", a.len()).as_bytes());
-                }
+                frames.extend_from_slice(&respite::proxy::resp::command(args));
             };
             match kind {
                 Kind::Eval => push(&["eval", body, "0"]),

@@ -133,13 +133,7 @@ impl Raw {
 
 /// A RESP multibulk frame for `args`.
 pub fn frame(args: &[&[u8]]) -> Vec<u8> {
-    let mut out = format!("*{}\r\n", args.len()).into_bytes();
-    for a in args {
-        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-        out.extend_from_slice(a);
-        out.extend_from_slice(b"\r\n");
-    }
-    out
+    respite::proxy::resp::command(args).to_vec()
 }
 
 /// RESP2 bulk string reply bytes.

@@ -113,13 +113,7 @@ impl Conn {
     }
 
     pub fn send(&mut self, args: &[Vec<u8>]) -> std::io::Result<()> {
-        let mut out = format!("*{}\r\n", args.len()).into_bytes();
-        for a in args {
-            out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-            out.extend_from_slice(a);
-            out.extend_from_slice(b"\r\n");
-        }
-        self.w.write_all(&out)
+        self.w.write_all(&respite::proxy::resp::command(args))
     }
 
     pub fn call(&mut self, args: &[Vec<u8>]) -> std::io::Result<Frame> {
@@ -235,6 +229,13 @@ impl Wire {
         Wire::connect(SocketAddr::from(([127, 0, 0, 1], port)))
     }
 
+    /// A connected socket made elsewhere (say, with a small receive buffer).
+    pub fn from_stream(s: TcpStream) -> Wire {
+        s.set_read_timeout(Some(PATIENCE)).expect("timeout");
+        s.set_nodelay(true).expect("nodelay");
+        Wire { s, buf: Vec::new() }
+    }
+
     /// How long a read waits.
     pub fn set_timeout(&mut self, t: Duration) {
         self.s.set_read_timeout(Some(t)).expect("timeout");
@@ -271,6 +272,12 @@ impl Wire {
     /// The next reply, CRLF shown as spaces.
     pub fn frame(&mut self) -> String {
         String::from_utf8_lossy(&self.frame_bytes()).replace("\r\n", " ")
+    }
+
+    /// The next reply without its final CRLF, other CRLFs shown as spaces (for a simple
+    /// reply: its line).
+    pub fn line(&mut self) -> String {
+        self.frame().trim_end().to_string()
     }
 
     /// Sends a command given as words and returns its reply's exact bytes as text.
