@@ -13,8 +13,8 @@ use common::values::{
     texts,
 };
 use common::{
-    blocking_conn, c, connect, connections, durable_server, lua_script, q, until_blocked, Proto,
-    HANG_GUARD,
+    admitted_by_user_limit, blocking_conn, c, connect, connections, durable_server, join_all,
+    lua_script, q, until_blocked, Proto, HANG_GUARD,
 };
 use redis::aio::MultiplexedConnection;
 use redis::Value;
@@ -87,16 +87,7 @@ async fn rate_limits_survive_restarts(proto: Proto) {
             async move { window(&mut con, "u1", key).await },
         ));
     }
-    let mut admitted = 0;
-    for t in tasks {
-        let (ok, scope, _) = t.await.expect("task");
-        if ok {
-            admitted += 1;
-        } else {
-            assert_eq!(text(&scope), "user");
-        }
-    }
-    assert_eq!(admitted, 32);
+    assert_eq!(admitted_by_user_limit(&join_all(tasks).await), 32);
     drop(cons);
     let mut con = connect(&srv, proto).await;
     let (a, b): (i64, i64) = (

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{c, connect, durable_server, lua_script, q, Proto};
+use common::{assert_saw_one_to, c, connect, durable_server, lua_script, q, Proto};
 use redis::aio::MultiplexedConnection;
 use redis::Value;
 use respite::TestServer;
@@ -115,12 +115,7 @@ async fn host_state(fsync: &str) {
                 seen
             }));
         }
-        let mut seen = Vec::new();
-        for t in tasks {
-            seen.extend(t.await.expect("task"));
-        }
-        seen.sort_unstable();
-        assert_eq!(seen, (1..=400).collect::<Vec<i64>>());
+        assert_saw_one_to(tasks, 400).await;
     }
     let srv = durable_server(dir.path(), fsync);
     let mut con = connect(&srv, Proto::Resp2).await;

@@ -9,7 +9,8 @@ use common::s6::{self, checkpoint, Group};
 
 use common::values::{int, text, texts};
 use common::{
-    c, connect, connections, lua_script, lua_source, manual_server, q, real_server, Proto,
+    admitted_by_user_limit, assert_saw_one_to, c, connect, connections, join_all, lua_script,
+    lua_source, manual_server, q, real_server, Proto,
 };
 use redis::aio::MultiplexedConnection;
 use redis::Value;
@@ -45,16 +46,7 @@ async fn fixed_window_limits(proto: Proto) {
             window(&mut con, "u1", "k1", (32, 1000)).await
         }));
     }
-    let mut admitted = 0;
-    for t in tasks {
-        let (ok, scope, _) = t.await.expect("task");
-        if ok {
-            admitted += 1;
-        } else {
-            assert_eq!(text(&scope), "user");
-        }
-    }
-    assert_eq!(admitted, 32);
+    assert_eq!(admitted_by_user_limit(&join_all(tasks).await), 32);
     let mut con = cons[0].clone();
     let used: i64 = q(&mut con, &c(&["GET", "{rl:u1}:user:w1"])).await;
     assert_eq!(used, 32, "rejected checks must not increment");
@@ -220,12 +212,7 @@ async fn scripted_increments_total_400(proto: Proto) {
             seen
         }));
     }
-    let mut seen = Vec::new();
-    for t in tasks {
-        seen.extend(t.await.expect("task"));
-    }
-    seen.sort_unstable();
-    assert_eq!(seen, (1..=400).collect::<Vec<i64>>());
+    assert_saw_one_to(tasks, 400).await;
     let mut con = cons[0].clone();
     let total: i64 = q(&mut con, &c(&["GET", "{host}:counter"])).await;
     assert_eq!(total, 400);

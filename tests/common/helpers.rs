@@ -119,6 +119,36 @@ pub async fn until_blocked(con: &mut redis::aio::MultiplexedConnection, n: i64) 
     }
 }
 
+/// Every task's result, in order (a task that panicked fails the test).
+pub async fn join_all<T>(tasks: Vec<tokio::task::JoinHandle<T>>) -> Vec<T> {
+    let mut out = Vec::with_capacity(tasks.len());
+    for t in tasks {
+        out.push(t.await.expect("task"));
+    }
+    out
+}
+
+/// S7: the values the increments of all `tasks` saw are exactly `1..=n`, each once.
+pub async fn assert_saw_one_to(tasks: Vec<tokio::task::JoinHandle<Vec<i64>>>, n: i64) {
+    let mut seen = join_all(tasks).await.concat();
+    seen.sort_unstable();
+    assert_eq!(seen, (1..=n).collect::<Vec<i64>>());
+}
+
+/// S2: how many fixed-window checks (`(admitted, scope, _)` replies) were admitted; every
+/// refusal must name the user limit.
+pub fn admitted_by_user_limit(checks: &[(bool, redis::Value, redis::Value)]) -> usize {
+    let mut admitted = 0;
+    for (ok, scope, _) in checks {
+        if *ok {
+            admitted += 1;
+        } else {
+            assert_eq!(super::values::text(scope), "user");
+        }
+    }
+    admitted
+}
+
 /// The result of a background task (say, a client blocked in a command), within
 /// [`HANG_GUARD`].
 pub async fn joined<T>(h: tokio::task::JoinHandle<T>) -> T {
