@@ -6,11 +6,10 @@
 
 #[macro_use]
 mod common;
-use common::s6::{self, checkpoint, Group, Pairs};
+use common::s6::{self, checkpoint, mark, prepare, promote, Group, Pairs};
 
 use common::values::{
     any_reply as raw, any_text as text, entry_ids, fields, int_or_text as int, items, read_reply,
-    texts,
 };
 use common::{
     admitted_by_user_limit, blocking_conn, c, connect, connections, durable_server, join_all,
@@ -384,30 +383,6 @@ async fn work_queue_survives_restarts(proto: Proto) {
 
 // ---------------------------------------------------------------------------------------
 // S6: two-phase commit over a hash-tagged key group.
-
-async fn prepare(
-    con: &mut MultiplexedConnection,
-    v: &str,
-    output: &str,
-    base: &str,
-    rev: u8,
-) -> Vec<String> {
-    let call = s6::Call::prepare(v, output, base, rev);
-    let r: Vec<Value> = call.invocation().invoke_async(con).await.expect("prepare");
-    texts(&r)
-}
-
-async fn mark(con: &mut MultiplexedConnection, v: &str, output: &str) -> Vec<String> {
-    let call = s6::Call::mark(v, output);
-    let r: Vec<Value> = call.invocation().invoke_async(con).await.expect("mark");
-    texts(&r)
-}
-
-async fn promote(con: &mut MultiplexedConnection, v: &str, output: &str) -> Vec<String> {
-    let call = s6::Call::promote(v, output);
-    let r: Vec<Value> = call.invocation().invoke_async(con).await.expect("promote");
-    texts(&r)
-}
 
 /// The load path: the whole group in one MULTI/EXEC (checkpoint, revision, prepared).
 async fn load(con: &mut MultiplexedConnection, v: &str) -> Group {

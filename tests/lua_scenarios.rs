@@ -5,9 +5,9 @@
 
 #[macro_use]
 mod common;
-use common::s6::{self, checkpoint, Group};
+use common::s6::{self, checkpoint, mark, prepare, promote, Group};
 
-use common::values::{int, text, texts};
+use common::values::{int, text};
 use common::{
     admitted_by_user_limit, assert_saw_one_to, c, connect, connections, join_all, lua_script,
     lua_source, manual_server, q, real_server, Proto,
@@ -335,27 +335,6 @@ async fn semaphore_gates(proto: Proto) {
     );
 }
 
-async fn prepare(
-    con: &mut MultiplexedConnection,
-    v: &str,
-    output: &str,
-    base: &str,
-    rev: u8,
-) -> Vec<Value> {
-    let call = s6::Call::prepare(v, output, base, rev);
-    call.invocation().invoke_async(con).await.expect("prepare")
-}
-
-async fn mark(con: &mut MultiplexedConnection, v: &str, output: &str) -> Vec<Value> {
-    let call = s6::Call::mark(v, output);
-    call.invocation().invoke_async(con).await.expect("mark")
-}
-
-async fn promote(con: &mut MultiplexedConnection, v: &str, output: &str) -> Vec<Value> {
-    let call = s6::Call::promote(v, output);
-    call.invocation().invoke_async(con).await.expect("promote")
-}
-
 /// The load path: the whole group in one MULTI/EXEC.
 async fn load(con: &mut MultiplexedConnection, v: &str) -> Group {
     s6::sorted(s6::load_pipe(v).query_async(con).await.expect("load"))
@@ -367,24 +346,21 @@ async fn two_phase_commit(proto: Proto) {
     let server = real_server();
     let mut con = connect(&server, proto).await;
     assert_eq!(
-        texts(&prepare(&mut con, "7", "out1", "", 1).await),
+        prepare(&mut con, "7", "out1", "", 1).await,
         ["prepared", "1"]
     );
     let _: i64 = q(&mut con, &c(&["SADD", "staged:p0", "7"])).await;
     assert_eq!(
-        texts(&prepare(&mut con, "7", "out1", "", 1).await),
+        prepare(&mut con, "7", "out1", "", 1).await,
         ["already", "1"]
     );
     assert_eq!(
-        texts(&prepare(&mut con, "7", "out2", "", 1).await),
+        prepare(&mut con, "7", "out2", "", 1).await,
         ["busy", "out1"]
     );
-    assert_eq!(
-        texts(&promote(&mut con, "7", "out1").await),
-        ["not-published"]
-    );
-    assert_eq!(texts(&mark(&mut con, "7", "out2").await), ["busy", "out1"]);
-    assert_eq!(texts(&mark(&mut con, "7", "out1").await), ["published"]);
+    assert_eq!(promote(&mut con, "7", "out1").await, ["not-published"]);
+    assert_eq!(mark(&mut con, "7", "out2").await, ["busy", "out1"]);
+    assert_eq!(mark(&mut con, "7", "out1").await, ["published"]);
     let staged: Vec<String> = q(&mut con, &c(&["SMEMBERS", "staged:p0"])).await;
     assert_eq!(staged, ["7"]);
     let (cp, rev, prep) = load(&mut con, "7").await;
@@ -392,10 +368,7 @@ async fn two_phase_commit(proto: Proto) {
     assert_eq!(rev, None);
     assert!(prep.contains(&(b"c:blob".to_vec(), vec![0x00, 0xff, 0x80, 1, b'\r', b'\n'])));
 
-    assert_eq!(
-        texts(&promote(&mut con, "7", "out1").await),
-        ["promoted", "1"]
-    );
+    assert_eq!(promote(&mut con, "7", "out1").await, ["promoted", "1"]);
     let _: i64 = q(&mut con, &c(&["SREM", "staged:p0", "7"])).await;
     let (cp, rev, prep) = load(&mut con, "7").await;
     let mut want = checkpoint(1);
@@ -410,24 +383,21 @@ async fn two_phase_commit(proto: Proto) {
 
     // The next round must name the committed base revision.
     assert_eq!(
-        texts(&prepare(&mut con, "7", "out3", "", 2).await),
+        prepare(&mut con, "7", "out3", "", 2).await,
         ["conflict", "1"]
     );
     assert_eq!(
-        texts(&prepare(&mut con, "7", "out3", "1", 2).await),
+        prepare(&mut con, "7", "out3", "1", 2).await,
         ["prepared", "2"]
     );
-    assert_eq!(texts(&mark(&mut con, "7", "out3").await), ["published"]);
-    assert_eq!(
-        texts(&promote(&mut con, "7", "out3").await),
-        ["promoted", "2"]
-    );
+    assert_eq!(mark(&mut con, "7", "out3").await, ["published"]);
+    assert_eq!(promote(&mut con, "7", "out3").await, ["promoted", "2"]);
     let (cp, rev, _) = load(&mut con, "7").await;
     let mut want = checkpoint(2);
     want.sort();
     assert_eq!(cp, want);
     assert_eq!(rev.as_deref(), Some("2"));
-    assert_eq!(texts(&promote(&mut con, "7", "out3").await), ["missing"]);
+    assert_eq!(promote(&mut con, "7", "out3").await, ["missing"]);
 }
 
 /// The client-library invocation path by hand: EVALSHA first, NOSCRIPT, then EVAL (which

@@ -8,7 +8,7 @@ use common::s6::{self, checkpoint, Group};
 mod proxy_fleet;
 
 use common::lua_script;
-use common::values::{self, any_text as text, int_or_text as int};
+use common::values::{any_text as text, int_or_text as int};
 use proxy_fleet::*;
 use redis::{Connection, Value};
 use std::time::{Duration, Instant};
@@ -504,31 +504,16 @@ fn s5_work_queues(kind: NodeKind) {
     assert_eq!(r.unwrap()[0].1[0].0, id3);
 }
 
-fn texts(v: Value) -> Vec<String> {
-    values::texts(&values::items(&v))
-}
-
 fn prepare(c: &mut Connection, v: &str, output: &str, base: &str, rev: u8) -> Vec<String> {
-    let call = s6::Call::prepare(v, output, base, rev);
-    texts(call.invocation().invoke(c).expect("prepare"))
+    s6::Call::prepare(v, output, base, rev).run(c)
 }
 
 fn mark(c: &mut Connection, v: &str, output: &str) -> Vec<String> {
-    texts(
-        s6::Call::mark(v, output)
-            .invocation()
-            .invoke(c)
-            .expect("mark"),
-    )
+    s6::Call::mark(v, output).run(c)
 }
 
 fn promote(c: &mut Connection, v: &str, output: &str) -> Vec<String> {
-    texts(
-        s6::Call::promote(v, output)
-            .invocation()
-            .invoke(c)
-            .expect("promote"),
-    )
+    s6::Call::promote(v, output).run(c)
 }
 
 /// The load path: the whole group in one MULTI/EXEC.

@@ -2,6 +2,8 @@
 //! the three script calls and the MULTI/EXEC load, for sync and async clients alike.
 
 use super::helpers::lua_script;
+use super::values::texts;
+use redis::aio::MultiplexedConnection;
 
 /// Field/value pairs of a hash.
 pub type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
@@ -78,6 +80,22 @@ impl Call {
         }
     }
 
+    /// Runs the call on a sync connection: the reply's elements as text.
+    pub fn run(&self, c: &mut redis::Connection) -> Vec<String> {
+        let r: Vec<redis::Value> = self.invocation().invoke(c).expect("S6 script");
+        texts(&r)
+    }
+
+    /// Runs the call on an async connection: the reply's elements as text.
+    pub async fn run_async(&self, con: &mut MultiplexedConnection) -> Vec<String> {
+        let r: Vec<redis::Value> = self
+            .invocation()
+            .invoke_async(con)
+            .await
+            .expect("S6 script");
+        texts(&r)
+    }
+
     pub fn invocation(&self) -> redis::ScriptInvocation<'_> {
         let mut inv = self.script.prepare_invoke();
         for k in &self.keys {
@@ -88,6 +106,27 @@ impl Call {
         }
         inv
     }
+}
+
+/// [`Call::prepare`] run on `con`.
+pub async fn prepare(
+    con: &mut MultiplexedConnection,
+    v: &str,
+    output: &str,
+    base: &str,
+    rev: u8,
+) -> Vec<String> {
+    Call::prepare(v, output, base, rev).run_async(con).await
+}
+
+/// [`Call::mark`] run on `con`.
+pub async fn mark(con: &mut MultiplexedConnection, v: &str, output: &str) -> Vec<String> {
+    Call::mark(v, output).run_async(con).await
+}
+
+/// [`Call::promote`] run on `con`.
+pub async fn promote(con: &mut MultiplexedConnection, v: &str, output: &str) -> Vec<String> {
+    Call::promote(v, output).run_async(con).await
 }
 
 /// The load path: the whole group in one MULTI/EXEC (checkpoint, revision, prepared).
