@@ -4,28 +4,37 @@
 //!
 //! Contents:
 //! - **servers** ([`servers`]):
-//!   - respite in process: [`real_server`], [`manual_server`], [`durable_server`]
-//!     (`respite::TestServer`), and [`Target`] (in-process respite, or an external
-//!     redis-server oracle named by `RESPITE_ORACLE`);
-//!   - external processes, killed on drop ([`ServerProcess`]): the respite binary
-//!     ([`ServerProcess::respite`]), Debian's redis-server ([`ServerProcess::redis`]), a
-//!     valkey-server ([`ServerProcess::valkey`], found by [`valkey_server_bin`]);
-//!   - [`free_port`].
+//!   - respite in process (`respite::TestServer`): [`real_server`], [`manual_server`],
+//!     [`durable_server`]; [`Target`], an in-process respite or the external redis-server
+//!     oracle named by `RESPITE_ORACLE`;
+//!   - processes on loopback ports, killed on drop ([`ServerProcess`], restartable on
+//!     their port): the respite binary ([`ServerProcess::respite`], `$RESPITE_BIN`),
+//!     redis-server ([`ServerProcess::redis`], `$REDIS_SERVER`), valkey-server
+//!     ([`ServerProcess::valkey`], found by [`valkey_server_bin`]); [`free_port`].
 //! - **clients**:
-//!   - redis-rs, async, RESP2 or RESP3 ([`clients`]): [`connect`] and [`connect_port`]
-//!     (no redis-rs connect or reply timeouts; [`HANG_GUARD`] catches hangs), [`q`], [`c`],
-//!     [`Proto`], [`both_protocols!`];
+//!   - redis-rs, async, RESP2 or RESP3 ([`clients`]): [`connect`], [`connect_port`],
+//!     [`connect_url`] (no redis-rs connect or reply timeouts on purpose: [`HANG_GUARD`]
+//!     catches hangs), [`q`], [`try_q`], [`c`], [`Proto`], [`both_protocols!`]; runaway
+//!     scripts: [`spawn_runaway`], [`until_busy`], [`killed_reply`];
 //!   - exact bytes, async ([`raw`]): [`Raw`] (send bytes, expect bytes), [`frame`],
 //!     [`bulk`], [`show`];
-//!   - exact shapes, sync ([`resp`]): [`Conn`] decoding every reply into a [`Frame`] that
-//!     keeps RESP2/RESP3 distinctions, and [`Wire`] returning each reply's exact bytes;
-//!   - reply helpers for redis-rs `Value`s ([`values`]): [`values::text`],
-//!     [`values::int`], [`values::items`], [`values::fields`], ….
-//! - **helpers** ([`helpers`]): the key-event recorder [`keyevents`], the WATCH probe
-//!   [`watched_exec_runs`], the seeded RNG [`Rng`], waits ([`wait_until`],
-//!   [`until_blocked`], [`until_blocked_sync`]), INFO parsing ([`info_field`],
-//!   [`info_text`]), unique key names, the shipped Lua scenario scripts ([`lua_script`]).
+//!   - exact shapes, sync ([`resp`]): [`Conn`] decodes each reply into a [`Frame`] that
+//!     keeps RESP2/RESP3 distinctions; [`Wire`] returns each reply's exact bytes;
+//!   - redis-rs `Value` readers ([`values`], not re-exported): `text`, `int`, `items`,
+//!     `fields`, `entry_ids`, `read_reply`, `any_reply`, ….
+//! - **helpers** ([`helpers`]): the key-event recorder [`keyevents`] and
+//!   [`assert_keyevents_match_redis`]; the WATCH probe [`WatchProbe`]
+//!   ([`watched_exec_runs`]); the seeded RNG [`Rng`]; waits on conditions
+//!   ([`wait_until`], [`until_blocked`], [`until_blocked_sync`], [`wait_ping`],
+//!   [`wait_busy`], [`wait_pong`], [`joined`], [`join_all`]); INFO fields ([`info_field`],
+//!   [`info_text`], [`conn_info`], [`conn_info_int`]); [`unique`] key names; the shipped
+//!   Lua scripts ([`lua_source`], [`lua_script`]); the server-panic counter
+//!   ([`watch_server_panics`]); S2/S7 checks ([`admitted_by_user_limit`],
+//!   [`assert_saw_one_to`]).
 //! - **scenarios** ([`s6`]): SCENARIOS.md S6's checkpoint, script calls and load.
+//!
+//! Proxy fleets (nodes behind an in-process proxy) are in `tests/proxy_fleet`, built on
+//! these servers and clients.
 #![allow(dead_code, unused_imports)]
 
 use std::time::Duration;
