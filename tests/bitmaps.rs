@@ -2,18 +2,9 @@
 //! survive a durable restart byte for byte (TTLs included), and WATCH from another client
 //! sees a SETBIT/BITFIELD that changes the string but not one that leaves it alone.
 
-mod support;
+mod common;
 
-use respite::TestServer;
-use support::{keyevents, watched_exec_runs as exec_runs, Conn, Frame};
-
-fn durable(dir: &std::path::Path) -> TestServer {
-    TestServer::builder()
-        .redb(dir)
-        .param("appendfsync", "always")
-        .start()
-        .expect("start durable server")
-}
+use common::{assert_keyevents_match_redis, durable_server, Conn, Frame, WatchProbe};
 
 fn call(c: &mut Conn, args: &[&[u8]]) -> Frame {
     let v: Vec<Vec<u8>> = args.iter().map(|a| a.to_vec()).collect();
@@ -30,7 +21,7 @@ fn bitmaps_survive_a_durable_restart() {
     let keys = ["sb", "grown", "ttl", "bf", "bf_fail", "op", "int"];
     let before: Vec<Frame>;
     {
-        let srv = durable(dir.path());
+        let srv = durable_server(dir.path(), "always");
         let mut c = Conn::connect(srv.port()).expect("connect");
         for off in [0u32, 7, 9, 100, 1000, 4095] {
             assert_eq!(c.cmd(&format!("SETBIT sb {off} 1")), Frame::Int(0));
@@ -54,7 +45,7 @@ fn bitmaps_survive_a_durable_restart() {
         assert_eq!(c.cmd("STRLEN bf_fail"), Frame::Int(9));
         assert!(matches!(&before[1], Frame::Bulk(b) if b.len() == 2500));
     }
-    let srv = durable(dir.path());
+    let srv = durable_server(dir.path(), "always");
     let mut c = Conn::connect(srv.port()).expect("connect");
     let after: Vec<Frame> = keys.iter().map(|k| get(&mut c, k)).collect();
     assert_eq!(before, after);
@@ -68,7 +59,7 @@ fn bitmaps_survive_a_durable_restart() {
     c.cmd("SETBIT sb 5000 1");
     drop(c);
     drop(srv);
-    let srv = durable(dir.path());
+    let srv = durable_server(dir.path(), "always");
     let mut c = Conn::connect(srv.port()).expect("connect");
     assert_eq!(c.cmd("GETBIT sb 5000"), Frame::Int(1));
     assert_eq!(c.cmd("BITCOUNT sb"), Frame::Int(6));
@@ -76,24 +67,16 @@ fn bitmaps_survive_a_durable_restart() {
 
 #[test]
 fn watch_sees_bit_writes_from_other_clients() {
-    let srv = TestServer::builder().start().expect("start");
-    let mut a = Conn::connect(srv.port()).expect("connect");
-    let mut b = Conn::connect(srv.port()).expect("connect");
-    assert!(!exec_runs(&mut a, &mut b, "SETBIT k 3 1"), "new key");
-    assert!(!exec_runs(&mut a, &mut b, "SETBIT k 4 1"), "bit flipped");
-    assert!(exec_runs(&mut a, &mut b, "SETBIT k 4 1"), "same bit");
-    assert!(exec_runs(&mut a, &mut b, "GETBIT k 4"), "read");
-    assert!(!exec_runs(&mut a, &mut b, "SETBIT k 100 0"), "grown");
-    assert!(
-        !exec_runs(&mut a, &mut b, "BITFIELD k INCRBY u8 0 1"),
-        "bitfield"
-    );
-    assert!(
-        exec_runs(&mut a, &mut b, "BITFIELD k SET u8 0 25"),
-        "same value"
-    );
-    assert!(exec_runs(&mut a, &mut b, "BITCOUNT k"), "bitcount");
-    assert!(!exec_runs(&mut a, &mut b, "BITOP NOT k k"), "bitop");
+    let mut w = WatchProbe::start();
+    assert!(!w.exec_runs("SETBIT k 3 1"), "new key");
+    assert!(!w.exec_runs("SETBIT k 4 1"), "bit flipped");
+    assert!(w.exec_runs("SETBIT k 4 1"), "same bit");
+    assert!(w.exec_runs("GETBIT k 4"), "read");
+    assert!(!w.exec_runs("SETBIT k 100 0"), "grown");
+    assert!(!w.exec_runs("BITFIELD k INCRBY u8 0 1"), "bitfield");
+    assert!(w.exec_runs("BITFIELD k SET u8 0 25"), "same value");
+    assert!(w.exec_runs("BITCOUNT k"), "bitcount");
+    assert!(!w.exec_runs("BITOP NOT k k"), "bitop");
 }
 
 #[test]
@@ -115,9 +98,5 @@ fn keyspace_events_match_redis() {
         "GETBIT a 3",
         "BITCOUNT a",
     ];
-    let redis = support::RedisServer::start();
-    let expected = keyevents(redis.port, "KEAn", &script);
-    assert!(expected.len() >= 8, "{expected:?}");
-    let srv = TestServer::builder().start().expect("start");
-    assert_eq!(keyevents(srv.port(), "KEAn", &script), expected);
+    assert_keyevents_match_redis("KEAn", &script, 8);
 }

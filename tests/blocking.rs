@@ -9,42 +9,14 @@
 #[macro_use]
 mod common;
 
-use common::{c, connect, frame, info_field, q, real_server, url, Proto, Raw, HANG_GUARD};
-use redis::aio::MultiplexedConnection;
+use common::{
+    blocked_clients, blocking_conn, c, connect, frame, joined, q, real_server, until_blocked,
+    Proto, Raw, HANG_GUARD,
+};
 use redis::Value;
 use respite::TestServer;
 use std::time::Duration;
 use tokio::task::JoinHandle;
-
-/// A connection without redis-rs's 500 ms response timeout, for commands that block.
-async fn blocking_conn(server: &TestServer, proto: Proto) -> MultiplexedConnection {
-    let client = redis::Client::open(url(server, proto)).expect("valid url");
-    let config = redis::AsyncConnectionConfig::new().set_response_timeout(None);
-    tokio::time::timeout(
-        HANG_GUARD,
-        client.get_multiplexed_async_connection_with_config(&config),
-    )
-    .await
-    .expect("connect hung")
-    .expect("connect")
-}
-
-async fn blocked_clients(con: &mut MultiplexedConnection) -> i64 {
-    let info: String = q(con, &c(&["INFO", "clients"])).await;
-    info_field(&info, "blocked_clients").expect("blocked_clients in INFO")
-}
-
-/// Waits until the server reports `n` blocked clients.
-async fn until_blocked(con: &mut MultiplexedConnection, n: i64) {
-    let deadline = tokio::time::Instant::now() + HANG_GUARD;
-    while blocked_clients(con).await != n {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "never reached {n} blocked clients"
-        );
-        tokio::time::sleep(Duration::from_millis(2)).await;
-    }
-}
 
 /// Runs a blocking command on its own connection in the background.
 async fn spawn_blocking<T>(server: &TestServer, proto: Proto, args: &[&str]) -> JoinHandle<T>
@@ -54,13 +26,6 @@ where
     let mut con = blocking_conn(server, proto).await;
     let cmd = c(args);
     tokio::spawn(async move { q::<T>(&mut con, &cmd).await })
-}
-
-async fn joined<T>(h: JoinHandle<T>) -> T {
-    tokio::time::timeout(HANG_GUARD, h)
-        .await
-        .expect("blocked client never answered")
-        .expect("task panicked")
 }
 
 type Popped = Option<(String, String)>;

@@ -12,13 +12,10 @@
 //! "Blocked" is always observed through the server's own INFO `blocked_clients`; waits are
 //! bounded by a generous guard, never asserted as durations.
 
-mod support;
+mod common;
 
+use common::{conn_info_int, info_field, until_blocked_sync, Conn, Frame, ServerProcess};
 use respite::TestServer;
-use std::time::{Duration, Instant};
-use support::{Conn, Frame, RedisServer};
-
-const GUARD: Duration = Duration::from_secs(30);
 
 const NOGROUP: &str =
     "NOGROUP No such key 'mystream' or consumer group 'mygroup' in XREADGROUP with GROUP option";
@@ -26,37 +23,6 @@ const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kin
 /// Redis 7.0's answers that 7.2 replaced (see the module note).
 const UNBLOCKED_70: &str = "UNBLOCKED the stream key no longer exists";
 const NOGROUP_70: &str = "NOGROUP the consumer group this client was blocked on no longer exists";
-
-fn conn(port: u16) -> Conn {
-    let mut c = Conn::connect(port).expect("connect");
-    c.set_timeout(GUARD);
-    c
-}
-
-fn blocked_clients(c: &mut Conn) -> i64 {
-    let Frame::Bulk(info) = c.cmd("INFO clients") else {
-        panic!("INFO reply")
-    };
-    info_field(&info, "blocked_clients").expect("blocked_clients in INFO")
-}
-
-fn info_field(info: &[u8], name: &str) -> Option<i64> {
-    String::from_utf8_lossy(info)
-        .lines()
-        .find_map(|l| l.strip_prefix(&format!("{name}:"))?.trim().parse().ok())
-}
-
-/// Waits until the server reports `n` blocked clients.
-fn until_blocked(c: &mut Conn, n: i64) {
-    let deadline = Instant::now() + GUARD;
-    while blocked_clients(c) != n {
-        assert!(
-            Instant::now() < deadline,
-            "never reached {n} blocked clients"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
 
 fn words(line: &str) -> Vec<Vec<u8>> {
     line.split_whitespace()
@@ -66,14 +32,14 @@ fn words(line: &str) -> Vec<Vec<u8>> {
 
 /// The servers under comparison.
 struct Servers {
-    redis: RedisServer,
+    redis: ServerProcess,
     respite: TestServer,
 }
 
 impl Servers {
     fn start() -> Servers {
         Servers {
-            redis: RedisServer::start(),
+            redis: ServerProcess::redis(),
             respite: TestServer::start().expect("start respite"),
         }
     }
@@ -113,15 +79,15 @@ fn blocked_scenario(
     act: &[&str],
     after: &[&str],
 ) -> Vec<Frame> {
-    let mut ctl = conn(port);
+    let mut ctl = Conn::open(port);
     let mut out = Vec::new();
     ctl.cmd("FLUSHALL");
     for l in setup {
         out.push(ctl.cmd(l));
     }
-    let mut rd = conn(port);
+    let mut rd = Conn::open(port);
     rd.send(&words(block)).unwrap();
-    until_blocked(&mut ctl, 1);
+    until_blocked_sync(&mut ctl, 1);
     for l in act {
         out.push(ctl.cmd(l));
     }
@@ -129,7 +95,7 @@ fn blocked_scenario(
     for l in after {
         out.push(ctl.cmd(l));
     }
-    until_blocked(&mut ctl, 0);
+    until_blocked_sync(&mut ctl, 0);
     out
 }
 
@@ -212,16 +178,16 @@ fn xreadgroup_unblocked_by_flush() {
 fn xreadgroup_unblocked_by_restore_replace() {
     let s = Servers::start();
     s.compare("RESTORE REPLACE", &[(UNBLOCKED_70, WRONGTYPE)], |port| {
-        let mut ctl = conn(port);
+        let mut ctl = Conn::open(port);
         ctl.cmd("FLUSHALL");
         ctl.cmd("SET tmp hello");
         let Frame::Bulk(payload) = ctl.cmd("DUMP tmp") else {
             panic!("DUMP reply")
         };
         let mut out: Vec<Frame> = GROUP_SETUP.iter().map(|l| ctl.cmd(l)).collect();
-        let mut rd = conn(port);
+        let mut rd = Conn::open(port);
         rd.send(&words(READ_GROUP)).unwrap();
-        until_blocked(&mut ctl, 1);
+        until_blocked_sync(&mut ctl, 1);
         let restore = [
             b"RESTORE".to_vec(),
             b"mystream".to_vec(),
@@ -260,7 +226,7 @@ fn xreadgroup_unblocked_by_swapdb() {
         ("list", Some("LPUSH mystream e1"), WRONGTYPE),
     ] {
         s.compare(name, &[(UNBLOCKED_70, want)], |port| {
-            let mut ctl = conn(port);
+            let mut ctl = Conn::open(port);
             ctl.cmd("FLUSHALL");
             let mut out = vec![ctl.cmd("SELECT 4")];
             if let Some(l) = other {
@@ -268,10 +234,10 @@ fn xreadgroup_unblocked_by_swapdb() {
             }
             out.push(ctl.cmd("SELECT 9"));
             out.extend(GROUP_SETUP.iter().map(|l| ctl.cmd(l)));
-            let mut rd = conn(port);
+            let mut rd = Conn::open(port);
             out.push(rd.cmd("SELECT 9"));
             rd.send(&words(READ_GROUP)).unwrap();
-            until_blocked(&mut ctl, 1);
+            until_blocked_sync(&mut ctl, 1);
             out.push(ctl.cmd("SWAPDB 4 9"));
             out.push(rd.read().expect("reader answered"));
             out
@@ -285,7 +251,7 @@ fn xreadgroup_unblocked_by_swapdb() {
 fn xgroup_destroy_unblocks_xreadgroup_with_nogroup() {
     let s = Servers::start();
     s.compare("XGROUP DESTROY", &[(NOGROUP_70, NOGROUP)], |port| {
-        let mut ctl = conn(port);
+        let mut ctl = Conn::open(port);
         ctl.cmd("FLUSHALL");
         ctl.cmd("CONFIG RESETSTAT");
         blocked_scenario(
@@ -297,7 +263,7 @@ fn xgroup_destroy_unblocks_xreadgroup_with_nogroup() {
         )
     });
     // Redis 7.2's statistics for it.
-    let mut c = conn(s.respite.port());
+    let mut c = Conn::open(s.respite.port());
     let Frame::Bulk(stats) = c.cmd("INFO commandstats") else {
         panic!("INFO")
     };
@@ -321,7 +287,10 @@ fn xgroup_destroy_unblocks_xreadgroup_with_nogroup() {
     let Frame::Bulk(st) = c.cmd("INFO stats") else {
         panic!("INFO")
     };
-    assert_eq!(info_field(&st, "total_error_replies"), Some(1));
+    assert_eq!(
+        info_field(&String::from_utf8_lossy(&st), "total_error_replies"),
+        Some(1)
+    );
 }
 
 /// Plain XREAD, BLPOP and BZPOPMIN readers keep waiting when their key is deleted or
@@ -399,13 +368,13 @@ fn blocked_brpoplpush_and_watch() {
         "BLMOVE srclist dstlist RIGHT LEFT 0",
     ] {
         s.compare(blocking, &[], |port| {
-            let mut ctl = conn(port);
+            let mut ctl = Conn::open(port);
             ctl.cmd("FLUSHALL");
             ctl.cmd("SET somekey somevalue");
-            let mut rd = conn(port);
+            let mut rd = Conn::open(port);
             rd.send(&words(blocking)).unwrap();
-            until_blocked(&mut ctl, 1);
-            let mut w = conn(port);
+            until_blocked_sync(&mut ctl, 1);
+            let mut w = Conn::open(port);
             let mut out = vec![
                 w.cmd("WATCH dstlist"),
                 w.cmd("MULTI"),
@@ -430,15 +399,15 @@ fn blocked_brpoplpush_and_watch() {
 fn brpoplpush_wrong_destination_type() {
     let s = Servers::start();
     s.compare("wrong destination", &[], |port| {
-        let mut ctl = conn(port);
+        let mut ctl = Conn::open(port);
         ctl.cmd("FLUSHALL");
         let mut out = vec![ctl.cmd("SET target1 nolist")];
-        let mut rd1 = conn(port);
+        let mut rd1 = Conn::open(port);
         rd1.send(&words("BRPOPLPUSH blist target1 0")).unwrap();
-        until_blocked(&mut ctl, 1);
-        let mut rd2 = conn(port);
+        until_blocked_sync(&mut ctl, 1);
+        let mut rd2 = Conn::open(port);
         rd2.send(&words("BRPOPLPUSH blist target2 0")).unwrap();
-        until_blocked(&mut ctl, 2);
+        until_blocked_sync(&mut ctl, 2);
         out.push(ctl.cmd("LPUSH blist foo"));
         out.push(rd1.read().unwrap());
         out.push(rd2.read().unwrap());
@@ -531,7 +500,7 @@ fn blocking_commands_inside_scripts() {
         ("return redis.pcall('XREAD','STREAMS',KEYS[4],'0')", None),
     ];
     let run = |port: u16| -> Vec<Frame> {
-        let mut c = conn(port);
+        let mut c = Conn::open(port);
         c.cmd("FLUSHALL");
         let mut out = Vec::new();
         for (body, _) in scripts {
@@ -558,7 +527,7 @@ fn blocking_commands_inside_scripts() {
         have[16]
     );
     // A function too (FCALL runs as a script).
-    let mut c = conn(s.respite.port());
+    let mut c = Conn::open(s.respite.port());
     c.cmd("FLUSHALL");
     let lib = "#!lua name=blk\nredis.register_function('pop', function(keys) return redis.call('BLPOP', keys[1], 0) end)";
     let load = [
@@ -571,7 +540,7 @@ fn blocking_commands_inside_scripts() {
     assert_eq!(c.cmd("FCALL pop 1 l"), Frame::NullBulk);
     c.cmd("RPUSH l v");
     assert_eq!(c.cmd("FCALL pop 1 l"), bulks(&["l", "v"]));
-    assert_eq!(blocked_clients(&mut c), 0);
+    assert_eq!(conn_info_int(&mut c, "clients", "blocked_clients"), 0);
 }
 
 fn bulks(v: &[&str]) -> Frame {
@@ -587,7 +556,7 @@ fn bulks(v: &[&str]) -> Frame {
 fn blocking_commands_inside_multi() {
     let s = Servers::start();
     s.compare("MULTI", &[], |port| {
-        let mut c = conn(port);
+        let mut c = Conn::open(port);
         c.cmd("FLUSHALL");
         c.cmd("XGROUP CREATE s g $ MKSTREAM");
         let mut out = vec![c.cmd("MULTI")];
@@ -619,37 +588,38 @@ fn blocking_commands_inside_multi() {
 fn info_total_blocking_keys() {
     let s = TestServer::start().expect("start respite");
     let port = s.port();
-    let mut ctl = conn(port);
+    let mut ctl = Conn::open(port);
     let counts = |c: &mut Conn| {
         let Frame::Bulk(info) = c.cmd("INFO clients") else {
             panic!("INFO")
         };
+        let info = String::from_utf8_lossy(&info);
         (
             info_field(&info, "total_blocking_keys"),
             info_field(&info, "total_blocking_keys_on_nokey"),
         )
     };
     assert_eq!(counts(&mut ctl), (Some(0), Some(0)));
-    let mut rd2 = conn(port);
+    let mut rd2 = Conn::open(port);
     rd2.send(&words("BLPOP mystream 0")).unwrap();
-    until_blocked(&mut ctl, 1);
+    until_blocked_sync(&mut ctl, 1);
     assert_eq!(counts(&mut ctl), (Some(1), Some(0)));
     // BLPOP keeps waiting on a key that now holds a stream.
     ctl.cmd("XADD mystream 666 key value");
     ctl.cmd("XGROUP CREATE mystream mygroup $");
-    let mut rd = conn(port);
+    let mut rd = Conn::open(port);
     rd.send(&words(
         "XREADGROUP GROUP mygroup c BLOCK 0 STREAMS mystream >",
     ))
     .unwrap();
-    until_blocked(&mut ctl, 2);
+    until_blocked_sync(&mut ctl, 2);
     assert_eq!(counts(&mut ctl), (Some(1), Some(1)));
     ctl.cmd("DEL mystream");
     assert_eq!(rd.read().unwrap(), Frame::Error(NOGROUP.into()));
-    until_blocked(&mut ctl, 1);
+    until_blocked_sync(&mut ctl, 1);
     assert_eq!(counts(&mut ctl), (Some(1), Some(0)));
     drop(rd2);
-    until_blocked(&mut ctl, 0);
+    until_blocked_sync(&mut ctl, 0);
     assert_eq!(counts(&mut ctl), (Some(0), Some(0)));
 }
 
@@ -677,10 +647,10 @@ fn cmd_counts(c: &mut Conn, name: &str) -> Frame {
 fn client_unblock() {
     let s = Servers::start();
     s.compare("CLIENT UNBLOCK", &[], |port| {
-        let mut ctl = conn(port);
+        let mut ctl = Conn::open(port);
         ctl.cmd("FLUSHALL");
         ctl.cmd("CONFIG RESETSTAT");
-        let mut rd = conn(port);
+        let mut rd = Conn::open(port);
         let Frame::Int(id) = rd.cmd("CLIENT ID") else {
             panic!("CLIENT ID")
         };
@@ -693,10 +663,10 @@ fn client_unblock() {
             ("BRPOPLPUSH l d 0", ""),
         ] {
             rd.send(&words(block)).unwrap();
-            until_blocked(&mut ctl, 1);
+            until_blocked_sync(&mut ctl, 1);
             out.push(ctl.cmd(&format!("CLIENT UNBLOCK {id}{how}")));
             out.push(rd.read().expect("unblocked"));
-            until_blocked(&mut ctl, 0);
+            until_blocked_sync(&mut ctl, 0);
         }
         for bad in [
             format!("CLIENT UNBLOCK {id}"),
@@ -713,7 +683,7 @@ fn client_unblock() {
     });
     // Redis 7.2's statistics: each blocked command is one call; only the ERROR unblock
     // fails (7.0 also counted the timeouts as failed calls).
-    let mut c = conn(s.respite.port());
+    let mut c = Conn::open(s.respite.port());
     for (name, want) in [
         ("blpop", "calls=1,failed_calls=0"),
         ("bzpopmin", "calls=1,failed_calls=0"),

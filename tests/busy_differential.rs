@@ -9,14 +9,10 @@
 //! waits on a condition seen by a separate probe connection (BUSY, then PONG), which keeps
 //! the transcripts deterministic on a loaded machine.
 
-mod support;
+mod common;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use common::{wait_busy, wait_pong, Conn, Frame, ProcessKind, ServerProcess, Wire, PATIENCE};
 use std::time::{Duration, Instant};
-use support::{free_port, Conn, Frame};
-
-const PATIENCE: Duration = Duration::from_secs(30);
 
 #[derive(Clone, Copy, Debug)]
 enum Target {
@@ -24,82 +20,11 @@ enum Target {
     Respite(Option<&'static str>),
 }
 
-struct Server {
-    child: Child,
-    port: u16,
-    redis: bool,
-}
-
-impl Server {
-    fn start(t: Target) -> Server {
-        match t {
-            Target::Redis => {
-                let port = free_port();
-                let child = Command::new("redis-server")
-                    .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-                    .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::null())
-                    .spawn()
-                    .expect("redis-server 7.0.15 is the oracle: install it");
-                let deadline = Instant::now() + Duration::from_secs(10);
-                while Conn::connect(port).is_err() {
-                    assert!(Instant::now() < deadline, "redis-server did not start");
-                    std::thread::sleep(Duration::from_millis(20));
-                }
-                Server {
-                    child,
-                    port,
-                    redis: true,
-                }
-            }
-            Target::Respite(threads) => {
-                let mut cmd = Command::new(env!("CARGO_BIN_EXE_respite"));
-                cmd.args(["--port", "0"]);
-                if let Some(n) = threads {
-                    cmd.args(["--threads", n]);
-                }
-                let mut child = cmd
-                    .stdout(Stdio::piped())
-                    .stderr(Stdio::null())
-                    .spawn()
-                    .expect("spawn respite");
-                let mut line = String::new();
-                BufReader::new(child.stdout.take().expect("stdout"))
-                    .read_line(&mut line)
-                    .expect("read port");
-                let port = line.trim().parse().expect("port on stdout");
-                Server {
-                    child,
-                    port,
-                    redis: false,
-                }
-            }
-        }
-    }
-
-    fn conn(&self) -> Conn {
-        let mut c = Conn::connect(self.port).expect("connect");
-        c.set_timeout(PATIENCE);
-        c
-    }
-
-    fn exited(&mut self) -> bool {
-        let deadline = Instant::now() + PATIENCE;
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return true;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        false
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+fn start(t: Target) -> ServerProcess {
+    match t {
+        Target::Redis => ServerProcess::redis(),
+        Target::Respite(None) => ServerProcess::respite(&[]),
+        Target::Respite(Some(threads)) => ServerProcess::respite(&["--threads", threads]),
     }
 }
 
@@ -138,29 +63,6 @@ fn call(c: &mut Conn, args: &[&str]) -> Frame {
 fn send(c: &mut Conn, args: &[&str]) {
     let a: Vec<Vec<u8>> = args.iter().map(|s| s.as_bytes().to_vec()).collect();
     c.send(&a).expect("send");
-}
-
-/// Polls PING on a probe connection until `ok` holds (the Tcl `after 200` and
-/// `wait_for_condition`).
-fn wait_ping(s: &Server, ok: impl Fn(&Frame) -> bool) {
-    let mut p = s.conn();
-    let deadline = Instant::now() + PATIENCE;
-    loop {
-        let r = call(&mut p, &["PING"]);
-        if ok(&r) {
-            return;
-        }
-        assert!(Instant::now() < deadline, "last PING reply: {r}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
-fn wait_busy(s: &Server) {
-    wait_ping(s, |r| matches!(r, Frame::Error(e) if e.starts_with("BUSY")));
-}
-
-fn wait_pong(s: &Server) {
-    wait_ping(s, |r| *r == Frame::Simple("PONG".into()));
 }
 
 /// EVAL or FCALL, as scripting.tcl runs each test for both.
@@ -205,9 +107,9 @@ fn library(body: &str) -> String {
 
 /// Runs `scenario` on redis-server and on respite (`--threads 1` and the default) and
 /// asserts each respite run logged exactly what Redis did.
-fn differential(name: &str, scenario: impl Fn(&mut Server, &mut Log)) {
+fn differential(name: &str, scenario: impl Fn(&mut ServerProcess, &mut Log)) {
     let run = |t: Target| {
-        let mut s = Server::start(t);
+        let mut s = start(t);
         let mut log = Log::default();
         scenario(&mut s, &mut log);
         log.0
@@ -222,36 +124,15 @@ fn differential(name: &str, scenario: impl Fn(&mut Server, &mut Log)) {
     }
 }
 
-/// A connection that writes raw bytes (several commands in one write, as the Tcl test's
-/// pipeline does) and reads simple replies (status, error, bulk) as their wire text.
-struct Raw {
-    w: std::net::TcpStream,
-    r: BufReader<std::net::TcpStream>,
-}
-
-impl Raw {
-    fn connect(port: u16) -> Raw {
-        let w = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
-        w.set_read_timeout(Some(PATIENCE)).expect("timeout");
-        let r = BufReader::new(w.try_clone().expect("clone"));
-        Raw { w, r }
-    }
-
-    fn write(&mut self, b: &[u8]) {
-        use std::io::Write;
-        self.w.write_all(b).expect("write");
-    }
-
-    fn reply(&mut self) -> String {
-        let mut line = String::new();
-        self.r.read_line(&mut line).expect("reply");
-        let line = line.trim_end().to_string();
-        if let Some(n) = line.strip_prefix('$').and_then(|n| n.parse::<usize>().ok()) {
-            let mut body = vec![0; n + 2];
-            std::io::Read::read_exact(&mut self.r, &mut body).expect("bulk");
-            return format!("bulk {}", String::from_utf8_lossy(&body[..n]));
-        }
-        line
+/// The next reply on a raw connection as its wire text (a bulk as `bulk <text>`); the
+/// connection writes raw bytes, several commands in one write as the Tcl test's pipeline.
+fn wire_reply(w: &mut Wire) -> String {
+    let b = w.frame_bytes();
+    let text = String::from_utf8_lossy(&b);
+    let (line, body) = text.split_once("\r\n").expect("a reply line");
+    match line.strip_prefix('$').and_then(|n| n.parse::<usize>().ok()) {
+        Some(n) => format!("bulk {}", &body[..n]),
+        None => line.to_string(),
     }
 }
 
@@ -269,11 +150,11 @@ fn multi_and_script_timeout() {
         );
         log.note("r", &call(&mut r, &["SET", "xx", "1"]));
         send(&mut rd1, &["EVAL", "while true do end", "0"]);
-        wait_busy(s);
+        wait_busy(s.port);
         log.note("r2", &call(&mut r2, &["MULTI"]));
         log.note("r2", &call(&mut r2, &["INCR", "xx"]));
         log.note("r", &call(&mut r, &["SCRIPT", "KILL"]));
-        wait_pong(s);
+        wait_pong(s.port);
         log.note("r2", &call(&mut r2, &["INCR", "xx"]));
         log.note("r2", &call(&mut r2, &["EXEC"]));
         log.note("r", &call(&mut r, &["GET", "xx"]));
@@ -296,11 +177,11 @@ fn exec_and_script_timeout() {
         log.note("r2", &call(&mut r2, &["MULTI"]));
         log.note("r2", &call(&mut r2, &["INCR", "xx"]));
         send(&mut rd1, &["EVAL", "while true do end", "0"]);
-        wait_busy(s);
+        wait_busy(s.port);
         log.note("r2", &call(&mut r2, &["INCR", "xx"]));
         log.note("r2", &call(&mut r2, &["EXEC"]));
         log.note("r", &call(&mut r, &["SCRIPT", "KILL"]));
-        wait_pong(s);
+        wait_pong(s.port);
         log.note("r", &call(&mut r, &["GET", "xx"]));
         log.note("r2", &call(&mut r2, &["PING", "asdf"]));
         log.note("rd1", &rd1.read().expect("killed script's reply"));
@@ -321,10 +202,10 @@ fn multi_exec_body_and_script_timeout() {
         log.note("r2", &call(&mut r2, &["MULTI"]));
         log.note("r2", &call(&mut r2, &["INCR", "xx"]));
         send(&mut rd1, &["EVAL", "while true do end", "0"]);
-        wait_busy(s);
+        wait_busy(s.port);
         log.note("r2", &call(&mut r2, &["INCR", "xx"]));
         log.note("r", &call(&mut r, &["SCRIPT", "KILL"]));
-        wait_pong(s);
+        wait_pong(s.port);
         log.note("r2", &call(&mut r2, &["EXEC"]));
         log.note("r", &call(&mut r, &["GET", "xx"]));
         log.note("r2", &call(&mut r2, &["PING", "asdf"]));
@@ -346,10 +227,10 @@ fn just_exec_and_script_timeout() {
         log.note("r2", &call(&mut r2, &["MULTI"]));
         log.note("r2", &call(&mut r2, &["INCR", "xx"]));
         send(&mut rd1, &["EVAL", "while true do end", "0"]);
-        wait_busy(s);
+        wait_busy(s.port);
         log.note("r2", &call(&mut r2, &["EXEC"]));
         log.note("r", &call(&mut r, &["SCRIPT", "KILL"]));
-        wait_pong(s);
+        wait_pong(s.port);
         log.note("r", &call(&mut r, &["GET", "xx"]));
         log.note("r2", &call(&mut r2, &["PING", "asdf"]));
         log.note("rd1", &rd1.read().expect("killed script's reply"));
@@ -369,10 +250,10 @@ fn timedout_read_only_scripts_can_be_killed(kind: Kind) {
                 &call(&mut r, &["CONFIG", "SET", "lua-time-limit", "10"]),
             );
             kind.start(&mut rd, log, "while true do end", &["0"]);
-            wait_busy(s);
+            wait_busy(s.port);
             log.note("r", &call(&mut r, &["PING"]));
             log.note("r", &call(&mut r, kind.kill()));
-            wait_pong(s);
+            wait_pong(s.port);
             log.note("r", &call(&mut r, &["PING"]));
             log.note("rd", &rd.read().expect("killed script's reply"));
         },
@@ -401,10 +282,10 @@ fn timedout_killed_even_when_use_pcall(kind: Kind) {
             );
             let body = "local f = function() while 1 do redis.call('ping') end end while 1 do pcall(f) end";
             kind.start(&mut rd, log, body, &["0"]);
-            wait_busy(s);
+            wait_busy(s.port);
             log.note("r", &call(&mut r, &["PING"]));
             log.note("r", &call(&mut r, kind.kill()));
-            wait_pong(s);
+            wait_pong(s.port);
             log.note("r", &call(&mut r, &["PING"]));
             log.note("rd", &rd.read().expect("killed script's reply"));
         },
@@ -434,10 +315,7 @@ fn timedout_no_false_dead_client(kind: Kind) {
             let body = "while 1 do redis.call('ping') end";
             let mut frames = Vec::new();
             let mut push = |args: &[&str]| {
-                frames.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
-                for a in args {
-                    frames.extend_from_slice(format!("${}\r\n{a}\r\n", a.len()).as_bytes());
-                }
+                frames.extend_from_slice(&respite::proxy::resp::command(args));
             };
             match kind {
                 Kind::Eval => push(&["eval", body, "0"]),
@@ -450,18 +328,18 @@ fn timedout_no_false_dead_client(kind: Kind) {
                 }
             }
             push(&["ping"]);
-            let mut rd = Raw::connect(s.port);
+            let mut rd = Wire::connect_port(s.port);
             rd.write(&frames);
-            wait_busy(s);
+            wait_busy(s.port);
             log.note("r", &call(&mut r, &["PING"]));
             log.note("r", &call(&mut r, kind.kill()));
-            wait_pong(s);
+            wait_pong(s.port);
             log.note("r", &call(&mut r, &["PING"]));
             if kind == Kind::Function {
-                log.text("rd", &rd.reply());
+                log.text("rd", &wire_reply(&mut rd));
             }
-            log.text("rd", &rd.reply());
-            log.text("rd", &rd.reply());
+            log.text("rd", &wire_reply(&mut rd));
+            log.text("rd", &wire_reply(&mut rd));
         },
     );
 }
@@ -539,7 +417,7 @@ fn timedout_and_unblocked_command(kind: Kind) {
             redis.call('lpush',KEYS[1],'z');
             return 'done'";
         kind.start(&mut rd, log, body, &["1", "x"]);
-        wait_busy(s);
+        wait_busy(s.port);
         log.note("r", &call(&mut r, &["PING"]));
         let hello = call(&mut r3, &["HELLO", "2", "SETNAME", "abortscript"]);
         log.text(
@@ -584,7 +462,7 @@ fn unkillable_then_shutdown_nosave(kind: Kind) {
                 "redis.call('set',KEYS[1],'y'); while true do end",
                 &["1", "x"],
             );
-            wait_busy(s);
+            wait_busy(s.port);
             log.note("r", &call(&mut r, &["PING"]));
             log.note("r", &call(&mut r, kind.kill()));
             log.note("r", &call(&mut r, &["PING"]));
@@ -599,7 +477,7 @@ fn unkillable_then_shutdown_nosave(kind: Kind) {
                     "replied"
                 },
             );
-            let gone = s.exited();
+            let gone = s.exited(PATIENCE).is_some();
             log.text("server", if gone { "exited" } else { "still running" });
             log.text(
                 "new connection",
@@ -625,7 +503,7 @@ fn timedout_functions_that_modified_data_cant_be_killed_then_shutdown_nosave() {
 
 // ------------------------------------------------------------ functions.tcl
 
-fn busy_function(s: &Server, c: &mut Conn, log: &mut Log) {
+fn busy_function(s: &ServerProcess, c: &mut Conn, log: &mut Log) {
     log.note(
         "r",
         &call(c, &["CONFIG", "SET", "busy-reply-threshold", "10"]),
@@ -642,11 +520,11 @@ fn function_kill() {
         let mut r = s.conn();
         busy_function(s, &mut r, log);
         send(&mut rd, &["FCALL", "test", "0"]);
-        wait_busy(s);
+        wait_busy(s.port);
         log.note("r", &call(&mut r, &["PING"]));
         log.note("r", &call(&mut r, &["FUNCTION", "STATS"]));
         log.note("r", &call(&mut r, &["FUNCTION", "KILL"]));
-        wait_pong(s);
+        wait_pong(s.port);
         log.note("r", &call(&mut r, &["PING"]));
         log.note("rd", &rd.read().expect("killed function's reply"));
     });
@@ -661,11 +539,11 @@ fn script_kill_does_not_kill_a_function() {
             let mut r = s.conn();
             busy_function(s, &mut r, log);
             send(&mut rd, &["FCALL", "test", "0"]);
-            wait_busy(s);
+            wait_busy(s.port);
             log.note("r", &call(&mut r, &["PING"]));
             log.note("r", &call(&mut r, &["SCRIPT", "KILL"]));
             log.note("r", &call(&mut r, &["FUNCTION", "KILL"]));
-            wait_pong(s);
+            wait_pong(s.port);
             log.note("r", &call(&mut r, &["PING"]));
             log.note("rd", &rd.read().expect("killed function's reply"));
         },
@@ -687,11 +565,11 @@ fn function_kill_does_not_kill_eval() {
                 &mut rd,
                 &["EVAL", "local a = 1 while true do a = a + 1 end", "0"],
             );
-            wait_busy(s);
+            wait_busy(s.port);
             log.note("r", &call(&mut r, &["PING"]));
             log.note("r", &call(&mut r, &["FUNCTION", "KILL"]));
             log.note("r", &call(&mut r, &["SCRIPT", "KILL"]));
-            wait_pong(s);
+            wait_pong(s.port);
             log.note("r", &call(&mut r, &["PING"]));
             log.note("rd", &rd.read().expect("killed script's reply"));
         },
@@ -712,7 +590,7 @@ fn allow_busy_commands_during_busy() {
             &call(&mut r, &["CONFIG", "SET", "busy-reply-threshold", "10"]),
         );
         send(&mut rd, &["EVAL", "while true do end", "0"]);
-        wait_busy(s);
+        wait_busy(s.port);
         for cmd in [
             "PING",
             "GET k",
@@ -745,7 +623,7 @@ fn allow_busy_commands_during_busy() {
         }
         let mut k = s.conn();
         log.note("k", &call(&mut k, &["SCRIPT", "KILL"]));
-        wait_pong(s);
+        wait_pong(s.port);
         log.note("rd", &rd.read().expect("killed script's reply"));
     });
 }
@@ -765,7 +643,7 @@ fn commands_sent_before_the_threshold_wait_for_it() {
             &call(&mut r, &["CONFIG", "SET", "busy-reply-threshold", "3000"]),
         );
         send(&mut rd, &["EVAL", "while true do end", "0"]);
-        if s.redis {
+        if s.kind == ProcessKind::Redis {
             // Redis runs the EVAL as soon as it arrives, then serves nothing until the
             // threshold passes.
             std::thread::sleep(Duration::from_millis(500));
@@ -793,7 +671,7 @@ fn commands_sent_before_the_threshold_wait_for_it() {
         );
         log.note("r3", &r3.read().expect("SHUTDOWN reply"));
         log.note("r", &call(&mut r, &["SCRIPT", "KILL"]));
-        wait_pong(s);
+        wait_pong(s.port);
         log.note("rd", &rd.read().expect("killed script's reply"));
     });
 }
@@ -817,14 +695,14 @@ fn watched_sessions_during_busy() {
         log.note("w1", &call(&mut w[1], &["MULTI"]));
         log.note("w1", &call(&mut w[1], &["GET", "k1"]));
         send(&mut rd, &["EVAL", "while true do end", "0"]);
-        wait_busy(s);
+        wait_busy(s.port);
         log.note("w0", &call(&mut w[0], &["UNWATCH"]));
         log.note("w1", &call(&mut w[1], &["DISCARD"]));
         log.note("w2", &call(&mut w[2], &["MULTI"]));
         log.note("w2", &call(&mut w[2], &["EXEC"]));
         log.note("w3", &call(&mut w[3], &["RESET"]));
         log.note("r", &call(&mut r, &["SCRIPT", "KILL"]));
-        wait_pong(s);
+        wait_pong(s.port);
         log.note("rd", &rd.read().expect("killed script's reply"));
         // The watches are gone: a transaction after a write to the keys runs.
         log.note("r", &call(&mut r, &["SET", "k0", "x"]));

@@ -2,10 +2,10 @@
 //! WRITE holds writes but not reads, CLIENT REPLY OFF/SKIP, names in CLIENT LIST, and the
 //! `timeout` parameter closing idle clients.
 
-mod support;
+mod common;
 
+use common::{Conn, Frame};
 use std::time::Duration;
-use support::{Conn, Frame};
 
 fn int(f: Frame) -> i64 {
     match f {

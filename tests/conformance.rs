@@ -8,10 +8,10 @@
 //! formatting change: `!sort`, `!skip`, `!near N` lines, and doubles compared by value (Redis
 //! 7.2 prints the shortest round-trip form where 7.0 printed `%.17g`).
 
-mod support;
+mod common;
 
+use common::{Conn, Frame, Rng, ServerProcess};
 use respite::protocol::parse::split_args;
-use support::{Conn, Frame, RedisServer, Rng};
 
 fn cases_dir() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("conformance/cases")
@@ -198,7 +198,7 @@ fn reset(c: &mut Conn) {
 
 #[test]
 fn case_files_agree_with_redis() {
-    let redis = RedisServer::start();
+    let redis = ServerProcess::redis();
     let respite = respite::TestServer::start().expect("start respite");
     let mut files: Vec<_> = std::fs::read_dir(cases_dir())
         .expect("conformance/cases")
@@ -272,7 +272,7 @@ fn case_files_agree_with_redis() {
 /// Every command we implement must match redis-server's arity, flags and key positions.
 #[test]
 fn command_table_matches_redis() {
-    let redis = RedisServer::start();
+    let redis = ServerProcess::redis();
     let mut c = open(redis.port, 2);
     let mut failures = Vec::new();
     let mut checked = 0;
@@ -357,16 +357,6 @@ fn command_table_matches_redis() {
         "command table differs from redis:\n{}",
         failures.join("\n")
     );
-}
-
-/// Extra draws on the shared xorshift64* (`support::Rng`).
-impl Rng {
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn pick<'a>(&mut self, v: &[&'a str]) -> &'a str {
-        v[self.below(v.len())]
-    }
 }
 
 const KEYS: &[&str] = &[
@@ -715,7 +705,7 @@ impl<I: Iterator<Item = (String, Mode)>> UnzipMode for I {
 
 #[test]
 fn random_commands_agree_with_redis() {
-    let redis = RedisServer::start();
+    let redis = ServerProcess::redis();
     let respite = respite::TestServer::start().expect("start respite");
     let seeds: Vec<u64> = match std::env::var("RESPITE_SEED") {
         Ok(s) => vec![s.parse().expect("RESPITE_SEED")],

@@ -8,12 +8,12 @@
 //!   `Bad data format` (or OK), never a panic or a hang;
 //! - a RESTOREd key survives a restart of the durable engine; the `restore` event fires.
 
-mod support;
+mod common;
 
+use common::{durable_server, Conn, Frame, Rng, ServerProcess};
 use respite::types::rdb::{self, value};
 use respite::TestServer;
 use std::time::{Duration, Instant};
-use support::{Conn, Frame, RedisServer, Rng};
 
 type Cmd = Vec<Vec<u8>>;
 
@@ -33,16 +33,6 @@ fn bulk(f: Frame) -> Vec<u8> {
     match f {
         Frame::Bulk(b) => b,
         other => panic!("expected a bulk reply, got {other:?}"),
-    }
-}
-
-/// Seeded draws on the shared xorshift64* (`support::Rng`).
-impl Rng {
-    fn new(seed: u64) -> Rng {
-        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
     }
 }
 
@@ -98,12 +88,12 @@ fn encoding(c: &mut Conn, key: &[u8]) -> Frame {
 struct Servers {
     redis: Conn,
     ours: Conn,
-    _redis: RedisServer,
+    _redis: ServerProcess,
     _ours: TestServer,
 }
 
 fn servers() -> Servers {
-    let rs = RedisServer::start();
+    let rs = ServerProcess::redis();
     let ts = TestServer::builder().start().expect("respite starts");
     Servers {
         redis: Conn::connect(rs.port).unwrap(),
@@ -369,7 +359,7 @@ fn load_time_conversions_follow_config() {
 fn random_values_round_trip() {
     let ts = TestServer::builder().start().unwrap();
     let mut c = Conn::connect(ts.port()).unwrap();
-    let mut rng = Rng::new(20261130);
+    let mut rng = Rng::seeded(20261130);
     let elem = |rng: &mut Rng| -> Vec<u8> {
         match rng.below(6) {
             0 => (rng.next() as i64 >> rng.below(64))
@@ -503,7 +493,7 @@ fn reframe(ty: u8, body: &[u8]) -> Vec<u8> {
 fn fuzzed_payloads_only_fail_cleanly() {
     let seeds = seed_payloads();
     let lim = value::Limits::default();
-    let mut rng = Rng::new(7);
+    let mut rng = Rng::seeded(7);
     let start = Instant::now();
     let mut tried = 0usize;
     let mut check = |p: &[u8]| {
@@ -588,11 +578,7 @@ fn restored_key_survives_durable_restart() {
         bulk(call(&mut c, &[b"DUMP", b"h"]))
     };
     {
-        let ts = TestServer::builder()
-            .redb(dir.path())
-            .param("appendfsync", "always")
-            .start()
-            .unwrap();
+        let ts = durable_server(dir.path(), "always");
         let mut c = Conn::connect(ts.port()).unwrap();
         let ok = Frame::Simple("OK".into());
         assert_eq!(call(&mut c, &[b"RESTORE", b"k", b"0", &payload]), ok);
@@ -601,11 +587,7 @@ fn restored_key_survives_durable_restart() {
             ok
         );
     }
-    let ts = TestServer::builder()
-        .redb(dir.path())
-        .param("appendfsync", "always")
-        .start()
-        .unwrap();
+    let ts = durable_server(dir.path(), "always");
     let mut c = Conn::connect(ts.port()).unwrap();
     let expect = vec![
         b"hash".to_vec(),
@@ -737,7 +719,7 @@ fn mask_times(f: Frame) -> Frame {
 #[test]
 fn string_dumps_equal_redis_byte_for_byte() {
     let mut sv = servers();
-    let mut rng = Rng::new(42);
+    let mut rng = Rng::seeded(42);
     for i in 0..600 {
         let len = 21 + rng.below(if i % 10 == 0 { 70_000 } else { 2_000 });
         // Runs of a small alphabet compress; every fourth value is noise that does not.

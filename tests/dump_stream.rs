@@ -3,11 +3,11 @@
 //! into the same stream, and respite's payloads must RESTORE into Redis with the same
 //! content (including when XDEL left tombstones Redis keeps and respite does not).
 
-mod support;
+mod common;
 
+use common::{Conn, Frame, ServerProcess};
 use respite::types::rdb::{self, stream as rs, Reader, Writer};
 use respite::types::stream::{NewId, NodeLimits, ParsedId, Stream, StreamId};
-use support::{Conn, Frame, RedisServer};
 
 fn call(c: &mut Conn, args: &[&[u8]]) -> Frame {
     c.call(&args.iter().map(|a| a.to_vec()).collect::<Vec<_>>())
@@ -93,8 +93,8 @@ impl Both {
     }
 }
 
-fn redis() -> (RedisServer, Conn) {
-    let srv = RedisServer::start();
+fn redis() -> (ServerProcess, Conn) {
+    let srv = ServerProcess::redis();
     let c = Conn::connect(srv.port).expect("connect");
     (srv, c)
 }

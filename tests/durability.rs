@@ -4,12 +4,12 @@
 //! loads the file; the canonical dump of every database must be identical — for each
 //! `appendfsync` mode. `RESPITE_SEED` / `RESPITE_STEPS` widen it.
 
-mod support;
+mod common;
 
+use common::{durable_server, Conn, Frame};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use respite::TestServer;
-use support::{Conn, Frame};
 
 const DBS: usize = 3;
 const KEYS: &[&str] = &["a", "b", "{t}c", "{t}d", "e\x00\u{ff}"];
@@ -205,11 +205,7 @@ fn dump(port: u16) -> Vec<String> {
 fn run(mode: &str, seed: u64, steps: usize) {
     let dir = tempfile::tempdir().expect("tempdir");
     let before = {
-        let server = TestServer::builder()
-            .redb(dir.path())
-            .param("appendfsync", mode)
-            .start()
-            .expect("start");
+        let server = durable_server(dir.path(), mode);
         let mut c = Conn::connect(server.port()).expect("connect");
         let mut rng = StdRng::seed_from_u64(seed);
         for step in 0..steps {
@@ -220,11 +216,7 @@ fn run(mode: &str, seed: u64, steps: usize) {
         }
         dump(server.port())
     };
-    let server = TestServer::builder()
-        .redb(dir.path())
-        .param("appendfsync", mode)
-        .start()
-        .expect("restart");
+    let server = durable_server(dir.path(), mode);
     let after = dump(server.port());
     if before != after {
         let diff: Vec<String> = before

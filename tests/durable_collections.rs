@@ -9,36 +9,12 @@
 //! - Element level: one HSET/SADD/ZADD/... on a 10 000-element collection writes a handful
 //!   of rows (`respite_rows_written` in INFO persistence), not 10 000.
 
-mod support;
+mod common;
 
+use common::{conn_info_int, until_blocked_sync, Conn, Frame, Rng};
 use respite::TestServer;
 use std::path::Path;
 use std::time::{Duration, Instant};
-use support::{Conn, Frame};
-
-/// xorshift64*: a small deterministic generator (the sequences must replay exactly).
-struct Rng(u64);
-
-impl Rng {
-    fn new(seed: u64) -> Rng {
-        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
-    }
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
-        items[self.below(items.len())]
-    }
-    fn chance(&mut self, percent: usize) -> bool {
-        self.below(100) < percent
-    }
-}
 
 #[derive(Clone, Copy, Debug)]
 enum Family {
@@ -91,17 +67,6 @@ fn check(args: &[String], reply: &Frame) {
             check(args, r);
         }
     }
-}
-
-fn info_field(c: &mut Conn, section: &str, field: &str) -> i64 {
-    let Frame::Bulk(text) = c.cmd(&format!("INFO {section}")) else {
-        panic!("INFO reply");
-    };
-    let text = String::from_utf8_lossy(&text).into_owned();
-    text.lines()
-        .find_map(|l| l.strip_prefix(&format!("{field}:")))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no {field} in INFO {section}"))
 }
 
 fn bulk_text(f: &Frame) -> String {
@@ -382,18 +347,6 @@ fn command(rng: &mut Rng, family: Family) -> Vec<String> {
     }
 }
 
-/// Waits until the server counts `n` blocked clients.
-fn until_blocked(c: &mut Conn, n: i64) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while info_field(c, "clients", "blocked_clients") != n {
-        assert!(
-            Instant::now() < deadline,
-            "never reached {n} blocked clients"
-        );
-        std::thread::sleep(Duration::from_millis(1));
-    }
-}
-
 /// BZPOPMIN served by a later ZADD (a pop made by the wake-up path, not by a command).
 fn served_bzpopmin(rng: &mut Rng, server: &TestServer, c: &mut Conn) {
     let key = rng.pick(ZSET_KEYS).to_string();
@@ -402,7 +355,7 @@ fn served_bzpopmin(rng: &mut Rng, server: &TestServer, c: &mut Conn) {
     waiter
         .send(&[b"BZPOPMIN".to_vec(), key.as_bytes().to_vec(), b"0".to_vec()])
         .expect("send BZPOPMIN");
-    until_blocked(c, 1);
+    until_blocked_sync(c, 1);
     let mut zadd = vec!["ZADD".to_string(), key.clone()];
     // One member: the served pop empties the key; more: it leaves the rest.
     for (i, m) in ["a", "b", "c"].iter().take(rng.below(3) + 1).enumerate() {
@@ -435,7 +388,7 @@ fn reload_equivalence(family: Family, mode: &str, seed: u64, steps: usize) -> us
             Frame::Simple("OK".into())
         );
     }
-    let mut rng = Rng::new(seed);
+    let mut rng = Rng::seeded(seed);
     let mut wrote = 0;
     for _ in 0..steps {
         match rng.below(100) {
@@ -526,8 +479,8 @@ reload_tests! {
 fn counters(c: &mut Conn) -> (i64, i64) {
     assert_eq!(c.cmd("SAVE"), Frame::Simple("OK".into()));
     (
-        info_field(c, "persistence", "respite_rows_written"),
-        info_field(c, "persistence", "respite_committed_changes"),
+        conn_info_int(c, "persistence", "respite_rows_written"),
+        conn_info_int(c, "persistence", "respite_committed_changes"),
     )
 }
 

@@ -10,15 +10,14 @@
 
 mod common;
 
-use common::{c, url_for_port, HANG_GUARD};
+use common::values::{fields, int, items, text};
+use common::{c, connect_port, q, Proto, ServerProcess, HANG_GUARD};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use redis::aio::MultiplexedConnection;
 use redis::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::io::BufRead;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,75 +25,23 @@ use std::time::Duration;
 const WORKERS: usize = 6;
 const COUNTERS: usize = 3;
 
-/// The server child process; killed on drop so a failing test leaves nothing behind.
-struct Server {
-    child: Child,
-    port: u16,
-    // Kept open: the child's stdout is a pipe.
-    _stdout: std::process::ChildStdout,
-}
-
-impl Server {
-    fn start(dir: &Path) -> Server {
-        let log = if std::env::var_os("RESPITE_CRASH_LOG").is_some() {
-            Stdio::inherit()
-        } else {
-            Stdio::null()
-        };
-        // RESPITE_BIN runs another build (a target directory shared by several checkouts
-        // holds whichever `respite` was built last).
-        let bin =
-            std::env::var_os("RESPITE_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_respite").into());
-        let mut child = Command::new(bin)
-            .args(["--port", "0", "--engine", "redb", "--dir"])
-            .arg(dir)
-            .args(["--appendfsync", "always", "--threads", "2"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(log)
-            .spawn()
-            .expect("spawn respite");
-        let stdout = child.stdout.take().expect("stdout");
-        let mut reader = std::io::BufReader::new(stdout);
-        let mut line = String::new();
-        reader.read_line(&mut line).expect("read port");
-        let port = line.trim().parse().unwrap_or_else(|_| {
-            let _ = child.kill();
-            panic!("respite printed {line:?} instead of its port")
-        });
-        Server {
-            child,
-            port,
-            _stdout: reader.into_inner(),
-        }
-    }
-
-    fn kill(&mut self) {
-        // `Child::kill` is SIGKILL on Unix: no final commit, no cleanup.
-        self.child.kill().expect("SIGKILL");
-        self.child.wait().expect("reap");
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-async fn connect(port: u16) -> MultiplexedConnection {
-    let client = redis::Client::open(url_for_port(port, common::Proto::Resp2)).expect("url");
-    // No response timeout: a reply held back for a durable commit is not a failure, and
-    // the kill closes the socket anyway.
-    let config = redis::AsyncConnectionConfig::new().set_response_timeout(None);
-    tokio::time::timeout(
-        HANG_GUARD,
-        client.get_multiplexed_async_connection_with_config(&config),
+/// The server child process (killed on drop so a failing test leaves nothing behind):
+/// `ServerProcess::kill` is SIGKILL on Unix, no final commit, no cleanup.
+fn start_server(dir: &Path) -> ServerProcess {
+    let dir = dir.to_str().expect("a UTF-8 temporary path");
+    ServerProcess::respite_with(
+        &[
+            "--engine",
+            "redb",
+            "--dir",
+            dir,
+            "--appendfsync",
+            "always",
+            "--threads",
+            "2",
+        ],
+        std::env::var_os("RESPITE_CRASH_LOG").is_some(),
     )
-    .await
-    .expect("connect hung")
-    .expect("connect")
 }
 
 /// A value derived from its key and operation number: binary bytes, varying length.
@@ -165,7 +112,7 @@ async fn load(
     seed: u64,
 ) -> Result<Worker, String> {
     let mut rng = SmallRng::seed_from_u64(seed);
-    let mut con = connect(port).await;
+    let mut con = connect_port(port, Proto::Resp2).await;
     let w = me.w;
     let (hash, list, stream) = (format!("h:{w}"), format!("l:{w}"), format!("s:{w}"));
     let result: Result<(), Stop> = async {
@@ -295,59 +242,14 @@ fn read_group_ids(v: &Value) -> Result<Vec<String>, String> {
     Ok(out)
 }
 
-fn text(v: &Value) -> String {
-    match v {
-        Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
-        Value::SimpleString(s) => s.clone(),
-        Value::Int(i) => i.to_string(),
-        Value::Okay => "OK".into(),
-        other => panic!("not text: {other:?}"),
-    }
-}
-
-fn int(v: &Value) -> i64 {
-    match v {
-        Value::Int(i) => *i,
-        other => panic!("not an integer: {other:?}"),
-    }
-}
-
-fn items(v: Value) -> Vec<Value> {
-    match v {
-        Value::Array(a) => a,
-        Value::Nil => Vec::new(),
-        other => panic!("not an array: {other:?}"),
-    }
-}
-
-/// A flat RESP2 `[k1, v1, k2, v2, ...]` reply as a map keyed by text.
-fn fields(v: Value) -> HashMap<String, Value> {
-    let a = items(v);
-    a.chunks(2).map(|p| (text(&p[0]), p[1].clone())).collect()
-}
-
-async fn q(con: &mut MultiplexedConnection, cmd: &redis::Cmd) -> Value {
-    match tokio::time::timeout(HANG_GUARD, cmd.query_async::<Value>(con)).await {
-        Ok(Ok(v)) => v,
-        Ok(Err(e)) => panic!(
-            "{:?} failed after restart: {e}",
-            String::from_utf8_lossy(&cmd.get_packed_command())
-        ),
-        Err(_) => panic!(
-            "{:?} hung",
-            String::from_utf8_lossy(&cmd.get_packed_command())
-        ),
-    }
-}
-
 /// Every key reads back (SCAN, TYPE, then a full read by type); returns their names.
 async fn read_every_key(con: &mut MultiplexedConnection) -> BTreeSet<String> {
     let mut keys = BTreeSet::new();
     let mut cursor = "0".to_string();
     loop {
-        let r = items(q(con, &c(&["SCAN", &cursor, "COUNT", "500"])).await);
+        let r = items(&q(con, &c(&["SCAN", &cursor, "COUNT", "500"])).await);
         cursor = text(&r[0]);
-        for k in items(r[1].clone()) {
+        for k in items(&r[1]) {
             keys.insert(text(&k));
         }
         if cursor == "0" {
@@ -363,7 +265,7 @@ async fn read_every_key(con: &mut MultiplexedConnection) -> BTreeSet<String> {
             "stream" => c(&["XINFO", "STREAM", k, "FULL"]),
             other => panic!("key {k} has unexpected type {other}"),
         };
-        q(con, &read).await;
+        q::<Value>(con, &read).await;
         let ttl = int(&q(con, &c(&["PTTL", k])).await);
         assert_eq!(ttl, -1, "key {k} gained a TTL");
     }
@@ -373,7 +275,7 @@ async fn read_every_key(con: &mut MultiplexedConnection) -> BTreeSet<String> {
 /// Checks the restarted server against the model, then makes the model match what
 /// survived (unacknowledged writes may or may not have).
 async fn verify(port: u16, workers: &mut [Worker], counters: &Counters, round: usize) {
-    let mut con = connect(port).await;
+    let mut con = connect_port(port, Proto::Resp2).await;
     let keys = read_every_key(&mut con).await;
     let mut expected_keys = BTreeSet::new();
 
@@ -415,7 +317,7 @@ async fn verify(port: u16, workers: &mut [Worker], counters: &Counters, round: u
 
         // Hash fields.
         let hash = format!("h:{w}");
-        let got = fields(q(&mut con, &c(&["HGETALL", &hash])).await);
+        let got = fields(&q(&mut con, &c(&["HGETALL", &hash])).await);
         for (&n, &acked) in &me.fields {
             let f = format!("f{n}");
             match got.get(&f) {
@@ -444,7 +346,7 @@ async fn verify(port: u16, workers: &mut [Worker], counters: &Counters, round: u
 
         // The list: exactly a prefix of the pushes, at least the acknowledged ones.
         let list = format!("l:{w}");
-        let got: Vec<u64> = items(q(&mut con, &c(&["LRANGE", &list, "0", "-1"])).await)
+        let got: Vec<u64> = items(&q(&mut con, &c(&["LRANGE", &list, "0", "-1"])).await)
             .iter()
             .map(|v| text(v).parse().expect("list element"))
             .collect();
@@ -474,10 +376,10 @@ async fn verify(port: u16, workers: &mut [Worker], counters: &Counters, round: u
 
 async fn verify_stream(con: &mut MultiplexedConnection, me: &mut Worker, round: usize) {
     let stream = format!("s:{}", me.w);
-    let entries = items(q(con, &c(&["XRANGE", &stream, "-", "+"])).await);
+    let entries = items(&q(con, &c(&["XRANGE", &stream, "-", "+"])).await);
     let mut present = BTreeSet::new();
     for e in entries {
-        let e = items(e);
+        let e = items(&e);
         let id = text(&e[0]);
         let n: u64 = id
             .strip_suffix("-1")
@@ -487,7 +389,7 @@ async fn verify_stream(con: &mut MultiplexedConnection, me: &mut Worker, round: 
             me.xadds.contains_key(&n),
             "{stream} has unwritten entry {id}"
         );
-        let f = items(e[1].clone());
+        let f = items(&e[1]);
         assert_eq!(text(&f[0]), "v");
         assert_eq!(
             f[1],
@@ -507,10 +409,10 @@ async fn verify_stream(con: &mut MultiplexedConnection, me: &mut Worker, round: 
 
     // The group: PEL entries exist, belong to listed consumers, counts agree.
     let pel: Vec<(String, String)> =
-        items(q(con, &c(&["XPENDING", &stream, "g", "-", "+", "100000"])).await)
+        items(&q(con, &c(&["XPENDING", &stream, "g", "-", "+", "100000"])).await)
             .into_iter()
             .map(|e| {
-                let e = items(e);
+                let e = items(&e);
                 (text(&e[0]), text(&e[1]))
             })
             .collect();
@@ -538,15 +440,15 @@ async fn verify_stream(con: &mut MultiplexedConnection, me: &mut Worker, round: 
             "round {round}: acknowledged XACK {stream} {id} is pending again"
         );
     }
-    let summary = items(q(con, &c(&["XPENDING", &stream, "g"])).await);
+    let summary = items(&q(con, &c(&["XPENDING", &stream, "g"])).await);
     assert_eq!(
         int(&summary[0]),
         pel.len() as i64,
         "{stream}: XPENDING count"
     );
-    let groups = items(q(con, &c(&["XINFO", "GROUPS", &stream])).await);
+    let groups = items(&q(con, &c(&["XINFO", "GROUPS", &stream])).await);
     assert_eq!(groups.len(), 1, "{stream}: groups");
-    let g = fields(groups[0].clone());
+    let g = fields(&groups[0]);
     assert_eq!(
         int(&g["pending"]),
         pel.len() as i64,
@@ -570,7 +472,7 @@ async fn verify_stream(con: &mut MultiplexedConnection, me: &mut Worker, round: 
             "{stream}: pending {id} after last-delivered {last}"
         );
     }
-    let consumers = items(q(con, &c(&["XINFO", "CONSUMERS", &stream, "g"])).await);
+    let consumers = items(&q(con, &c(&["XINFO", "CONSUMERS", &stream, "g"])).await);
     assert_eq!(
         int(&g["consumers"]),
         consumers.len() as i64,
@@ -582,7 +484,7 @@ async fn verify_stream(con: &mut MultiplexedConnection, me: &mut Worker, round: 
     }
     let mut listed = 0;
     for cons in consumers {
-        let cons = fields(cons);
+        let cons = fields(&cons);
         let name = text(&cons["name"]);
         let pending = int(&cons["pending"]);
         assert_eq!(
@@ -626,12 +528,12 @@ async fn acknowledged_writes_survive_sigkill() {
         })
         .collect();
 
-    let mut server = Server::start(dir.path());
+    let mut server = start_server(dir.path());
     {
-        let mut con = connect(server.port).await;
+        let mut con = connect_port(server.port, Proto::Resp2).await;
         for w in 0..WORKERS {
             let s = format!("s:{w}");
-            let v = q(
+            let v: Value = q(
                 &mut con,
                 &c(&["XGROUP", "CREATE", &s, "g", "0", "MKSTREAM"]),
             )
@@ -657,7 +559,7 @@ async fn acknowledged_writes_survive_sigkill() {
                 .expect("worker panicked");
             *slot = done.unwrap_or_else(|e| panic!("round {round}: {e}"));
         }
-        server = Server::start(dir.path());
+        server = start_server(dir.path());
         verify(server.port, &mut workers, &counters, round).await;
     }
     let ops: u64 = workers.iter().map(|w| w.next).sum();

@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{frame, Raw, HANG_GUARD};
+use common::{durable_server, frame, Raw, HANG_GUARD};
 use respite::TestServer;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -15,11 +15,7 @@ use std::time::{Duration, Instant};
 const MISCONF: &str = "-MISCONF Errors writing to the AOF file: ";
 
 fn server(dir: &Path, fsync: &str) -> TestServer {
-    TestServer::builder()
-        .redb(dir)
-        .param("appendfsync", fsync)
-        .start()
-        .expect("start durable server")
+    durable_server(dir, fsync)
 }
 
 fn fail_next_commits(server: &TestServer, n: u64) {

@@ -4,14 +4,14 @@
 //! `appendfsync` mode. The commands record element-level changes (ListPush, XAdd, XPelPut…),
 //! so this checks that every in-place edit is journaled exactly.
 
-mod support;
+mod common;
 
+use common::{Conn, Frame};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use respite::TestServer;
 use std::path::Path;
 use std::time::Duration;
-use support::{Conn, Frame};
 
 const LISTS: &[&str] = &["l0", "l1", "l2", "{l}a", "{l}b"];
 const STREAMS: &[&str] = &["s0", "s1", "s2"];

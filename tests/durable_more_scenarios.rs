@@ -6,15 +6,18 @@
 
 #[macro_use]
 mod common;
-use common::checkpoint;
+use common::s6::{self, checkpoint, mark, prepare, promote, Group, Pairs};
 
+use common::values::{
+    any_reply as raw, any_text as text, entry_ids, fields, int_or_text as int, items, read_reply,
+};
 use common::{
-    blocking_conn, c, connect, connections, lua_script, q, until_blocked, Proto, HANG_GUARD,
+    admitted_by_user_limit, blocking_conn, c, connect, connections, durable_server, join_all,
+    lua_script, q, until_blocked, Proto, HANG_GUARD,
 };
 use redis::aio::MultiplexedConnection;
 use redis::Value;
 use respite::TestServer;
-use std::collections::HashMap;
 use std::path::Path;
 use std::time::Duration;
 
@@ -26,64 +29,11 @@ fn fsync_for(proto: Proto) -> &'static str {
     }
 }
 
-fn durable(dir: &Path, fsync: &str) -> TestServer {
-    TestServer::builder()
-        .redb(dir)
-        .param("appendfsync", fsync)
-        .start()
-        .expect("start durable server")
-}
-
 /// Stops `srv` (its final commit closes the file) and starts a new server on `dir`. The
 /// old one must be gone first: two servers cannot hold one database file.
 fn restart(srv: TestServer, dir: &Path, fsync: &str) -> TestServer {
     drop(srv);
-    durable(dir, fsync)
-}
-
-/// Any reply; an error comes back as a status `ERROR <message>`.
-async fn raw(con: &mut MultiplexedConnection, cmd: &redis::Cmd) -> Value {
-    match tokio::time::timeout(HANG_GUARD, cmd.query_async::<Value>(con)).await {
-        Ok(Ok(v)) => v,
-        Ok(Err(e)) => Value::SimpleString(format!("ERROR {e}")),
-        Err(_) => panic!("command hung"),
-    }
-}
-
-fn text(v: &Value) -> String {
-    match v {
-        Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
-        Value::SimpleString(s) => s.clone(),
-        Value::Int(i) => i.to_string(),
-        other => format!("{other:?}"),
-    }
-}
-
-fn texts(r: &[Value]) -> Vec<String> {
-    r.iter().map(text).collect()
-}
-
-fn int(v: &Value) -> i64 {
-    match v {
-        Value::Int(i) => *i,
-        other => text(other).parse().expect("integer"),
-    }
-}
-
-fn items(v: &Value) -> Vec<Value> {
-    match v {
-        Value::Array(a) | Value::Set(a) => a.clone(),
-        Value::Map(m) => m.iter().flat_map(|(k, v)| [k.clone(), v.clone()]).collect(),
-        other => panic!("not an array: {other:?}"),
-    }
-}
-
-/// A reply map (flat array in RESP2, map in RESP3) by field name.
-fn fields(v: &Value) -> HashMap<String, Value> {
-    items(v)
-        .chunks(2)
-        .map(|p| (text(&p[0]), p[1].clone()))
-        .collect()
+    durable_server(dir, fsync)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -126,7 +76,7 @@ async fn pttl(con: &mut MultiplexedConnection, key: &str) -> i64 {
 async fn rate_limits_survive_restarts(proto: Proto) {
     let fsync = fsync_for(proto);
     let dir = tempfile::tempdir().expect("tempdir");
-    let mut srv = durable(dir.path(), fsync);
+    let mut srv = durable_server(dir.path(), fsync);
     let cons = connections(&srv, proto, 16).await;
     let mut tasks = Vec::new();
     for i in 0..128 {
@@ -136,16 +86,7 @@ async fn rate_limits_survive_restarts(proto: Proto) {
             async move { window(&mut con, "u1", key).await },
         ));
     }
-    let mut admitted = 0;
-    for t in tasks {
-        let (ok, scope, _) = t.await.expect("task");
-        if ok {
-            admitted += 1;
-        } else {
-            assert_eq!(text(&scope), "user");
-        }
-    }
-    assert_eq!(admitted, 32);
+    assert_eq!(admitted_by_user_limit(&join_all(tasks).await), 32);
     drop(cons);
     let mut con = connect(&srv, proto).await;
     let (a, b): (i64, i64) = (
@@ -215,26 +156,6 @@ async fn rate_limits_survive_restarts(proto: Proto) {
 
 // ---------------------------------------------------------------------------------------
 // S5: work queues on streams with consumer groups.
-
-/// `[[id, [f, v, ...]], ...]` → ids.
-fn entry_ids(v: &Value) -> Vec<String> {
-    items(v).iter().map(|e| text(&items(e)[0])).collect()
-}
-
-/// XREAD/XREADGROUP reply → (stream, ids) pairs.
-fn read_reply(v: &Value) -> Vec<(String, Vec<String>)> {
-    match v {
-        Value::Map(m) => m.iter().map(|(k, v)| (text(k), entry_ids(v))).collect(),
-        Value::Array(a) => a
-            .iter()
-            .map(|kv| {
-                let kv = items(kv);
-                (text(&kv[0]), entry_ids(&kv[1]))
-            })
-            .collect(),
-        other => panic!("unexpected read reply {other:?}"),
-    }
-}
 
 /// A stream ID as (ms, seq), for ordering.
 fn id_of(id: &str) -> (u64, u64) {
@@ -313,7 +234,7 @@ async fn pending_rows(
 async fn work_queue_survives_restarts(proto: Proto) {
     let fsync = fsync_for(proto);
     let dir = tempfile::tempdir().expect("tempdir");
-    let mut srv = durable(dir.path(), fsync);
+    let mut srv = durable_server(dir.path(), fsync);
     let mut con = connect(&srv, proto).await;
     let create = c(&["XGROUP", "CREATE", "s", "g", "0-0", "MKSTREAM"]);
     let ok: String = q(&mut con, &create).await;
@@ -463,69 +384,13 @@ async fn work_queue_survives_restarts(proto: Proto) {
 // ---------------------------------------------------------------------------------------
 // S6: two-phase commit over a hash-tagged key group.
 
-async fn prepare(
-    con: &mut MultiplexedConnection,
-    v: &str,
-    output: &str,
-    base: &str,
-    rev: u8,
-) -> Vec<String> {
-    let s = lua_script("twophase_prepare.lua");
-    let mut inv = s.key(format!("{{vehicle:{v}}}:prepared"));
-    inv.key(format!("{{vehicle:{v}}}:committed-revision"))
-        .arg(output)
-        .arg(base)
-        .arg(rev.to_string());
-    for (f, val) in checkpoint(rev) {
-        inv.arg(f).arg(val);
-    }
-    let r: Vec<Value> = inv.invoke_async(con).await.expect("prepare");
-    texts(&r)
-}
-
-async fn mark(con: &mut MultiplexedConnection, v: &str, output: &str) -> Vec<String> {
-    let r: Vec<Value> = lua_script("twophase_mark_published.lua")
-        .key(format!("{{vehicle:{v}}}:prepared"))
-        .arg(output)
-        .invoke_async(con)
-        .await
-        .expect("mark");
-    texts(&r)
-}
-
-async fn promote(con: &mut MultiplexedConnection, v: &str, output: &str) -> Vec<String> {
-    let r: Vec<Value> = lua_script("twophase_promote.lua")
-        .key(format!("{{vehicle:{v}}}:prepared"))
-        .key(format!("{{vehicle:{v}}}:committed-revision"))
-        .key(format!("{{vehicle:{v}}}:checkpoint"))
-        .arg(output)
-        .arg(3_600_000)
-        .invoke_async(con)
-        .await
-        .expect("promote");
-    texts(&r)
-}
-
-type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
-
 /// The load path: the whole group in one MULTI/EXEC (checkpoint, revision, prepared).
-async fn load(con: &mut MultiplexedConnection, v: &str) -> (Pairs, Option<String>, Pairs) {
-    let mut p = redis::pipe();
-    p.atomic()
-        .cmd("HGETALL")
-        .arg(format!("{{vehicle:{v}}}:checkpoint"))
-        .cmd("GET")
-        .arg(format!("{{vehicle:{v}}}:committed-revision"))
-        .cmd("HGETALL")
-        .arg(format!("{{vehicle:{v}}}:prepared"));
-    let (mut cp, rev, mut prep): (Pairs, Option<String>, Pairs) =
-        tokio::time::timeout(HANG_GUARD, p.query_async(con))
-            .await
-            .expect("load hung")
-            .expect("load");
-    cp.sort();
-    prep.sort();
-    (cp, rev, prep)
+async fn load(con: &mut MultiplexedConnection, v: &str) -> Group {
+    let group = tokio::time::timeout(HANG_GUARD, s6::load_pipe(v).query_async(con))
+        .await
+        .expect("load hung")
+        .expect("load");
+    s6::sorted(group)
 }
 
 /// The prepared record `prepare(.., output, base, rev)` writes, sorted.
@@ -556,7 +421,7 @@ fn sorted(mut pairs: Pairs) -> Pairs {
 async fn two_phase_commit_survives_restarts(proto: Proto) {
     let fsync = fsync_for(proto);
     let dir = tempfile::tempdir().expect("tempdir");
-    let mut srv = durable(dir.path(), fsync);
+    let mut srv = durable_server(dir.path(), fsync);
     let mut con = connect(&srv, proto).await;
     assert_eq!(
         prepare(&mut con, "7", "out1", "", 1).await,

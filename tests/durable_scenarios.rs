@@ -6,20 +6,11 @@
 
 mod common;
 
-use common::{c, connect, lua_script, q, Proto};
+use common::{assert_saw_one_to, c, connect, durable_server, lua_script, q, Proto};
 use redis::aio::MultiplexedConnection;
 use redis::Value;
 use respite::TestServer;
-use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-
-fn durable(dir: &Path, fsync: &str) -> TestServer {
-    TestServer::builder()
-        .redb(dir)
-        .param("appendfsync", fsync)
-        .start()
-        .expect("start durable server")
-}
 
 async fn cons(server: &TestServer, n: usize) -> Vec<MultiplexedConnection> {
     let mut out = Vec::new();
@@ -72,7 +63,7 @@ const BIN_KEY: &[u8] = b"bin:\x00\xff\x80\r\n";
 async fn host_state(fsync: &str) {
     let dir = tempfile::tempdir().expect("tempdir");
     {
-        let srv = durable(dir.path(), fsync);
+        let srv = durable_server(dir.path(), fsync);
         let mut all = cons(&srv, 8).await;
         let con = &mut all[0];
         let bytes = all_bytes();
@@ -124,14 +115,9 @@ async fn host_state(fsync: &str) {
                 seen
             }));
         }
-        let mut seen = Vec::new();
-        for t in tasks {
-            seen.extend(t.await.expect("task"));
-        }
-        seen.sort_unstable();
-        assert_eq!(seen, (1..=400).collect::<Vec<i64>>());
+        assert_saw_one_to(tasks, 400).await;
     }
-    let srv = durable(dir.path(), fsync);
+    let srv = durable_server(dir.path(), fsync);
     let mut con = connect(&srv, Proto::Resp2).await;
     let mut bytes = all_bytes();
     bytes.extend_from_slice(b"\x00\x01");
@@ -184,7 +170,7 @@ async fn s1_deadlines_survive_a_restart() {
     let far = now_ms() + 3_600_000;
     let soon = now_ms() + 300;
     {
-        let srv = durable(dir.path(), "everysec");
+        let srv = durable_server(dir.path(), "everysec");
         let mut all = cons(&srv, 2).await;
         let _: () = q(&mut all[0], &c(&["SET", "ttl:30s", "v", "EX", "30"])).await;
         // Written by one connection, read by another.
@@ -227,7 +213,7 @@ async fn s1_deadlines_survive_a_restart() {
     if wait > 0 {
         tokio::time::sleep(Duration::from_millis(wait as u64)).await;
     }
-    let srv = durable(dir.path(), "everysec");
+    let srv = durable_server(dir.path(), "everysec");
     let mut con = connect(&srv, Proto::Resp2).await;
     let ttl: i64 = q(&mut con, &c(&["TTL", "ttl:30s"])).await;
     assert!((1..=30).contains(&ttl), "TTL after restart {ttl}");
@@ -287,7 +273,7 @@ async fn s3_s4_scripts_keep_their_state_across_restarts() {
     let dir = tempfile::tempdir().expect("tempdir");
     let t2;
     {
-        let srv = durable(dir.path(), "always");
+        let srv = durable_server(dir.path(), "always");
         let mut con = connect(&srv, Proto::Resp2).await;
         let t1 = lock_acquire(&mut con, "o1").await.expect("free lock");
         assert_eq!(t1, 1);
@@ -327,7 +313,7 @@ async fn s3_s4_scripts_keep_their_state_across_restarts() {
         );
     }
     {
-        let srv = durable(dir.path(), "everysec");
+        let srv = durable_server(dir.path(), "everysec");
         let mut con = connect(&srv, Proto::Resp2).await;
         // The lock is still held by o2 with its lease; the script cache is not (NOSCRIPT →
         // SCRIPT LOAD → EVALSHA inside redis-rs).
@@ -390,7 +376,7 @@ async fn s3_s4_scripts_keep_their_state_across_restarts() {
             Value::Array(vec![Value::Int(0), Value::Int(1)])
         );
     }
-    let srv = durable(dir.path(), "no");
+    let srv = durable_server(dir.path(), "no");
     let mut con = connect(&srv, Proto::Resp2).await;
     // Fencing tokens keep increasing across restarts.
     let t3 = lock_acquire(&mut con, "o3")
@@ -421,7 +407,7 @@ async fn appendfsync_switches_at_run_time() {
     let dir = tempfile::tempdir().expect("tempdir");
     let modes = ["always", "everysec", "no", "everysec", "always"];
     {
-        let srv = durable(dir.path(), "everysec");
+        let srv = durable_server(dir.path(), "everysec");
         let mut con = connect(&srv, Proto::Resp2).await;
         assert_eq!(info(&mut con, "respite_engine").await, "redb");
         assert_eq!(info(&mut con, "aof_enabled").await, "1");
@@ -467,7 +453,7 @@ async fn appendfsync_switches_at_run_time() {
         assert!(after > before, "SAVE made a durable commit");
         assert_eq!(info(&mut con, "respite_pending_changes").await, "0");
     }
-    let srv = durable(dir.path(), "everysec");
+    let srv = durable_server(dir.path(), "everysec");
     let mut con = connect(&srv, Proto::Resp2).await;
     for (i, mode) in modes.iter().enumerate() {
         let v: String = q(&mut con, &c(&["GET", &format!("mode:{i}")])).await;

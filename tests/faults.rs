@@ -2,38 +2,19 @@
 //! errors, delayed replies, dropped connections and reconnects, refused connections,
 //! pause/resume, the command log, and the RESPITE admin family over the real binary.
 
-use redis::aio::{ConnectionManager, ConnectionManagerConfig, MultiplexedConnection};
-use redis::{cmd, RedisResult};
-use respite::TestServer;
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+mod common;
 
-/// A guard against hangs, not a performance bound.
-const HANG: Duration = Duration::from_secs(10);
+use common::{connect_url, durable_server, try_q as q, ServerProcess, HANG_GUARD};
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::cmd;
+use respite::TestServer;
+use std::time::{Duration, Instant};
 
 fn server() -> TestServer {
     TestServer::builder()
         .param("enable-test-commands", "yes")
         .start()
         .expect("start")
-}
-
-async fn conn(url: &str) -> MultiplexedConnection {
-    let client = redis::Client::open(url).expect("url");
-    tokio::time::timeout(HANG, client.get_multiplexed_async_connection())
-        .await
-        .expect("connect hung")
-        .expect("connect")
-}
-
-async fn q<T: redis::FromRedisValue>(
-    con: &mut impl redis::aio::ConnectionLike,
-    c: &redis::Cmd,
-) -> RedisResult<T> {
-    tokio::time::timeout(HANG, c.query_async(con))
-        .await
-        .expect("command hung")
 }
 
 fn err_text(e: &redis::RedisError) -> String {
@@ -43,7 +24,7 @@ fn err_text(e: &redis::RedisError) -> String {
 #[tokio::test]
 async fn injected_errors_reach_the_client() {
     let srv = server();
-    let mut c = conn(&srv.url()).await;
+    let mut c = connect_url(&srv.url()).await;
     srv.fail_next(2, "READONLY You can't write against a read only replica.");
     for _ in 0..2 {
         let e = q::<String>(&mut c, cmd("SET").arg("k").arg("v"))
@@ -62,7 +43,7 @@ async fn injected_errors_reach_the_client() {
 #[tokio::test]
 async fn matching_rules_fail_only_their_commands() {
     let srv = server();
-    let mut c = conn(&srv.url()).await;
+    let mut c = connect_url(&srv.url()).await;
     srv.fail_matching(Some("get"), Some("user:*"), 1, "boom");
     let _: () = q(&mut c, cmd("SET").arg("user:1").arg("x")).await.unwrap();
     let other: Option<String> = q(&mut c, cmd("GET").arg("other")).await.unwrap();
@@ -79,7 +60,7 @@ async fn matching_rules_fail_only_their_commands() {
 #[tokio::test]
 async fn delayed_replies_take_at_least_the_delay() {
     let srv = server();
-    let mut c = conn(&srv.url()).await;
+    let mut c = connect_url(&srv.url()).await;
     srv.delay_replies(Duration::from_millis(200));
     let t = Instant::now();
     let pong: String = q(&mut c, &cmd("PING")).await.unwrap();
@@ -123,7 +104,7 @@ async fn dropped_connections_reconnect_with_connection_manager() {
         .await
         .unwrap();
     let _: () = q(&mut cm, cmd("SET").arg("k").arg("1")).await.unwrap();
-    assert!(srv.wait_for_command("set", HANG).await);
+    assert!(srv.wait_for_command("set", HANG_GUARD).await);
     let accepted = srv.connections_accepted();
     srv.drop_connections();
     let start = Instant::now();
@@ -134,7 +115,7 @@ async fn dropped_connections_reconnect_with_connection_manager() {
                 break;
             }
             Err(e) => {
-                assert!(start.elapsed() < HANG, "never reconnected: {e}");
+                assert!(start.elapsed() < HANG_GUARD, "never reconnected: {e}");
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
         }
@@ -161,7 +142,7 @@ async fn refused_connections_are_accepted_after_the_window() {
             assert_eq!(pong, "PONG");
             break;
         }
-        assert!(start.elapsed() < HANG, "never accepted");
+        assert!(start.elapsed() < HANG_GUARD, "never accepted");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert!(start.elapsed() >= Duration::from_millis(300));
@@ -170,7 +151,7 @@ async fn refused_connections_are_accepted_after_the_window() {
 #[tokio::test]
 async fn pause_holds_commands_until_resume() {
     let srv = server();
-    let mut c = conn(&srv.url()).await;
+    let mut c = connect_url(&srv.url()).await;
     let _: String = q(&mut c, &cmd("PING")).await.unwrap();
     srv.pause();
     let mut c2 = c.clone();
@@ -180,22 +161,25 @@ async fn pause_holds_commands_until_resume() {
         (a, b)
     });
     // The command arrived (it is logged) but nothing answers it.
-    assert!(srv.wait_for_command("incr", HANG).await);
+    assert!(srv.wait_for_command("incr", HANG_GUARD).await);
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert!(!pending.is_finished(), "answered while paused");
     srv.resume();
-    let (a, b) = tokio::time::timeout(HANG, pending).await.unwrap().unwrap();
+    let (a, b) = tokio::time::timeout(HANG_GUARD, pending)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!((a, b), (1, 2));
 }
 
 #[tokio::test]
 async fn command_log_records_arguments_per_connection() {
     let srv = server();
-    let mut c = conn(&srv.url()).await;
+    let mut c = connect_url(&srv.url()).await;
     let id: u64 = q(&mut c, cmd("CLIENT").arg("ID")).await.unwrap();
     let _: () = q(&mut c, cmd("SET").arg("k").arg(b"v\x00w")).await.unwrap();
     let _: Option<String> = q(&mut c, cmd("GET").arg("k")).await.unwrap();
-    assert!(srv.wait_for_command("get", HANG).await);
+    assert!(srv.wait_for_command("get", HANG_GUARD).await);
     let mine = srv.commands_of(id);
     let set = mine
         .iter()
@@ -224,7 +208,7 @@ async fn connection_manager_reconnects_across_restarts() {
     let v = loop {
         match q::<Option<String>>(&mut cm, cmd("GET").arg("k")).await {
             Ok(v) => break v,
-            Err(_) => assert!(start.elapsed() < HANG),
+            Err(_) => assert!(start.elapsed() < HANG_GUARD),
         }
     };
     assert_eq!(v.as_deref(), Some("1"), "keep_data keeps the key");
@@ -232,7 +216,7 @@ async fn connection_manager_reconnects_across_restarts() {
     let v = loop {
         match q::<Option<String>>(&mut cm, cmd("GET").arg("k")).await {
             Ok(v) => break v,
-            Err(_) => assert!(start.elapsed() < HANG),
+            Err(_) => assert!(start.elapsed() < HANG_GUARD),
         }
     };
     assert_eq!(v, None, "a cleared restart loses the key");
@@ -288,7 +272,7 @@ fn restart_closes_the_port_and_starts_a_fresh_instance() {
         let start = Instant::now();
         while cmd("PING").query::<String>(&mut c).is_ok() {
             assert!(
-                start.elapsed() < HANG,
+                start.elapsed() < HANG_GUARD,
                 "the connection outlived the restart"
             );
             std::thread::sleep(Duration::from_millis(5));
@@ -339,11 +323,7 @@ fn restart_closes_the_port_and_starts_a_fresh_instance() {
 #[test]
 fn durable_restart_reloads_from_disk() {
     let dir = tempfile::tempdir().unwrap();
-    let srv = TestServer::builder()
-        .redb(dir.path())
-        .param("appendfsync", "everysec")
-        .start()
-        .unwrap();
+    let srv = durable_server(dir.path(), "everysec");
     let client = redis::Client::open(srv.url()).unwrap();
     let mut c = client.get_connection().unwrap();
     for i in 0..100 {
@@ -384,44 +364,10 @@ fn durable_restart_reloads_from_disk() {
     srv.assert_str("after", "1");
 }
 
-/// The real binary, `--port 0`, its port read from stdout; killed on drop.
-struct Binary {
-    child: Child,
-    port: u16,
-}
-
-impl Binary {
-    fn start(extra: &[&str]) -> Binary {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_respite"))
-            .args(["--port", "0"])
-            .args(extra)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn respite");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().expect("stdout"))
-            .read_line(&mut line)
-            .expect("read port");
-        let port = line.trim().parse().expect("port on stdout");
-        Binary { child, port }
-    }
-    fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.port)
-    }
-}
-
-impl Drop for Binary {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 #[tokio::test]
 async fn respite_commands_are_refused_without_the_flag() {
-    let b = Binary::start(&[]);
-    let mut c = conn(&b.url()).await;
+    let b = ServerProcess::respite(&[]);
+    let mut c = connect_url(&b.url()).await;
     let e = q::<i64>(&mut c, cmd("RESPITE").arg("CLOCK").arg("GET"))
         .await
         .expect_err("refused");
@@ -433,8 +379,8 @@ async fn respite_commands_are_refused_without_the_flag() {
 
 #[tokio::test]
 async fn respite_commands_work_with_the_flag() {
-    let b = Binary::start(&["--enable-test-commands"]);
-    let mut c = conn(&b.url()).await;
+    let b = ServerProcess::respite(&["--enable-test-commands"]);
+    let mut c = connect_url(&b.url()).await;
     // Clock: a key with a TTL expires when the manual clock passes it. Freeze the clock
     // first (ADVANCE 0 switches to manual): set with the real clock running, the real time
     // before the switch would count too.
@@ -528,7 +474,7 @@ fn enable_test_commands_from_a_config_file() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("respite.conf");
     std::fs::write(&path, "enable-test-commands yes\n").unwrap();
-    let b = Binary::start(&[path.to_str().unwrap()]);
+    let b = ServerProcess::respite(&[path.to_str().unwrap()]);
     let client = redis::Client::open(b.url()).unwrap();
     let mut c = client.get_connection().unwrap();
     let ms: i64 = cmd("RESPITE")
@@ -543,15 +489,15 @@ fn enable_test_commands_from_a_config_file() {
 /// connection can lift a pause that holds another.
 #[tokio::test]
 async fn faults_over_the_protocol() {
-    let b = Binary::start(&["--enable-test-commands"]);
-    let mut admin = conn(&b.url()).await;
-    let mut user = conn(&b.url()).await;
+    let b = ServerProcess::respite(&["--enable-test-commands"]);
+    let mut admin = connect_url(&b.url()).await;
+    let mut user = connect_url(&b.url()).await;
     let _: String = q(&mut admin, cmd("RESPITE").arg("FAULT").arg("PAUSE"))
         .await
         .unwrap();
     let mut u2 = user.clone();
     let held = tokio::spawn(async move {
-        let r: RedisResult<String> = cmd("PING").query_async(&mut u2).await;
+        let r: redis::RedisResult<String> = cmd("PING").query_async(&mut u2).await;
         r
     });
     tokio::time::sleep(Duration::from_millis(100)).await;
@@ -566,7 +512,10 @@ async fn faults_over_the_protocol() {
     let _: String = q(&mut admin, cmd("RESPITE").arg("FAULT").arg("RESUME"))
         .await
         .unwrap();
-    let pong = tokio::time::timeout(HANG, held).await.unwrap().unwrap();
+    let pong = tokio::time::timeout(HANG_GUARD, held)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(pong.unwrap(), "PONG");
 
     let _: String = q(
@@ -580,7 +529,7 @@ async fn faults_over_the_protocol() {
     let _: String = q(&mut admin, cmd("RESPITE").arg("FAULT").arg("CLEAR"))
         .await
         .unwrap();
-    let mut fresh = conn(&b.url()).await;
+    let mut fresh = connect_url(&b.url()).await;
     let _: String = q(&mut fresh, &cmd("PING")).await.unwrap();
 
     // DROP closes every connection, the caller's included (after its reply).
@@ -589,7 +538,7 @@ async fn faults_over_the_protocol() {
         .unwrap();
     let start = Instant::now();
     while q::<String>(&mut user, &cmd("PING")).await.is_ok() {
-        assert!(start.elapsed() < HANG, "connection survived DROP");
+        assert!(start.elapsed() < HANG_GUARD, "connection survived DROP");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
@@ -650,7 +599,7 @@ fn wait_for_command_blocking_sees_a_command_from_another_thread() {
         let mut c = redis::Client::open(url).unwrap().get_connection().unwrap();
         let _: () = cmd("LPUSH").arg("q").arg("job").query(&mut c).unwrap();
     });
-    assert!(srv.wait_for_command_blocking("lpush", HANG));
+    assert!(srv.wait_for_command_blocking("lpush", HANG_GUARD));
     sender.join().unwrap();
     assert!(!srv.wait_for_command_blocking("rpop", Duration::from_millis(20)));
     assert_eq!(srv.lrange("q", 0, -1), ["job"]);

@@ -6,9 +6,12 @@
 #[macro_use]
 mod common;
 
-use common::{c, connect, connections, lua_source, q, real_server, Proto};
+use common::values::int;
+use common::{
+    c, connect, connections, killed_reply, lua_source, q, real_server, spawn_runaway, until_busy,
+    Proto,
+};
 use redis::Value;
-use std::time::Duration;
 
 /// A library whose functions run the scenario scripts unchanged: each script body becomes
 /// a local function of (KEYS, ARGV), registered under `name`.
@@ -42,13 +45,6 @@ async fn load_scenarios(con: &mut redis::aio::MultiplexedConnection) {
     )
     .await;
     assert_eq!(name, "scenarios");
-}
-
-fn int(v: &Value) -> i64 {
-    match v {
-        Value::Int(i) => *i,
-        other => panic!("not an integer: {other:?}"),
-    }
 }
 
 /// S2 through FCALL: 128 concurrent checks against a user limit of 32 admit exactly 32.
@@ -173,32 +169,9 @@ async fn runaway_function_is_busy_then_killed(proto: Proto) {
     let _: String = q(&mut admin, &c(&["CONFIG", "SET", "lua-time-limit", "100"])).await;
     let code = "#!lua name=spin\nredis.register_function('spin', function() while true do end end)";
     let _: String = q(&mut admin, &c(&["FUNCTION", "LOAD", code])).await;
-    let client = redis::Client::open(common::url(&server, proto)).expect("url");
-    let runaway = tokio::spawn(async move {
-        let config = redis::AsyncConnectionConfig::new().set_response_timeout(None);
-        let mut con = client
-            .get_multiplexed_async_connection_with_config(&config)
-            .await
-            .expect("connect");
-        c(&["FCALL", "spin", "0", "extra"])
-            .query_async::<Value>(&mut con)
-            .await
-    });
+    let runaway = spawn_runaway(&server, proto, c(&["FCALL", "spin", "0", "extra"])).await;
     let mut other = connect(&server, proto).await;
-    let mut busy = None;
-    for _ in 0..500 {
-        match c(&["GET", "k"])
-            .query_async::<Option<String>>(&mut other)
-            .await
-        {
-            Err(e) if e.to_string().contains("BUSY") => {
-                busy = Some(e.to_string());
-                break;
-            }
-            _ => tokio::time::sleep(Duration::from_millis(10)).await,
-        }
-    }
-    let busy = busy.expect("no BUSY reply while a function ran past lua-time-limit");
+    let busy = until_busy(&mut other).await;
     assert!(busy.contains("You can only call FUNCTION KILL"), "{busy}");
     let script_kill = c(&["SCRIPT", "KILL"])
         .query_async::<Value>(&mut other)
@@ -221,11 +194,7 @@ async fn runaway_function_is_busy_then_killed(proto: Proto) {
     }
     let killed: String = q(&mut other, &c(&["FUNCTION", "KILL"])).await;
     assert_eq!(killed, "OK");
-    let outcome = tokio::time::timeout(common::HANG_GUARD, runaway)
-        .await
-        .expect("killed function never returned")
-        .expect("task");
-    let err = outcome.expect_err("a killed function replies an error");
+    let err = killed_reply(runaway).await;
     assert!(err.to_string().contains("Script killed"), "{err}");
     let stats: Value = q(&mut other, &c(&["FUNCTION", "STATS"])).await;
     assert!(!format!("{stats:?}").contains("spin"), "{stats:?}");

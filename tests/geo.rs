@@ -3,12 +3,14 @@
 //! GEOSEARCHSTORE / GEORADIUS queries give the same replies in both protocols; geo writes
 //! survive a durable restart, signal WATCH and publish Redis's keyspace events.
 
-mod support;
+mod common;
 
+use common::{
+    assert_keyevents_match_redis, durable_server, Conn, Frame, Rng, ServerProcess, WatchProbe,
+};
 use respite::TestServer;
-use support::{keyevents, watched_exec_runs as exec_runs, Conn, Frame, RedisServer, Rng};
 
-/// Extra draws on the shared xorshift64* (`support::Rng`).
+/// Extra draws on the shared xorshift64* (`common::Rng`).
 impl Rng {
     /// Uniform in [0, 1).
     fn unit(&mut self) -> f64 {
@@ -17,10 +19,6 @@ impl Rng {
 
     fn range(&mut self, lo: f64, hi: f64) -> f64 {
         lo + (hi - lo) * self.unit()
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
     }
 }
 
@@ -112,7 +110,7 @@ fn geosearch_args(rng: &mut Rng, key: &str, members: &[String]) -> Vec<String> {
     let mut a = vec![key.to_string()];
     if rng.below(3) == 0 {
         a.push("FROMMEMBER".into());
-        a.push(members[rng.below(members.len() as u64) as usize].clone());
+        a.push(members[rng.below(members.len())].clone());
     } else {
         let (lon, lat) = point(rng);
         a.extend(["FROMLONLAT".into(), fmt(lon), fmt(lat)]);
@@ -130,7 +128,7 @@ fn geosearch_args(rng: &mut Rng, key: &str, members: &[String]) -> Vec<String> {
 
 #[test]
 fn random_searches_match_redis() {
-    let redis = RedisServer::start();
+    let redis = ServerProcess::redis();
     let ts = TestServer::builder().start().expect("respite starts");
     let (mut r, mut s) = (
         Conn::connect(redis.port).unwrap(),
@@ -203,7 +201,7 @@ fn random_searches_match_redis() {
             ));
             g.extend(options(&mut rng, false));
             both(&mut r, &mut s, &g);
-            let m = &ms[rng.below(ms.len() as u64) as usize];
+            let m = &ms[rng.below(ms.len())];
             let mut g = words(&format!("GEORADIUSBYMEMBER_RO {key} {m} {rad} {u}"));
             g.extend(options(&mut rng, false));
             both(&mut r, &mut s, &g);
@@ -226,9 +224,9 @@ fn random_searches_match_redis() {
             }
         }
         if q % 3 == 0 {
-            let a = &ms[rng.below(ms.len() as u64) as usize];
-            let b = &ms[rng.below(ms.len() as u64) as usize];
-            let unit = ["m", "km", "ft", "mi"][rng.below(4) as usize];
+            let a = &ms[rng.below(ms.len())];
+            let b = &ms[rng.below(ms.len())];
+            let unit = ["m", "km", "ft", "mi"][rng.below(4)];
             both(
                 &mut r,
                 &mut s,
@@ -249,14 +247,6 @@ fn random_searches_match_redis() {
     assert!(nonempty > 200, "too few non-empty searches: {nonempty}");
 }
 
-fn durable(dir: &std::path::Path) -> TestServer {
-    TestServer::builder()
-        .redb(dir)
-        .param("appendfsync", "always")
-        .start()
-        .expect("start durable server")
-}
-
 #[test]
 fn geo_sets_survive_a_durable_restart() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -270,7 +260,7 @@ fn geo_sets_survive_a_durable_restart() {
     ];
     let before: Vec<Frame>;
     {
-        let srv = durable(dir.path());
+        let srv = durable_server(dir.path(), "always");
         let mut c = Conn::connect(srv.port()).expect("connect");
         assert_eq!(
             c.cmd("GEOADD k 13.361389 38.115556 a 15.087269 37.502669 b"),
@@ -297,7 +287,7 @@ fn geo_sets_survive_a_durable_restart() {
         assert_eq!(c.cmd(&add), Frame::Int(300));
         before = checks.iter().map(|q| c.cmd(q)).collect();
     }
-    let srv = durable(dir.path());
+    let srv = durable_server(dir.path(), "always");
     let mut c = Conn::connect(srv.port()).expect("connect");
     let after: Vec<Frame> = checks.iter().map(|q| c.cmd(q)).collect();
     assert_eq!(before, after);
@@ -309,7 +299,7 @@ fn geo_sets_survive_a_durable_restart() {
     );
     drop(c);
     drop(srv);
-    let srv = durable(dir.path());
+    let srv = durable_server(dir.path(), "always");
     let mut c = Conn::connect(srv.port()).expect("connect");
     assert_eq!(c.cmd("ZCARD k"), Frame::Int(4));
     assert_eq!(c.cmd("EXISTS near"), Frame::Int(0));
@@ -317,36 +307,27 @@ fn geo_sets_survive_a_durable_restart() {
 
 #[test]
 fn watch_sees_geo_writes() {
-    let srv = TestServer::builder().start().expect("start");
-    let mut a = Conn::connect(srv.port()).expect("connect");
-    let mut b = Conn::connect(srv.port()).expect("connect");
-    assert!(!exec_runs(&mut a, &mut b, "GEOADD k 1 1 m"), "new key");
-    assert!(exec_runs(&mut a, &mut b, "GEOADD k 1 1 m"), "same point");
-    assert!(!exec_runs(&mut a, &mut b, "GEOADD k 2 2 m"), "moved");
+    let mut w = WatchProbe::start();
+    assert!(!w.exec_runs("GEOADD k 1 1 m"), "new key");
+    assert!(w.exec_runs("GEOADD k 1 1 m"), "same point");
+    assert!(!w.exec_runs("GEOADD k 2 2 m"), "moved");
+    assert!(w.exec_runs("GEOADD k NX 3 3 m"), "nx existing");
     assert!(
-        exec_runs(&mut a, &mut b, "GEOADD k NX 3 3 m"),
-        "nx existing"
-    );
-    assert!(
-        exec_runs(&mut a, &mut b, "GEOSEARCH k FROMMEMBER m BYRADIUS 1 km"),
+        w.exec_runs("GEOSEARCH k FROMMEMBER m BYRADIUS 1 km"),
         "read"
     );
-    assert!(exec_runs(&mut a, &mut b, "GEOPOS k m"), "geopos");
-    b.cmd("GEOADD src 0 0 p");
+    assert!(w.exec_runs("GEOPOS k m"), "geopos");
+    w.b.cmd("GEOADD src 0 0 p");
     assert!(
-        !exec_runs(
-            &mut a,
-            &mut b,
-            "GEOSEARCHSTORE k src FROMMEMBER p BYRADIUS 1 km"
-        ),
+        !w.exec_runs("GEOSEARCHSTORE k src FROMMEMBER p BYRADIUS 1 km"),
         "store"
     );
     assert!(
-        !exec_runs(&mut a, &mut b, "GEORADIUS src 50 50 1 km STORE k"),
+        !w.exec_runs("GEORADIUS src 50 50 1 km STORE k"),
         "empty store deletes"
     );
     assert!(
-        exec_runs(&mut a, &mut b, "GEORADIUS src 50 50 1 km STORE k"),
+        w.exec_runs("GEORADIUS src 50 50 1 km STORE k"),
         "nothing to delete"
     );
 }
@@ -365,9 +346,5 @@ fn keyspace_events_match_redis() {
         "GEOSEARCHSTORE d missing FROMMEMBER a BYRADIUS 1 km",
         "GEOSEARCH k FROMMEMBER a BYRADIUS 1 km",
     ];
-    let redis = RedisServer::start();
-    let expected = keyevents(redis.port, "KEA", &script);
-    assert!(expected.len() >= 6, "{expected:?}");
-    let srv = TestServer::builder().start().expect("start");
-    assert_eq!(keyevents(srv.port(), "KEA", &script), expected);
+    assert_keyevents_match_redis("KEA", &script, 6);
 }

@@ -2,11 +2,11 @@
 //! the 2026-12 hostile-client audit) and their relatives, each through a real socket.
 //! Every test leaves the server serving (checked with PING or a plain script).
 
-mod support;
+mod common;
 
+use common::{Conn, Frame};
 use respite::TestServer;
 use std::time::Duration;
-use support::{Conn, Frame};
 
 fn server() -> TestServer {
     TestServer::start().expect("start test server")

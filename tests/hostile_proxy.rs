@@ -4,231 +4,27 @@
 //! with one Redis. Every test runs against real redis-server nodes on free loopback ports
 //! (killed on drop) behind an in-process `ProxyServer`.
 
-use respite::proxy::config::{NodeSpec, Placement, ProxyConfig};
-use respite::proxy::resp;
-use respite::proxy::ProxyServer;
+mod common;
+mod proxy_fleet;
+
+use common::{wait_until, Wire as Raw};
+use proxy_fleet::{Fleet, Node, NodeKind};
+use respite::proxy::config::ProxyConfig;
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+/// `n` (one or two) redis-server nodes without passwords, named `n0`, `n1`, behind a proxy
+/// with a generous command timeout, adjusted by `tweak`.
+fn fleet(n: usize, tweak: impl FnOnce(&mut ProxyConfig)) -> Fleet {
+    Fleet::open(NodeKind::Redis, &["n0", "n1"][..n], false, |cfg| {
+        cfg.command_timeout = Duration::from_secs(10);
+        tweak(cfg)
+    })
 }
 
-/// A redis-server on a loopback port, killed on drop.
-struct Node {
-    port: u16,
-    child: Option<Child>,
-}
-
-impl Node {
-    /// A redis-server on a free port. The port can be taken between `free_port` and the
-    /// server's bind (say, as the source port of another test's outgoing connection): the
-    /// server then exits, and a bare connect probe may even reach itself (TCP
-    /// self-connect). So readiness is a PONG from a live child, and a child that exits is
-    /// started again on another port.
-    fn start_free() -> Node {
-        for _ in 0..10 {
-            let mut n = Node {
-                port: free_port(),
-                child: None,
-            };
-            if n.try_spawn() {
-                return n;
-            }
-        }
-        panic!("redis-server did not start on any of 10 free ports");
-    }
-
-    /// A redis-server on `port` (a restart: the proxy knows this port), retried until the
-    /// port is free again.
-    fn start(port: u16) -> Node {
-        let mut n = Node { port, child: None };
-        wait_until("redis-server to start", || n.try_spawn());
-        n
-    }
-
-    /// Starts the server; true once it answers PONG, false if it exited first.
-    fn try_spawn(&mut self) -> bool {
-        let mut child = Command::new("redis-server")
-            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("redis-server runs");
-        let until = Instant::now() + Duration::from_secs(30);
-        loop {
-            if child.try_wait().expect("child status").is_some() {
-                return false;
-            }
-            if pongs(self.port) {
-                self.child = Some(child);
-                return true;
-            }
-            assert!(Instant::now() < until, "redis-server did not answer PING");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    fn kill(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-
-    fn raw(&self) -> Raw {
-        Raw::connect(SocketAddr::from(([127, 0, 0, 1], self.port)))
-    }
-}
-
-impl Drop for Node {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
-struct Fleet {
-    // Declared first: the proxy stops before the nodes.
-    proxy: ProxyServer,
-    nodes: Vec<Node>,
-    placement: Placement,
-}
-
-impl Fleet {
-    fn start(n: usize, tweak: impl FnOnce(&mut ProxyConfig)) -> Fleet {
-        let nodes: Vec<Node> = (0..n).map(|_| Node::start_free()).collect();
-        let specs: Vec<NodeSpec> = nodes
-            .iter()
-            .enumerate()
-            .map(|(i, n)| NodeSpec::parse(&format!("n{i}=redis://127.0.0.1:{}", n.port)).unwrap())
-            .collect();
-        let mut cfg = ProxyConfig {
-            port: 0,
-            nodes: specs.clone(),
-            connect_timeout: Duration::from_millis(500),
-            command_timeout: Duration::from_secs(10),
-            ..ProxyConfig::default()
-        };
-        tweak(&mut cfg);
-        Fleet {
-            proxy: ProxyServer::start(cfg).unwrap(),
-            placement: Placement::new(&specs),
-            nodes,
-        }
-    }
-
-    fn raw(&self) -> Raw {
-        Raw::connect(self.proxy.addr())
-    }
-
-    /// A key (or channel) owned by node `n`, made from `prefix`.
-    fn key_on(&self, n: usize, prefix: &str) -> String {
-        (0..)
-            .map(|i| format!("{prefix}:{i}"))
-            .find(|k| self.placement.owner(k.as_bytes()) == n)
-            .unwrap()
-    }
-
-    /// A field of the proxy's `INFO nodes` line for node `n`.
-    fn node_field(&self, n: usize, field: &str) -> String {
-        let mut c = self.raw();
-        c.send(&["INFO", "nodes"]);
-        let info = String::from_utf8_lossy(&c.frame_bytes()).into_owned();
-        let line = info
-            .split("\r\n")
-            .find(|l| l.starts_with(&format!("node{n}:")))
-            .unwrap_or_else(|| panic!("no node{n} in {info}"))
-            .to_string();
-        line.split([',', ':'])
-            .find_map(|kv| kv.strip_prefix(&format!("{field}=")).map(str::to_string))
-            .unwrap_or_else(|| panic!("no {field} in {line}"))
-    }
-}
-
-/// Whether a server on `port` answers PING with PONG.
-fn pongs(port: u16) -> bool {
-    let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
-        return false;
-    };
-    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
-    let mut buf = [0u8; 7];
-    s.write_all(b"PING\r\n").is_ok() && s.read_exact(&mut buf).is_ok() && &buf == b"+PONG\r\n"
-}
-
-fn wait_until(what: &str, mut ok: impl FnMut() -> bool) {
-    let until = Instant::now() + Duration::from_secs(30);
-    while !ok() {
-        assert!(Instant::now() < until, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// A raw RESP connection: exact frames, and commands sent without waiting.
-struct Raw {
-    s: TcpStream,
-    buf: Vec<u8>,
-}
-
-impl Raw {
-    fn connect(addr: SocketAddr) -> Raw {
-        let s = TcpStream::connect(addr).unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-        Raw { s, buf: Vec::new() }
-    }
-
-    fn send(&mut self, args: &[&str]) {
-        self.s.write_all(&resp::command(args)).unwrap();
-    }
-
-    /// The next frame, CRLF shown as spaces.
-    fn frame(&mut self) -> String {
-        String::from_utf8_lossy(&self.frame_bytes()).replace("\r\n", " ")
-    }
-
-    fn frame_bytes(&mut self) -> Vec<u8> {
-        loop {
-            if let Some(n) = resp::frame_len(&self.buf).unwrap() {
-                return self.buf.drain(..n).collect();
-            }
-            let mut chunk = vec![0u8; 1 << 20];
-            let n = self.s.read(&mut chunk).expect("a reply");
-            assert!(n > 0, "the connection closed");
-            self.buf.extend_from_slice(&chunk[..n]);
-        }
-    }
-
-    fn call(&mut self, args: &[&str]) -> String {
-        self.send(args);
-        self.frame()
-    }
-
-    /// True once the peer closed the connection (a reset counts), reading any frames
-    /// before that into the returned text.
-    fn closed_after(&mut self) -> (bool, String) {
-        let mut seen = String::from_utf8_lossy(&self.buf).into_owned();
-        self.buf.clear();
-        let mut chunk = [0u8; 4096];
-        loop {
-            match self.s.read(&mut chunk) {
-                Ok(0) => return (true, seen),
-                Ok(n) => seen.push_str(&String::from_utf8_lossy(&chunk[..n])),
-                Err(e)
-                    if e.kind() == std::io::ErrorKind::WouldBlock
-                        || e.kind() == std::io::ErrorKind::TimedOut =>
-                {
-                    return (false, seen)
-                }
-                Err(_) => return (true, seen),
-            }
-        }
-    }
+/// A lone redis-server node without a password.
+fn lone_node() -> Node {
+    Node::start(NodeKind::Redis, "")
 }
 
 /// 64 idle WATCH clients, 64 BLPOP 0 clients, 64 subscribers and 64 pattern subscribers,
@@ -236,7 +32,7 @@ impl Raw {
 /// each node sees one subscriber connection, not one per client.
 #[test]
 fn audit_11_idle_watch_blpop_and_subscribers_do_not_starve_others() {
-    let f = Fleet::start(2, |_| {});
+    let f = fleet(2, |_| {});
     let mut held = Vec::new();
     for i in 0..64 {
         let mut c = f.raw();
@@ -332,19 +128,19 @@ fn audit_11_idle_watch_blpop_and_subscribers_do_not_starve_others() {
 /// replaced by an error naming the limit, and the connection goes on.
 #[test]
 fn audit_12_a_70_mib_value_goes_through_the_proxy() {
-    let f = Fleet::start(1, |_| {});
+    let f = fleet(1, |_| {});
     let big = String::from_utf8((0..70 << 20).map(|i| b'a' + (i % 26) as u8).collect()).unwrap();
     let mut c = f.raw();
     assert_eq!(c.call(&["SET", "big", &big]), "+OK ");
     c.send(&["GET", "big"]);
     let got = c.frame_bytes();
-    let want = resp::bulk(big.as_bytes());
+    let want = respite::proxy::resp::bulk(big.as_bytes());
     assert_eq!(got.len(), want.len());
     assert!(got == want[..], "the value came back changed");
     assert_eq!(c.call(&["STRLEN", "big"]), format!(":{} ", 70 << 20));
 
     // A proxy allowing 2 MB replies refuses a 3 MB one with an error, and stays usable.
-    let small = Fleet::start(1, |cfg| cfg.proto_max_bulk_len = 2 << 20);
+    let small = fleet(1, |cfg| cfg.proto_max_bulk_len = 2 << 20);
     let three: String = "x".repeat(3 << 20);
     assert_eq!(small.nodes[0].raw().call(&["SET", "v", &three]), "+OK ");
     let mut c = small.raw();
@@ -383,7 +179,7 @@ fn big_frame(total: usize) -> Vec<u8> {
 /// the client after the last with Redis's error.
 #[test]
 fn audit_14_query_buffer_limit_and_maxclients() {
-    let f = Fleet::start(1, |cfg| {
+    let f = fleet(1, |cfg| {
         cfg.client_query_buffer_limit = 1 << 20;
         cfg.maxclients = 4;
     });
@@ -441,23 +237,11 @@ fn audit_14_query_buffer_limit_and_maxclients() {
     });
 }
 
-impl Raw {
-    /// Like [`Raw::closed_after`], waiting at most `t` for more.
-    fn closed_after_timeout(&mut self, t: Duration) -> (bool, String) {
-        self.s.set_read_timeout(Some(t)).unwrap();
-        let r = self.closed_after();
-        self.s
-            .set_read_timeout(Some(Duration::from_secs(30)))
-            .unwrap();
-        r
-    }
-}
-
 /// AUTH through the proxy after the constant-time comparison: only the exact password of
 /// the default user is accepted (no prefix, no extension, no other user).
 #[test]
 fn audit_16_proxy_auth_is_still_correct() {
-    let f = Fleet::start(1, |cfg| cfg.requirepass = Some("s3cret-pw".into()));
+    let f = fleet(1, |cfg| cfg.requirepass = Some("s3cret-pw".into()));
     let mut c = f.raw();
     assert!(c.call(&["GET", "k"]).starts_with("-NOAUTH "));
     let wrong = "-WRONGPASS invalid username-password pair or user is disabled. ";
@@ -492,7 +276,7 @@ fn audit_16_proxy_auth_is_still_correct() {
 /// client are not, as in Redis.
 #[test]
 fn idle_timeout_closes_idle_clients_but_not_subscribers_or_blocked() {
-    let f = Fleet::start(1, |cfg| cfg.timeout = Duration::from_secs(1));
+    let f = fleet(1, |cfg| cfg.timeout = Duration::from_secs(1));
     let mut idle = f.raw();
     assert_eq!(idle.call(&["PING"]), "+PONG ");
     let mut multi = f.raw();
@@ -513,7 +297,7 @@ fn idle_timeout_closes_idle_clients_but_not_subscribers_or_blocked() {
     assert_eq!(c.call(&["LPUSH", "q", "v"]), ":1 ");
     assert_eq!(blocked.frame(), "*2 $1 q $1 v ");
     // Timeout 0 (the default) never closes anyone.
-    let g = Fleet::start(1, |_| {});
+    let g = fleet(1, |_| {});
     let mut d = g.raw();
     assert_eq!(d.call(&["PING"]), "+PONG ");
     std::thread::sleep(Duration::from_secs(2));
@@ -524,7 +308,7 @@ fn idle_timeout_closes_idle_clients_but_not_subscribers_or_blocked() {
 /// served when one frees, an error naming the settings when none frees in time.
 #[test]
 fn blocking_and_transaction_clients_queue_for_a_dedicated_connection() {
-    let f = Fleet::start(1, |cfg| {
+    let f = fleet(1, |cfg| {
         cfg.max_dedicated_per_node = 1;
         cfg.dedicated_wait = Duration::from_secs(20);
     });
@@ -548,7 +332,7 @@ fn blocking_and_transaction_clients_queue_for_a_dedicated_connection() {
     assert_eq!(t.frame(), "*1 :1 ");
 
     // Nobody frees it: the wait ends with an error that names the limits.
-    let g = Fleet::start(1, |cfg| {
+    let g = fleet(1, |cfg| {
         cfg.max_dedicated_per_node = 1;
         cfg.dedicated_wait = Duration::from_millis(300);
     });
@@ -573,8 +357,8 @@ fn blocking_and_transaction_clients_queue_for_a_dedicated_connection() {
 /// redis-server, for the same commands: identical, in RESP2 and RESP3.
 #[test]
 fn subscription_replies_match_one_redis() {
-    let f = Fleet::start(2, |_| {});
-    let single = Node::start_free();
+    let f = fleet(2, |_| {});
+    let single = lone_node();
     // Channels on both nodes of the fleet.
     let (a, b) = (f.key_on(0, "a"), f.key_on(1, "b"));
     for resp3 in [false, true] {
@@ -633,7 +417,7 @@ fn same_frames(pair: &mut [&mut Raw; 2], n: usize, what: &str) {
 /// disconnected) gets messages published after that.
 #[test]
 fn subscriptions_survive_a_node_restart() {
-    let mut f = Fleet::start(2, |_| {});
+    let mut f = fleet(2, |_| {});
     let ch = f.key_on(0, "ch");
     let mut sub = f.raw();
     assert_eq!(
@@ -650,9 +434,7 @@ fn subscriptions_survive_a_node_restart() {
         sub.frame(),
         format!("*3 $7 message ${} {ch} $6 before ", ch.len())
     );
-    f.nodes[0].kill();
-    let port = f.nodes[0].port;
-    f.nodes[0] = Node::start(port);
+    f.nodes[0].spawn();
     let p0 = f.key_on(0, "p");
     wait_until("the hub to subscribe the restarted node again", || {
         c.call(&["PUBLISH", &ch, "after"]) == ":1 "
@@ -679,8 +461,8 @@ fn subscriptions_survive_a_node_restart() {
 /// proxy's one subscriber connection per name.
 #[test]
 fn publish_counts_every_subscriber_of_the_proxy() {
-    let f = Fleet::start(2, |_| {});
-    let single = Node::start_free();
+    let f = fleet(2, |_| {});
+    let single = lone_node();
     let ch = f.key_on(1, "ch");
     let s = f.key_on(0, "s");
     let mut via: Vec<Raw> = Vec::new();
@@ -727,7 +509,7 @@ fn publish_counts_every_subscriber_of_the_proxy() {
 /// messages of what it holds, and PUBLISH counts them.
 #[test]
 fn concurrent_subscribers_share_the_hub_consistently() {
-    let f = Fleet::start(2, |_| {});
+    let f = fleet(2, |_| {});
     let chans: Vec<String> = (0..4).map(|i| f.key_on(i % 2, &format!("c{i}"))).collect();
     let addr = f.proxy.addr();
     let workers: Vec<_> = (0..12)
@@ -828,7 +610,7 @@ fn concurrent_subscribers_share_the_hub_consistently() {
 /// same channel get everything.
 #[test]
 fn a_subscriber_that_does_not_read_is_dropped_at_its_limit() {
-    let f = Fleet::start(1, |_| {});
+    let f = fleet(1, |_| {});
     let mut stuck = f.raw();
     assert_eq!(
         stuck.call(&["SUBSCRIBE", "ch"]),

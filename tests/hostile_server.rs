@@ -1,16 +1,12 @@
 //! Hostile clients against the server (audit 2026-12, findings 8, 9, 15, 16, 17 and the
 //! CLIENT LIST memory fields): every resource a client can push on is bounded and visible.
 
-mod support;
+mod common;
 
+use common::{conn_info, wait_until, Conn, Frame, Wire, PATIENCE};
 use respite::testing::TestServer;
 use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::time::{Duration, Instant};
-use support::{Conn, Frame};
-
-/// Generous: only a real wedge takes this long, even on two loaded cores.
-const PATIENCE: Duration = Duration::from_secs(30);
 
 fn server(params: &[(&str, &str)]) -> TestServer {
     let mut b = TestServer::builder();
@@ -54,64 +50,6 @@ fn num_field(line: &str, name: &str) -> u64 {
     field(line, name).parse().expect("numeric field")
 }
 
-/// Polls `cond` until it holds; panics with `what` after [`PATIENCE`].
-fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
-    let end = Instant::now() + PATIENCE;
-    while !cond() {
-        assert!(Instant::now() < end, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
-fn info_field(c: &mut Conn, section: &str, name: &str) -> String {
-    let info = text(&c.cmd(&format!("INFO {section}")));
-    info.lines()
-        .find_map(|l| l.strip_prefix(&format!("{name}:")))
-        .unwrap_or_else(|| panic!("no {name} in INFO {section}"))
-        .trim()
-        .to_string()
-}
-
-/// True once the peer closed the connection (EOF or reset) within [`PATIENCE`].
-fn closed(s: &mut TcpStream) -> bool {
-    s.set_read_timeout(Some(PATIENCE)).unwrap();
-    let mut buf = [0u8; 4096];
-    loop {
-        match s.read(&mut buf) {
-            Ok(0) => return true,
-            Ok(_) => continue,
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return false,
-            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => return false,
-            Err(_) => return true,
-        }
-    }
-}
-
-fn raw(port: u16) -> TcpStream {
-    let s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
-    s.set_nodelay(true).unwrap();
-    s
-}
-
-fn send_cmd(s: &mut TcpStream, args: &[&str]) {
-    let mut out = format!("*{}\r\n", args.len()).into_bytes();
-    for a in args {
-        out.extend(format!("${}\r\n{a}\r\n", a.len()).bytes());
-    }
-    s.write_all(&out).unwrap();
-}
-
-/// Reads one reply line (enough for the simple replies these tests read raw).
-fn read_line(s: &mut TcpStream) -> String {
-    let mut line = Vec::new();
-    let mut b = [0u8; 1];
-    while !line.ends_with(b"\r\n") {
-        assert_eq!(s.read(&mut b).unwrap(), 1, "connection closed");
-        line.push(b[0]);
-    }
-    String::from_utf8_lossy(&line).trim_end().to_string()
-}
-
 #[test]
 fn audit_08_blocked_client_is_held_to_the_query_buffer_limit() {
     let srv = server(&[]);
@@ -120,10 +58,10 @@ fn audit_08_blocked_client_is_held_to_the_query_buffer_limit() {
         a.cmd("CONFIG SET client-query-buffer-limit 1mb"),
         Frame::Simple("OK".into())
     );
-    let mut b = raw(srv.port());
-    send_cmd(&mut b, &["CLIENT", "ID"]);
-    let id: i64 = read_line(&mut b)[1..].parse().unwrap();
-    send_cmd(&mut b, &["BLPOP", "nokey", "0"]);
+    let mut b = Wire::connect_port(srv.port());
+    b.send(&["CLIENT", "ID"]);
+    let id: i64 = b.line()[1..].parse().unwrap();
+    b.send(&["BLPOP", "nokey", "0"]);
     wait_until("B blocked", || {
         client_line(&mut a, id).is_some_and(|l| field(&l, "flags").contains('b'))
     });
@@ -131,15 +69,15 @@ fn audit_08_blocked_client_is_held_to_the_query_buffer_limit() {
     assert_eq!(num_field(&line, "qbuf"), 0, "{line}");
     assert_eq!(num_field(&line, "argv-mem"), 5 + 5 + 1, "{line}");
     // A huge declared bulk, then its first 600 KB: buffered while blocked, and visible.
-    b.write_all(b"*1\r\n$100000000\r\n").unwrap();
-    b.write_all(&vec![b'x'; 600 * 1024]).unwrap();
+    b.write(b"*1\r\n$100000000\r\n");
+    b.write(&vec![b'x'; 600 * 1024]);
     wait_until("qbuf of the blocked client", || {
         client_line(&mut a, id).is_some_and(|l| num_field(&l, "qbuf") >= 600 * 1024)
     });
     let line = client_line(&mut a, id).unwrap();
     assert!(field(&line, "flags").contains('b'), "{line}");
     assert!(num_field(&line, "tot-mem") >= 600 * 1024, "{line}");
-    let max_in: u64 = info_field(&mut a, "clients", "client_recent_max_input_buffer")
+    let max_in: u64 = conn_info(&mut a, "clients", "client_recent_max_input_buffer")
         .parse()
         .unwrap();
     assert!(
@@ -147,15 +85,15 @@ fn audit_08_blocked_client_is_held_to_the_query_buffer_limit() {
         "client_recent_max_input_buffer {max_in}"
     );
     // Past the limit: closed, as a client that is not blocked would be.
-    let _ = b.write_all(&vec![b'x'; 600 * 1024]);
+    let _ = b.s.write_all(&vec![b'x'; 600 * 1024]);
     assert!(
-        closed(&mut b),
+        b.closed_after().0,
         "blocked client over the query buffer limit stays connected"
     );
     wait_until("B gone from CLIENT LIST", || {
         client_line(&mut a, id).is_none()
     });
-    assert_eq!(info_field(&mut a, "clients", "blocked_clients"), "0");
+    assert_eq!(conn_info(&mut a, "clients", "blocked_clients"), "0");
     assert_eq!(a.cmd("PING"), Frame::Simple("PONG".into()));
 }
 
@@ -206,7 +144,7 @@ fn audit_09_errorstats_codes_are_bounded_in_count_and_size() {
     // and GET's arity error.
     assert!(lines.contains(&"errorstat_ERR:count=3"), "{lines:?}");
     assert!(lines.iter().all(|l| l.len() < 64), "{lines:?}");
-    assert_eq!(info_field(&mut c, "stats", "total_error_replies"), "203");
+    assert_eq!(conn_info(&mut c, "stats", "total_error_replies"), "203");
 }
 
 #[test]
@@ -237,7 +175,7 @@ fn audit_15_a_panicking_command_leaks_no_client_state() {
     wait_until("panicked client unregistered", || {
         client_line(&mut obs, id).is_none()
     });
-    assert_eq!(info_field(&mut obs, "clients", "connected_clients"), "1");
+    assert_eq!(conn_info(&mut obs, "clients", "connected_clients"), "1");
     assert_eq!(
         obs.cmd("PUBSUB NUMSUB ch"),
         Frame::Array(vec![Frame::Bulk(b"ch".to_vec()), Frame::Int(0)])
@@ -316,15 +254,15 @@ fn audit_17_test_log_redacts_secrets_and_bounds_names() {
     for i in 0..3000 {
         pipe.extend(format!("*1\r\n$10\r\nnosuch{i:04}\r\n").bytes());
     }
-    let mut r = raw(srv.port());
-    send_cmd(&mut r, &["AUTH", "topsecret3"]);
-    r.write_all(&pipe).unwrap();
-    send_cmd(&mut r, &["PING"]);
-    assert_eq!(read_line(&mut r), "+OK");
+    let mut r = Wire::connect_port(srv.port());
+    r.send(&["AUTH", "topsecret3"]);
+    r.write(&pipe);
+    r.send(&["PING"]);
+    assert_eq!(r.line(), "+OK");
     for _ in 0..3000 {
-        assert!(read_line(&mut r).starts_with("-ERR unknown command"));
+        assert!(r.line().starts_with("-ERR unknown command"));
     }
-    assert_eq!(read_line(&mut r), "+PONG");
+    assert_eq!(r.line(), "+PONG");
     assert_eq!(int(&c.cmd("RESPITE LOG COUNT nosuch0000")), 1);
     assert_eq!(int(&c.cmd("RESPITE LOG COUNT nosuch2999")), 0);
     assert_eq!(int(&c.cmd("RESPITE LOG COUNT ping")), 1);
@@ -346,10 +284,10 @@ fn subscriber_that_does_not_read_shows_growing_omem() {
     sock.set_recv_buffer_size(4096).unwrap();
     sock.connect(&std::net::SocketAddr::from(([127, 0, 0, 1], srv.port())).into())
         .unwrap();
-    let mut sub: TcpStream = sock.into();
-    send_cmd(&mut sub, &["CLIENT", "ID"]);
-    let id: i64 = read_line(&mut sub)[1..].parse().unwrap();
-    send_cmd(&mut sub, &["SUBSCRIBE", "ch"]);
+    let mut sub = Wire::from_stream(sock.into());
+    sub.send(&["CLIENT", "ID"]);
+    let id: i64 = sub.line()[1..].parse().unwrap();
+    sub.send(&["SUBSCRIBE", "ch"]);
     wait_until("subscribed", || {
         int(&a.cmd("PUBSUB NUMSUB ch").clone_at(1)) == 1
     });
@@ -368,7 +306,7 @@ fn subscriber_that_does_not_read_shows_growing_omem() {
     assert!(num_field(&l, "oll") > 0, "{l}");
     assert!(num_field(&l, "tot-mem") >= num_field(&l, "omem"), "{l}");
     assert!(field(&l, "events").contains('w'), "{l}");
-    let max_out: u64 = info_field(&mut a, "clients", "client_recent_max_output_buffer")
+    let max_out: u64 = conn_info(&mut a, "clients", "client_recent_max_output_buffer")
         .parse()
         .unwrap();
     assert!(
@@ -379,9 +317,9 @@ fn subscriber_that_does_not_read_shows_growing_omem() {
     let reader = std::thread::spawn(move || {
         let mut buf = vec![0u8; 1 << 16];
         let mut got = 0usize;
-        sub.set_read_timeout(Some(PATIENCE)).unwrap();
+        sub.set_timeout(PATIENCE);
         while got < 256 * 64 * 1024 {
-            match sub.read(&mut buf) {
+            match sub.s.read(&mut buf) {
                 Ok(0) | Err(_) => break,
                 Ok(n) => got += n,
             }
@@ -405,13 +343,13 @@ fn client_that_does_not_read_its_replies_shows_them_in_omem() {
     sock.set_recv_buffer_size(4096).unwrap();
     sock.connect(&std::net::SocketAddr::from(([127, 0, 0, 1], srv.port())).into())
         .unwrap();
-    let mut slow: TcpStream = sock.into();
-    send_cmd(&mut slow, &["CLIENT", "ID"]);
-    let id: i64 = read_line(&mut slow)[1..].parse().unwrap();
+    let mut slow = Wire::from_stream(sock.into());
+    slow.send(&["CLIENT", "ID"]);
+    let id: i64 = slow.line()[1..].parse().unwrap();
     // 16 MB of replies asked for and not read. The connection writes a reply before it
     // runs more than 1 MB worth of commands, so about one 4 MB reply waits at a time.
     for _ in 0..4 {
-        send_cmd(&mut slow, &["GET", "big"]);
+        slow.send(&["GET", "big"]);
     }
     wait_until("omem to show the unread replies", || {
         client_line(&mut a, id).is_some_and(|l| num_field(&l, "omem") >= 1024 * 1024)
@@ -492,14 +430,14 @@ fn client_list_fields_follow_redis_order_and_report_buffers() {
 fn killing_a_client_held_by_client_pause_closes_it_at_once() {
     let srv = server(&[]);
     let mut a = Conn::connect(srv.port()).unwrap();
-    let mut b = raw(srv.port());
-    send_cmd(&mut b, &["CLIENT", "ID"]);
-    let id: i64 = read_line(&mut b)[1..].parse().unwrap();
+    let mut b = Wire::connect_port(srv.port());
+    b.send(&["CLIENT", "ID"]);
+    let id: i64 = b.line()[1..].parse().unwrap();
     assert_eq!(
         a.cmd("CLIENT PAUSE 120000 WRITE"),
         Frame::Simple("OK".into())
     );
-    send_cmd(&mut b, &["SET", "k", "v"]);
+    b.send(&["SET", "k", "v"]);
     wait_until("B's SET to arrive", || {
         client_line(&mut a, id)
             .is_some_and(|l| field(&l, "cmd") == "set" && field(&l, "flags").contains('b'))
@@ -507,7 +445,7 @@ fn killing_a_client_held_by_client_pause_closes_it_at_once() {
     assert_eq!(a.cmd(&format!("CLIENT KILL ID {id}")), Frame::Int(1));
     // Well before the pause's two minutes are over.
     let t = Instant::now();
-    assert!(closed(&mut b), "killed paused client stays connected");
+    assert!(b.closed_after().0, "killed paused client stays connected");
     assert!(t.elapsed() < Duration::from_secs(20));
     wait_until("B gone", || client_line(&mut a, id).is_none());
     assert_eq!(a.cmd("CLIENT UNPAUSE"), Frame::Simple("OK".into()));

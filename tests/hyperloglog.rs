@@ -3,12 +3,12 @@
 //! every checkpoint; an HLL (sparse and dense, cache valid and stale) survives a restart of
 //! the durable engine byte for byte; PFADD/PFMERGE publish `pfadd` events.
 
-mod support;
+mod common;
 
+use common::{durable_server, Conn, Frame, Rng, ServerProcess};
 use respite::TestServer;
-use support::{Conn, Frame, RedisServer, Rng};
 
-/// Extra draws on the shared xorshift64* (`support::Rng`).
+/// Extra draws on the shared xorshift64* (`common::Rng`).
 impl Rng {
     fn element(&mut self) -> Vec<u8> {
         let len = (self.next() % 24) as usize;
@@ -36,7 +36,7 @@ fn both(r: &mut Conn, s: &mut Conn, args: &[&[u8]]) -> Frame {
 
 #[test]
 fn hundred_thousand_random_elements_match_redis() {
-    let redis = RedisServer::start();
+    let redis = ServerProcess::redis();
     let ts = TestServer::builder().start().expect("respite starts");
     let (mut r, mut s) = (
         Conn::connect(redis.port).unwrap(),
@@ -101,13 +101,7 @@ fn bulk(f: Frame) -> Vec<u8> {
 #[test]
 fn hll_survives_durable_restart() {
     let dir = tempfile::tempdir().unwrap();
-    let start = || {
-        TestServer::builder()
-            .redb(dir.path())
-            .param("appendfsync", "always")
-            .start()
-            .unwrap()
-    };
+    let start = || durable_server(dir.path(), "always");
     let mut rng = Rng(42);
     let els: Vec<Vec<u8>> = (0..3000).map(|_| rng.element()).collect();
     let keys: [&[u8]; 5] = [b"sparse", b"stale", b"dense", b"merged", b"empty"];

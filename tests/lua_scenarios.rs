@@ -5,31 +5,15 @@
 
 #[macro_use]
 mod common;
-use common::checkpoint;
-mod support;
+use common::s6::{self, checkpoint, mark, prepare, promote, Group};
 
+use common::values::{int, text};
 use common::{
-    c, connect, connections, lua_script, lua_source, manual_server, q, real_server, Proto,
+    admitted_by_user_limit, assert_saw_one_to, c, connect, connections, join_all, lua_script,
+    lua_source, manual_server, q, real_server, Proto,
 };
 use redis::aio::MultiplexedConnection;
 use redis::Value;
-
-/// Text of a bulk/status reply element.
-fn text(v: &Value) -> String {
-    match v {
-        Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
-        Value::SimpleString(s) => s.clone(),
-        Value::Int(i) => i.to_string(),
-        other => panic!("not text: {other:?}"),
-    }
-}
-
-fn int(v: &Value) -> i64 {
-    match v {
-        Value::Int(i) => *i,
-        other => panic!("not an integer: {other:?}"),
-    }
-}
 
 /// One fixed-window check: (admitted, second element, third element).
 async fn window(
@@ -62,16 +46,7 @@ async fn fixed_window_limits(proto: Proto) {
             window(&mut con, "u1", "k1", (32, 1000)).await
         }));
     }
-    let mut admitted = 0;
-    for t in tasks {
-        let (ok, scope, _) = t.await.expect("task");
-        if ok {
-            admitted += 1;
-        } else {
-            assert_eq!(text(&scope), "user");
-        }
-    }
-    assert_eq!(admitted, 32);
+    assert_eq!(admitted_by_user_limit(&join_all(tasks).await), 32);
     let mut con = cons[0].clone();
     let used: i64 = q(&mut con, &c(&["GET", "{rl:u1}:user:w1"])).await;
     assert_eq!(used, 32, "rejected checks must not increment");
@@ -237,12 +212,7 @@ async fn scripted_increments_total_400(proto: Proto) {
             seen
         }));
     }
-    let mut seen = Vec::new();
-    for t in tasks {
-        seen.extend(t.await.expect("task"));
-    }
-    seen.sort_unstable();
-    assert_eq!(seen, (1..=400).collect::<Vec<i64>>());
+    assert_saw_one_to(tasks, 400).await;
     let mut con = cons[0].clone();
     let total: i64 = q(&mut con, &c(&["GET", "{host}:counter"])).await;
     assert_eq!(total, 400);
@@ -365,70 +335,9 @@ async fn semaphore_gates(proto: Proto) {
     );
 }
 
-async fn prepare(
-    con: &mut MultiplexedConnection,
-    v: &str,
-    output: &str,
-    base: &str,
-    rev: u8,
-) -> Vec<Value> {
-    let s = lua_script("twophase_prepare.lua");
-    let mut inv = s.key(format!("{{vehicle:{v}}}:prepared"));
-    inv.key(format!("{{vehicle:{v}}}:committed-revision"))
-        .arg(output)
-        .arg(base)
-        .arg(rev.to_string());
-    for (f, val) in checkpoint(rev) {
-        inv.arg(f).arg(val);
-    }
-    inv.invoke_async(con).await.expect("prepare")
-}
-
-async fn mark(con: &mut MultiplexedConnection, v: &str, output: &str) -> Vec<Value> {
-    lua_script("twophase_mark_published.lua")
-        .key(format!("{{vehicle:{v}}}:prepared"))
-        .arg(output)
-        .invoke_async(con)
-        .await
-        .expect("mark")
-}
-
-async fn promote(con: &mut MultiplexedConnection, v: &str, output: &str) -> Vec<Value> {
-    lua_script("twophase_promote.lua")
-        .key(format!("{{vehicle:{v}}}:prepared"))
-        .key(format!("{{vehicle:{v}}}:committed-revision"))
-        .key(format!("{{vehicle:{v}}}:checkpoint"))
-        .arg(output)
-        .arg(3_600_000)
-        .invoke_async(con)
-        .await
-        .expect("promote")
-}
-
-fn texts(r: &[Value]) -> Vec<String> {
-    r.iter().map(text).collect()
-}
-
-type Group = (
-    Vec<(Vec<u8>, Vec<u8>)>,
-    Option<String>,
-    Vec<(Vec<u8>, Vec<u8>)>,
-);
-
 /// The load path: the whole group in one MULTI/EXEC.
 async fn load(con: &mut MultiplexedConnection, v: &str) -> Group {
-    let mut p = redis::pipe();
-    p.atomic()
-        .cmd("HGETALL")
-        .arg(format!("{{vehicle:{v}}}:checkpoint"))
-        .cmd("GET")
-        .arg(format!("{{vehicle:{v}}}:committed-revision"))
-        .cmd("HGETALL")
-        .arg(format!("{{vehicle:{v}}}:prepared"));
-    let (mut cp, rev, mut prep): Group = p.query_async(con).await.expect("load");
-    cp.sort();
-    prep.sort();
-    (cp, rev, prep)
+    s6::sorted(s6::load_pipe(v).query_async(con).await.expect("load"))
 }
 
 /// S6 end to end: prepare (already / busy / conflict), mark-published, promote (refused
@@ -437,24 +346,21 @@ async fn two_phase_commit(proto: Proto) {
     let server = real_server();
     let mut con = connect(&server, proto).await;
     assert_eq!(
-        texts(&prepare(&mut con, "7", "out1", "", 1).await),
+        prepare(&mut con, "7", "out1", "", 1).await,
         ["prepared", "1"]
     );
     let _: i64 = q(&mut con, &c(&["SADD", "staged:p0", "7"])).await;
     assert_eq!(
-        texts(&prepare(&mut con, "7", "out1", "", 1).await),
+        prepare(&mut con, "7", "out1", "", 1).await,
         ["already", "1"]
     );
     assert_eq!(
-        texts(&prepare(&mut con, "7", "out2", "", 1).await),
+        prepare(&mut con, "7", "out2", "", 1).await,
         ["busy", "out1"]
     );
-    assert_eq!(
-        texts(&promote(&mut con, "7", "out1").await),
-        ["not-published"]
-    );
-    assert_eq!(texts(&mark(&mut con, "7", "out2").await), ["busy", "out1"]);
-    assert_eq!(texts(&mark(&mut con, "7", "out1").await), ["published"]);
+    assert_eq!(promote(&mut con, "7", "out1").await, ["not-published"]);
+    assert_eq!(mark(&mut con, "7", "out2").await, ["busy", "out1"]);
+    assert_eq!(mark(&mut con, "7", "out1").await, ["published"]);
     let staged: Vec<String> = q(&mut con, &c(&["SMEMBERS", "staged:p0"])).await;
     assert_eq!(staged, ["7"]);
     let (cp, rev, prep) = load(&mut con, "7").await;
@@ -462,10 +368,7 @@ async fn two_phase_commit(proto: Proto) {
     assert_eq!(rev, None);
     assert!(prep.contains(&(b"c:blob".to_vec(), vec![0x00, 0xff, 0x80, 1, b'\r', b'\n'])));
 
-    assert_eq!(
-        texts(&promote(&mut con, "7", "out1").await),
-        ["promoted", "1"]
-    );
+    assert_eq!(promote(&mut con, "7", "out1").await, ["promoted", "1"]);
     let _: i64 = q(&mut con, &c(&["SREM", "staged:p0", "7"])).await;
     let (cp, rev, prep) = load(&mut con, "7").await;
     let mut want = checkpoint(1);
@@ -480,24 +383,21 @@ async fn two_phase_commit(proto: Proto) {
 
     // The next round must name the committed base revision.
     assert_eq!(
-        texts(&prepare(&mut con, "7", "out3", "", 2).await),
+        prepare(&mut con, "7", "out3", "", 2).await,
         ["conflict", "1"]
     );
     assert_eq!(
-        texts(&prepare(&mut con, "7", "out3", "1", 2).await),
+        prepare(&mut con, "7", "out3", "1", 2).await,
         ["prepared", "2"]
     );
-    assert_eq!(texts(&mark(&mut con, "7", "out3").await), ["published"]);
-    assert_eq!(
-        texts(&promote(&mut con, "7", "out3").await),
-        ["promoted", "2"]
-    );
+    assert_eq!(mark(&mut con, "7", "out3").await, ["published"]);
+    assert_eq!(promote(&mut con, "7", "out3").await, ["promoted", "2"]);
     let (cp, rev, _) = load(&mut con, "7").await;
     let mut want = checkpoint(2);
     want.sort();
     assert_eq!(cp, want);
     assert_eq!(rev.as_deref(), Some("2"));
-    assert_eq!(texts(&promote(&mut con, "7", "out3").await), ["missing"]);
+    assert_eq!(promote(&mut con, "7", "out3").await, ["missing"]);
 }
 
 /// The client-library invocation path by hand: EVALSHA first, NOSCRIPT, then EVAL (which
@@ -532,8 +432,8 @@ both_protocols!(
 /// step (replies carrying times are compared by shape).
 #[test]
 fn scenario_scripts_match_redis() {
-    use support::{Conn, Frame, RedisServer};
-    let redis = RedisServer::start();
+    use common::{Conn, Frame, ServerProcess};
+    let redis = ServerProcess::redis();
     let respite = real_server();
     let mut ours = Conn::connect(respite.port()).expect("respite");
     let mut theirs = Conn::connect(redis.port).expect("redis");

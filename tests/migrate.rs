@@ -11,17 +11,17 @@
 //!   queued commands once MIGRATE ends;
 //! - COMMAND INFO / COMMAND GETKEYS as redis-server reports them (movable keys).
 
-mod support;
+mod common;
 
+use common::{
+    conn_info, durable_server, free_port, keyevents, wait_until, Conn, Frame, ServerProcess,
+    PATIENCE,
+};
 use respite::TestServer;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpListener;
-use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
-use std::time::{Duration, Instant};
-use support::{Conn, Frame, RedisServer};
-
-const PATIENCE: Duration = Duration::from_secs(30);
+use std::time::Duration;
 
 fn ok() -> Frame {
     Frame::Simple("OK".into())
@@ -45,29 +45,6 @@ fn run(c: &mut Conn, line: &str) -> Frame {
         })
         .collect();
     c.call(&args).unwrap_or_else(|e| panic!("{line:?}: {e}"))
-}
-
-fn info_field(c: &mut Conn, section: &str, field: &str) -> String {
-    let Frame::Bulk(b) = c.cmd(&format!("INFO {section}")) else {
-        panic!("INFO");
-    };
-    let text = String::from_utf8(b).unwrap();
-    text.lines()
-        .find_map(|l| l.strip_prefix(&format!("{field}:")).map(str::to_string))
-        .unwrap_or_else(|| panic!("no {field} in INFO {section}"))
-}
-
-fn poll(what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + PATIENCE;
-    while !cond() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
-/// A port nothing listens on.
-fn closed_port() -> u16 {
-    support::free_port()
 }
 
 /// A target that accepts connections and reads, but never answers; `held` tells how many
@@ -231,17 +208,17 @@ fn script(src: &mut Conn, dst: &mut Conn, dst_port: u16) -> Vec<String> {
     out.push(m(src, "e 7 -5"));
     out.push(format!(
         "cached {}",
-        info_field(src, "stats", "migrate_cached_sockets")
+        conn_info(src, "stats", "migrate_cached_sockets")
     ));
     out
 }
 
 #[test]
 fn replies_and_effects_match_redis_as_source() {
-    let oracle = RedisServer::start();
-    let oracle_dst = RedisServer::start();
+    let oracle = ServerProcess::redis();
+    let oracle_dst = ServerProcess::redis();
     let ts = TestServer::start().unwrap();
-    let ours_dst = RedisServer::start();
+    let ours_dst = ServerProcess::redis();
     let theirs = script(
         &mut Conn::connect(oracle.port).unwrap(),
         &mut Conn::connect(oracle_dst.port).unwrap(),
@@ -286,7 +263,7 @@ fn unreachable_script(src: &mut Conn) -> Vec<Frame> {
     // Refused: Redis only learns it when writing (retried once).
     out.push(run(
         src,
-        &format!("MIGRATE 127.0.0.1 {} k 0 1000", closed_port()),
+        &format!("MIGRATE 127.0.0.1 {} k 0 1000", free_port()),
     ));
     out.push(run(src, "MIGRATE 127.0.0.1 notaport k 0 1000"));
     // No address at all: the connection is never started.
@@ -308,7 +285,7 @@ fn unreachable_script(src: &mut Conn) -> Vec<Frame> {
 
 #[test]
 fn unreachable_closing_and_silent_targets_as_redis() {
-    let oracle = RedisServer::start();
+    let oracle = ServerProcess::redis();
     let ts = TestServer::start().unwrap();
     let theirs = unreachable_script(&mut Conn::connect(oracle.port).unwrap());
     let ours = unreachable_script(&mut Conn::connect(ts.port()).unwrap());
@@ -352,10 +329,10 @@ fn auth_script(src: &mut Conn, dst_port: u16) -> Vec<Frame> {
 
 #[test]
 fn auth_and_auth2_as_redis() {
-    let oracle = RedisServer::start();
-    let oracle_dst = RedisServer::start();
+    let oracle = ServerProcess::redis();
+    let oracle_dst = ServerProcess::redis();
     let ts = TestServer::start().unwrap();
-    let ours_dst = RedisServer::start();
+    let ours_dst = ServerProcess::redis();
     let theirs = auth_script(&mut Conn::connect(oracle.port).unwrap(), oracle_dst.port);
     let ours = auth_script(&mut Conn::connect(ts.port()).unwrap(), ours_dst.port);
     assert_eq!(theirs, ours);
@@ -448,14 +425,14 @@ fn respite_to_respite() {
 fn respite_to_redis_and_redis_to_respite() {
     // respite → redis-server.
     let src = TestServer::start().unwrap();
-    let dst = RedisServer::start();
+    let dst = ServerProcess::redis();
     move_everything(
         &mut Conn::connect(src.port()).unwrap(),
         &mut Conn::connect(dst.port).unwrap(),
         dst.port,
     );
     // redis-server → respite (respite answers the RESTOREs, AUTH and SELECT).
-    let src = RedisServer::start();
+    let src = ServerProcess::redis();
     let dst = TestServer::start().unwrap();
     move_everything(
         &mut Conn::connect(src.port).unwrap(),
@@ -508,8 +485,8 @@ fn against_target(src: &mut Conn, dst_port: u16) -> Vec<Frame> {
 
 #[test]
 fn redis_source_sees_respite_target_as_redis() {
-    let src = RedisServer::start();
-    let redis_dst = RedisServer::start();
+    let src = ServerProcess::redis();
+    let redis_dst = ServerProcess::redis();
     let ours = TestServer::start().unwrap();
     let mut c = Conn::connect(src.port).unwrap();
     let theirs = against_target(&mut c, redis_dst.port);
@@ -545,19 +522,19 @@ fn client_ids(dst: &mut Conn) -> Vec<String> {
 #[test]
 fn cached_connection_reused_remade_and_released() {
     let src = TestServer::start().unwrap();
-    let dst = RedisServer::start();
+    let dst = ServerProcess::redis();
     let mut c = Conn::connect(src.port()).unwrap();
     let mut d = Conn::connect(dst.port).unwrap();
     let m = |c: &mut Conn, rest: &str| run(c, &format!("MIGRATE 127.0.0.1 {} {rest}", dst.port));
-    assert_eq!(info_field(&mut c, "stats", "migrate_cached_sockets"), "0");
+    assert_eq!(conn_info(&mut c, "stats", "migrate_cached_sockets"), "0");
     c.cmd("MSET a 1 b 2 c 3");
     assert_eq!(m(&mut c, "a 0 5000"), ok());
-    assert_eq!(info_field(&mut c, "stats", "migrate_cached_sockets"), "1");
-    let connections = info_field(&mut d, "stats", "total_connections_received");
+    assert_eq!(conn_info(&mut c, "stats", "migrate_cached_sockets"), "1");
+    let connections = conn_info(&mut d, "stats", "total_connections_received");
     // Reused: no new connection at the target.
     assert_eq!(m(&mut c, "b 0 5000"), ok());
     assert_eq!(
-        info_field(&mut d, "stats", "total_connections_received"),
+        conn_info(&mut d, "stats", "total_connections_received"),
         connections
     );
     // The target drops it: the next MIGRATE retries on a fresh connection.
@@ -566,52 +543,15 @@ fn cached_connection_reused_remade_and_released() {
     d.cmd(&format!("CLIENT KILL ID {}", ids[0]));
     assert_eq!(m(&mut c, "c 0 5000"), ok());
     assert_eq!(d.cmd("MGET a b c").to_string(), r#"*["1", "2", "3"]"#);
-    assert_eq!(info_field(&mut c, "stats", "migrate_cached_sockets"), "1");
+    assert_eq!(conn_info(&mut c, "stats", "migrate_cached_sockets"), "1");
     // Released after 10 s unused (Redis: `MIGRATE cached connections are released after
     // some time`), and the target sees it go.
-    poll("the cached connection to be released", || {
-        info_field(&mut c, "stats", "migrate_cached_sockets") == "0"
+    wait_until("the cached connection to be released", || {
+        conn_info(&mut c, "stats", "migrate_cached_sockets") == "0"
     });
-    poll("the target to see the connection closed", || {
+    wait_until("the target to see the connection closed", || {
         client_ids(&mut d).is_empty()
     });
-}
-
-/// The respite binary (`--port 0`), killed on drop.
-struct Respite {
-    child: Child,
-    port: u16,
-}
-
-impl Respite {
-    fn start(extra: &[&str]) -> Respite {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_respite"))
-            .args(["--port", "0"])
-            .args(extra)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn respite");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().expect("stdout"))
-            .read_line(&mut line)
-            .expect("read port");
-        let port = line.trim().parse().expect("port on stdout");
-        Respite { child, port }
-    }
-}
-
-impl Respite {
-    fn running(&mut self) -> bool {
-        matches!(self.child.try_wait(), Ok(None))
-    }
-}
-
-impl Drop for Respite {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 /// No reply within a short wait: the command is still queued (a hang guard for "not yet",
@@ -625,7 +565,7 @@ fn not_answered(c: &mut Conn) -> bool {
 
 #[test]
 fn silent_target_holds_the_keyspace_as_redis_with_one_thread() {
-    let mut server = Respite::start(&["--threads", "1"]);
+    let mut server = ServerProcess::respite(&["--threads", "1"]);
     let mut a = Conn::connect(server.port).unwrap();
     let mut b = Conn::connect(server.port).unwrap();
     a.cmd("SET moving v");
@@ -662,7 +602,7 @@ fn silent_target_holds_the_keyspace_as_redis_with_one_thread() {
 
 #[test]
 fn shutdown_is_served_while_a_target_is_silent_with_one_thread() {
-    let mut server = Respite::start(&["--threads", "1"]);
+    let mut server = ServerProcess::respite(&["--threads", "1"]);
     let mut a = Conn::connect(server.port).unwrap();
     let mut b = Conn::connect(server.port).unwrap();
     a.cmd("SET k v");
@@ -673,12 +613,12 @@ fn shutdown_is_served_while_a_target_is_silent_with_one_thread() {
     std::thread::sleep(Duration::from_millis(300));
     b.send_line("SHUTDOWN NOSAVE").unwrap();
     // Well before MIGRATE's ten-minute timeout.
-    poll("the server to exit", || !server.running());
+    wait_until("the server to exit", || !server.running());
 }
 
 #[test]
 fn silent_target_times_out_with_one_thread() {
-    let server = Respite::start(&["--threads", "1"]);
+    let server = ServerProcess::respite(&["--threads", "1"]);
     let mut a = Conn::connect(server.port).unwrap();
     let mut b = Conn::connect(server.port).unwrap();
     a.cmd("SET k v");
@@ -694,20 +634,14 @@ fn silent_target_times_out_with_one_thread() {
     assert_eq!(b.read().unwrap(), Frame::Simple("PONG".into()));
     // The key stays, and the broken connection is not cached.
     assert_eq!(a.cmd("EXISTS k"), Frame::Int(1));
-    assert_eq!(info_field(&mut b, "stats", "migrate_cached_sockets"), "0");
+    assert_eq!(conn_info(&mut b, "stats", "migrate_cached_sockets"), "0");
 }
 
 #[test]
 fn durable_source_deletes_durably() {
     let dir = tempfile::tempdir().unwrap();
-    let dst = RedisServer::start();
-    let start = || {
-        TestServer::builder()
-            .redb(dir.path())
-            .param("appendfsync", "always")
-            .start()
-            .unwrap()
-    };
+    let dst = ServerProcess::redis();
+    let start = || durable_server(dir.path(), "always");
     {
         let ts = start();
         let mut c = Conn::connect(ts.port()).unwrap();
@@ -732,7 +666,7 @@ fn durable_source_deletes_durably() {
 
 #[test]
 fn command_info_and_getkeys_as_redis() {
-    let oracle = RedisServer::start();
+    let oracle = ServerProcess::redis();
     let ts = TestServer::start().unwrap();
     let mut r = Conn::connect(oracle.port).unwrap();
     let mut o = Conn::connect(ts.port()).unwrap();
@@ -760,10 +694,10 @@ fn command_info_and_getkeys_as_redis() {
 
 #[test]
 fn keyspace_events_as_redis() {
-    let oracle = RedisServer::start();
+    let oracle = ServerProcess::redis();
     let ts = TestServer::start().unwrap();
     let events = |port: u16| {
-        let dst = RedisServer::start();
+        let dst = ServerProcess::redis();
         dst_busy(dst.port);
         let t = dst.port;
         let script = [
@@ -775,7 +709,7 @@ fn keyspace_events_as_redis() {
             "SET after 1".to_string(),
         ];
         let lines: Vec<&str> = script.iter().map(String::as_str).collect();
-        support::keyevents(port, "KEA", &lines)
+        keyevents(port, "KEA", &lines)
     };
     let theirs = events(oracle.port);
     assert_eq!(theirs, events(ts.port()));

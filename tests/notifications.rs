@@ -6,7 +6,6 @@
 
 #[macro_use]
 mod common;
-mod support;
 
 use common::{c, connect, manual_server, q, real_server, Proto, HANG_GUARD};
 use redis::aio::MultiplexedConnection;
@@ -282,7 +281,7 @@ async fn stream_consumers_created_up_front(proto: Proto) {
         ]);
         let _: redis::Value = cmd.query_async(&mut blocked).await.expect("served");
     });
-    wait_blocked(&mut con).await;
+    common::until_blocked(&mut con, 1).await;
     assert_eq!(
         listener.drain(&mut con).await,
         vec!["__keyevent@0__:xgroup-createconsumer s"]
@@ -553,11 +552,7 @@ const STREAM_SEQUENCE: &[&str] = &[
 async fn event_stream(port: u16) -> Vec<String> {
     let url = common::url_for_port(port, Proto::Resp2);
     let listener = Listener::start(url.clone());
-    let client = redis::Client::open(url).expect("url");
-    let mut con = client
-        .get_multiplexed_async_connection()
-        .await
-        .expect("connect");
+    let mut con = common::connect_url(&url).await;
     classes(&mut con, "KEAn").await;
     run(&mut con, SEQUENCE).await;
     run(&mut con, STREAM_SEQUENCE).await;
@@ -576,16 +571,13 @@ async fn event_stream(port: u16) -> Vec<String> {
             "XADD xbg 1-1 f v",
         ),
     ] {
-        let mut blocked = client
-            .get_multiplexed_async_connection()
-            .await
-            .expect("connect");
+        let mut blocked = common::connect_url(&url).await;
         let args: Vec<String> = block.split(' ').map(String::from).collect();
         let waiter = tokio::spawn(async move {
             let refs: Vec<&str> = args.iter().map(String::as_str).collect();
             let _: redis::Value = c(&refs).query_async(&mut blocked).await.expect("served");
         });
-        wait_blocked(&mut con).await;
+        common::until_blocked(&mut con, 1).await;
         run(&mut con, &[feed]).await;
         tokio::time::timeout(HANG_GUARD, waiter)
             .await
@@ -597,22 +589,10 @@ async fn event_stream(port: u16) -> Vec<String> {
     events
 }
 
-async fn wait_blocked(con: &mut MultiplexedConnection) {
-    let start = std::time::Instant::now();
-    loop {
-        let info: String = q(con, &c(&["INFO", "clients"])).await;
-        if common::info_field(&info, "blocked_clients") == Some(1) {
-            return;
-        }
-        assert!(start.elapsed() < HANG_GUARD, "client never blocked");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-}
-
 /// The same commands give the same events, in the same order, as a real redis-server.
 #[tokio::test]
 async fn event_stream_matches_redis() {
-    let redis = support::RedisServer::start();
+    let redis = common::ServerProcess::redis();
     let server = real_server();
     let want = event_stream(redis.port).await;
     let got = event_stream(server.port()).await;

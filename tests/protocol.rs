@@ -10,10 +10,12 @@
 #[macro_use]
 mod common;
 
-use common::{bulk, frame, unique, Raw, Target, HANG_GUARD, ORACLE_PASSWORD};
+use common::{
+    bulk, frame, server_panics, unique, watch_server_panics, Raw, Target, HANG_GUARD,
+    ORACLE_PASSWORD,
+};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Once;
 use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 
@@ -57,27 +59,8 @@ static ALLOC: CountingAlloc = CountingAlloc;
 
 /// Panics on the in-process server's worker threads (a panicking connection task would
 /// otherwise just vanish).
-static SERVER_PANICS: AtomicUsize = AtomicUsize::new(0);
-
-fn watch_server_panics() {
-    static HOOK: Once = Once::new();
-    HOOK.call_once(|| {
-        let prev = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            if std::thread::current().name() == Some("tokio-runtime-worker") {
-                SERVER_PANICS.fetch_add(1, Ordering::Relaxed);
-            }
-            prev(info)
-        }));
-    });
-}
-
 fn assert_no_server_panics() {
-    assert_eq!(
-        SERVER_PANICS.load(Ordering::Relaxed),
-        0,
-        "the server panicked"
-    );
+    assert_eq!(server_panics(), 0, "the server panicked");
 }
 
 const PONG: &[u8] = b"+PONG\r\n";

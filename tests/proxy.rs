@@ -4,11 +4,13 @@
 //! of redis-server nodes and (where respite supports what it needs) a fleet of respite
 //! nodes: see the `redis_nodes` / `respite_nodes` modules at the end.
 
+mod common;
+#[macro_use]
 mod proxy_fleet;
 
+use common::ServerProcess;
 use proxy_fleet::*;
 use redis::{Connection, Value};
-use respite::proxy::config::NodeSpec;
 use std::collections::HashMap;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -432,47 +434,12 @@ fn resp3_clients_and_auth(kind: NodeKind) {
     assert_eq!(got, vec![None, None]);
 }
 
-/// A raw RESP connection, to see exact subscription frames.
-struct Raw {
-    s: std::net::TcpStream,
-    buf: Vec<u8>,
-}
-
-impl Raw {
-    fn connect(addr: std::net::SocketAddr) -> Raw {
-        let s = std::net::TcpStream::connect(addr).unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-        Raw { s, buf: Vec::new() }
-    }
-
-    fn send(&mut self, args: &[&str]) {
-        use std::io::Write;
-        self.s
-            .write_all(&respite::proxy::resp::command(args))
-            .unwrap();
-    }
-
-    fn frame(&mut self) -> String {
-        use std::io::Read;
-        loop {
-            if let Some(n) = respite::proxy::resp::frame_len(&self.buf).unwrap() {
-                let f: Vec<u8> = self.buf.drain(..n).collect();
-                return String::from_utf8_lossy(&f).replace("\r\n", " ");
-            }
-            let mut chunk = [0u8; 4096];
-            let n = self.s.read(&mut chunk).unwrap();
-            assert!(n > 0, "proxy closed the connection");
-            self.buf.extend_from_slice(&chunk[..n]);
-        }
-    }
-}
-
 fn subscriptions_follow_channel_owners(kind: NodeKind) {
     let f = Fleet::start(kind);
     let mut c = f.client();
     let ch_a = f.key_on(0, "chan");
     let ch_b = f.key_on(1, "chan");
-    let mut sub = Raw::connect(f.proxy.addr());
+    let mut sub = f.raw();
     sub.send(&["SUBSCRIBE", &ch_a, &ch_b]);
     let l = ch_a.len();
     assert_eq!(sub.frame(), format!("*3 $9 subscribe ${l} {ch_a} :1 "));
@@ -514,7 +481,7 @@ fn subscriptions_follow_channel_owners(kind: NodeKind) {
     assert_eq!(sub.frame(), "+OK ");
     assert_eq!(q::<i64>(&mut c, &["PUBLISH", &ch_a, "nobody"]).unwrap(), 0);
     // RESP3: pushes, and ordinary commands meanwhile.
-    let mut sub3 = Raw::connect(f.proxy.addr());
+    let mut sub3 = f.raw();
     sub3.send(&["HELLO", "3"]);
     assert!(sub3.frame().starts_with("%7 "));
     sub3.send(&["SSUBSCRIBE", &ch_a]);
@@ -533,11 +500,8 @@ fn a_hung_node_times_out_and_a_late_node_joins(kind: NodeKind) {
         q::<()>(&mut c, &["SET", k, "v"]).unwrap();
     }
     // A frozen node: its requests time out (naming it), the others keep answering.
-    let pid = f.nodes[2].child.as_ref().unwrap().id().to_string();
-    let signal = |sig: &str| {
-        let ok = Command::new("kill").args([sig, &pid]).status().unwrap();
-        assert!(ok.success());
-    };
+    let pid = f.nodes[2].pid();
+    let signal = |sig: &str| f.nodes[2].process.signal(sig);
     signal("-STOP");
     // SIGSTOP lands asynchronously: wait until every thread of the node is stopped.
     let stopped = || {
@@ -573,18 +537,7 @@ fn a_hung_node_times_out_and_a_late_node_joins(kind: NodeKind) {
     // fleet's own nodes go unused: its proxy is pointed at the first fleet's.)
     f.nodes[1].kill();
     let late = Fleet::start_with(kind, |cfg| {
-        cfg.nodes = f
-            .nodes
-            .iter()
-            .zip(IDS)
-            .map(|(n, id)| {
-                NodeSpec::parse(&format!(
-                    "{id}=redis://:{}@127.0.0.1:{}",
-                    n.password, n.port
-                ))
-                .unwrap()
-            })
-            .collect();
+        cfg.nodes = f.nodes.iter().zip(IDS).map(|(n, id)| n.spec(id)).collect();
     });
     let mut lc = late.client();
     let e = err_text(q::<()>(&mut lc, &["GET", &keys[1]]).unwrap_err());
@@ -672,7 +625,7 @@ fn rate_limit_and_fencing_scripts_under_concurrency(kind: NodeKind) {
 fn a_client_gone_while_blocked_leaves_no_ghost_and_bad_input_is_contained(kind: NodeKind) {
     let f = Fleet::start(kind);
     let mut c = f.client();
-    let mut blocked = Raw::connect(f.proxy.addr());
+    let mut blocked = f.raw();
     blocked.send(&["BLPOP", "ghost", "0"]);
     std::thread::sleep(Duration::from_millis(100));
     drop(blocked);
@@ -682,14 +635,14 @@ fn a_client_gone_while_blocked_leaves_no_ghost_and_bad_input_is_contained(kind: 
     std::thread::sleep(Duration::from_millis(50));
     assert_eq!(q::<i64>(&mut c, &["LLEN", "ghost"]).unwrap(), 1);
     // A protocol error gets Redis's error and closes only that connection.
-    let mut bad = Raw::connect(f.proxy.addr());
+    let mut bad = f.raw();
     {
         use std::io::Write;
         bad.s.write_all(b"*1\r\n+PING\r\n").unwrap();
     }
     assert_eq!(bad.frame(), "-ERR Protocol error: expected '$', got '+' ");
     // Inline commands work too.
-    let mut inline = Raw::connect(f.proxy.addr());
+    let mut inline = f.raw();
     {
         use std::io::Write;
         inline.s.write_all(b"PING\r\nECHO hi\r\n").unwrap();
@@ -792,7 +745,6 @@ fn node_stats_in_info(kind: NodeKind) {
 /// port from a flag that overrides the file's; a bad file fails without echoing secrets.
 #[test]
 fn the_proxy_binary_reads_a_config_file() {
-    use std::io::{BufRead, BufReader};
     let f = Fleet::start(NodeKind::Redis);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("proxy.conf");
@@ -805,20 +757,8 @@ fn the_proxy_binary_reads_a_config_file() {
         ));
     }
     std::fs::write(&path, text).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_respite"))
-        .args(["proxy", "--config"])
-        .arg(&path)
-        .args(["--port", "0"])
-        .env("RESPITE_LOG", "warn")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let port: u16 = line.trim().parse().unwrap();
+    let mut proxy = ServerProcess::respite(&["proxy", "--config", path.to_str().unwrap()]);
+    let port = proxy.port;
     let run = || -> redis::RedisResult<()> {
         let mut c = redis::Client::open(format!("redis://:proxy%20pw@127.0.0.1:{port}"))?
             .get_connection()?;
@@ -831,8 +771,7 @@ fn the_proxy_binary_reads_a_config_file() {
         Ok(())
     };
     let result = run();
-    let _ = child.kill();
-    let _ = child.wait();
+    proxy.kill();
     result.unwrap();
     // A bad file: exit status 1, the line named, no password.
     std::fs::write(
@@ -849,18 +788,6 @@ fn the_proxy_binary_reads_a_config_file() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("line 2"), "{err}");
     assert!(!err.contains("s3cret"), "{err}");
-}
-
-/// Each test against both node kinds.
-macro_rules! for_kinds {
-    ($kind:ident: $($name:ident),* $(,)?) => {
-        $(
-            #[test]
-            fn $name() {
-                super::$name(super::NodeKind::$kind)
-            }
-        )*
-    };
 }
 
 mod redis_nodes {

@@ -3,10 +3,12 @@
 //! directly on the node the placement names.
 
 mod common;
-use common::checkpoint;
+use common::s6::{self, checkpoint, Group};
+#[macro_use]
 mod proxy_fleet;
 
 use common::lua_script;
+use common::values::{any_text as text, int_or_text as int};
 use proxy_fleet::*;
 use redis::{Connection, Value};
 use std::time::{Duration, Instant};
@@ -15,23 +17,6 @@ use std::time::{Duration, Instant};
 type Entries = Vec<(String, Vec<String>)>;
 /// An XREADGROUP reply: per stream, its entries (nil when nothing came).
 type Read = Option<Vec<(String, Entries)>>;
-
-fn text(v: &Value) -> String {
-    match v {
-        Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
-        Value::SimpleString(s) => s.clone(),
-        Value::Int(i) => i.to_string(),
-        Value::Nil => "nil".into(),
-        other => panic!("not text: {other:?}"),
-    }
-}
-
-fn int(v: &Value) -> i64 {
-    match v {
-        Value::Int(i) => *i,
-        other => text(other).parse().unwrap(),
-    }
-}
 
 /// Which nodes hold `key` (asked directly, not through the proxy).
 fn holders(f: &Fleet, key: &str) -> Vec<usize> {
@@ -519,69 +504,21 @@ fn s5_work_queues(kind: NodeKind) {
     assert_eq!(r.unwrap()[0].1[0].0, id3);
 }
 
-fn texts(v: Value) -> Vec<String> {
-    match v {
-        Value::Array(items) => items.iter().map(text).collect(),
-        other => panic!("{other:?}"),
-    }
-}
-
 fn prepare(c: &mut Connection, v: &str, output: &str, base: &str, rev: u8) -> Vec<String> {
-    let s = lua_script("twophase_prepare.lua");
-    let mut inv = s.key(format!("{{vehicle:{v}}}:prepared"));
-    inv.key(format!("{{vehicle:{v}}}:committed-revision"))
-        .arg(output)
-        .arg(base)
-        .arg(rev.to_string());
-    for (f, val) in checkpoint(rev) {
-        inv.arg(f).arg(val);
-    }
-    texts(inv.invoke(c).expect("prepare"))
+    s6::Call::prepare(v, output, base, rev).run(c)
 }
 
 fn mark(c: &mut Connection, v: &str, output: &str) -> Vec<String> {
-    texts(
-        lua_script("twophase_mark_published.lua")
-            .key(format!("{{vehicle:{v}}}:prepared"))
-            .arg(output)
-            .invoke(c)
-            .expect("mark"),
-    )
+    s6::Call::mark(v, output).run(c)
 }
 
 fn promote(c: &mut Connection, v: &str, output: &str) -> Vec<String> {
-    texts(
-        lua_script("twophase_promote.lua")
-            .key(format!("{{vehicle:{v}}}:prepared"))
-            .key(format!("{{vehicle:{v}}}:committed-revision"))
-            .key(format!("{{vehicle:{v}}}:checkpoint"))
-            .arg(output)
-            .arg(3_600_000)
-            .invoke(c)
-            .expect("promote"),
-    )
+    s6::Call::promote(v, output).run(c)
 }
-
-type Group = (
-    Vec<(Vec<u8>, Vec<u8>)>,
-    Option<String>,
-    Vec<(Vec<u8>, Vec<u8>)>,
-);
 
 /// The load path: the whole group in one MULTI/EXEC.
 fn load(c: &mut Connection, v: &str) -> Group {
-    let mut p = redis::pipe();
-    p.atomic()
-        .cmd("HGETALL")
-        .arg(format!("{{vehicle:{v}}}:checkpoint"))
-        .cmd("GET")
-        .arg(format!("{{vehicle:{v}}}:committed-revision"))
-        .cmd("HGETALL")
-        .arg(format!("{{vehicle:{v}}}:prepared"));
-    let (mut cp, rev, mut prep): Group = p.query(c).expect("load");
-    cp.sort();
-    prep.sort();
-    (cp, rev, prep)
+    s6::sorted(s6::load_pipe(v).query(c).expect("load"))
 }
 
 /// S6: prepare / mark-published / promote over one hash tag, the MULTI/EXEC load, the
@@ -640,17 +577,6 @@ fn s6_two_phase(kind: NodeKind) {
         .arg(format!("{{vehicle:{}}}:committed-revision", vehicles[1]));
     let e = err_text(p.query::<Value>(&mut c).unwrap_err());
     assert!(e.contains("CROSSSLOT") || e.contains("EXECABORT"), "{e}");
-}
-
-macro_rules! for_kinds {
-    ($kind:ident: $($name:ident),* $(,)?) => {
-        $(
-            #[test]
-            fn $name() {
-                super::$name(super::NodeKind::$kind)
-            }
-        )*
-    };
 }
 
 mod redis_nodes {

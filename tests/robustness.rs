@@ -3,12 +3,9 @@
 //! range markers, option names, empty and binary strings) against keys of every type.
 //! Whatever the replies, the connection must stay up and the server must not panic.
 
-mod support;
+mod common;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use support::{Conn, Frame};
-
-static SERVER_PANICS: AtomicUsize = AtomicUsize::new(0);
+use common::{server_panics, watch_server_panics, Conn, Frame, Rng};
 
 const TRICKY: &[&[u8]] = &[
     b"",
@@ -136,19 +133,6 @@ fn excluded(name: &str) -> bool {
     ) || name.starts_with('b') // blocking pops (BLPOP, BZPOPMIN…)
 }
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
-
 fn seed(c: &mut Conn) {
     for line in [
         "SET str 12",
@@ -161,21 +145,6 @@ fn seed(c: &mut Conn) {
     ] {
         c.cmd(line);
     }
-}
-
-/// Counts panics on the in-process server's worker threads (a panicking connection task
-/// would otherwise just vanish).
-fn watch_server_panics() {
-    static HOOK: std::sync::Once = std::sync::Once::new();
-    HOOK.call_once(|| {
-        let prev = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            if std::thread::current().name() == Some("tokio-runtime-worker") {
-                SERVER_PANICS.fetch_add(1, Ordering::Relaxed);
-            }
-            prev(info)
-        }));
-    });
 }
 
 #[test]
@@ -217,11 +186,7 @@ fn random_arguments_never_break_the_server() {
         }
     }
     assert_eq!(c.cmd("PING"), Frame::Simple("PONG".into()));
-    assert_eq!(
-        SERVER_PANICS.load(Ordering::Relaxed),
-        0,
-        "the server panicked"
-    );
+    assert_eq!(server_panics(), 0, "the server panicked");
     eprintln!("robustness: {sent} random commands");
 }
 
@@ -274,9 +239,5 @@ fn random_bytes_never_break_the_server() {
     }
     let mut c = Conn::connect(server.port()).expect("connect");
     assert_eq!(c.cmd("PING"), Frame::Simple("PONG".into()));
-    assert_eq!(
-        SERVER_PANICS.load(Ordering::Relaxed),
-        0,
-        "the server panicked"
-    );
+    assert_eq!(server_panics(), 0, "the server panicked");
 }

@@ -27,11 +27,11 @@
 //! iterations per seed; a failure prints the seed, the iteration, the commands, the
 //! script and the keyspaces.
 
-mod support;
+mod common;
 
+use common::{Conn, Frame, ServerProcess};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use support::{Conn, Frame, RedisServer};
 
 /// Small pool so types collide; hash-tagged keys and a binary one.
 const KEYS: &[&[u8]] = &[
@@ -927,7 +927,7 @@ fn timeless(c: &Cmd) -> bool {
 #[test]
 fn scripts_agree_with_redis() {
     let reg = respite::cmd::registry();
-    let redis = RedisServer::start();
+    let redis = ServerProcess::redis();
     for seed in seeds() {
         let ours = respite::TestServer::start().expect("start respite");
         let mut co = Conn::connect(ours.port()).expect("connect respite");

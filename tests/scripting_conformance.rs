@@ -9,9 +9,9 @@
 //! `reject script do not cause a Lua stack leak`, `Consistent eval error reporting`,
 //! `SCRIPTING FLUSH ASYNC`.
 
-mod support;
+mod common;
 
-use support::{Conn, Frame, RedisServer};
+use common::{conn_info_opt, Conn, Frame, ServerProcess};
 
 fn args(v: &[&str]) -> Vec<Vec<u8>> {
     v.iter().map(|a| a.as_bytes().to_vec()).collect()
@@ -28,17 +28,10 @@ fn bulk_text(f: &Frame) -> String {
     }
 }
 
-/// One `name:value` field of an INFO section.
-fn info_field(c: &mut Conn, section: &str, name: &str) -> Option<String> {
-    let text = bulk_text(&call(c, &["INFO", section]));
-    text.lines()
-        .find_map(|l| l.strip_prefix(name)?.strip_prefix(':').map(str::to_string))
-}
-
 /// The `calls=…,rejected_calls=…,failed_calls=…` counters of one command in INFO
 /// commandstats (usec fields dropped: they are timings), or "" when it has none.
 fn cmdstat(c: &mut Conn, cmd: &str) -> String {
-    let Some(v) = info_field(c, "commandstats", &format!("cmdstat_{cmd}")) else {
+    let Some(v) = conn_info_opt(c, "commandstats", &format!("cmdstat_{cmd}")) else {
         return String::new();
     };
     v.split(',')
@@ -49,7 +42,7 @@ fn cmdstat(c: &mut Conn, cmd: &str) -> String {
 
 /// Runs each transcript line on both servers and asserts the replies are equal.
 fn differential(lines: &[&[&str]], mut probe: impl FnMut(&mut Conn) -> Vec<String>) {
-    let redis = RedisServer::start();
+    let redis = ServerProcess::redis();
     let respite = respite::TestServer::start().expect("start respite");
     let mut a = Conn::connect(redis.port).expect("connect redis");
     let mut b = Conn::connect(respite.port()).expect("connect respite");
@@ -68,7 +61,7 @@ fn differential(lines: &[&[&str]], mut probe: impl FnMut(&mut Conn) -> Vec<Strin
 /// must still be the same double as the oracle's text.
 #[test]
 fn lua_number_arguments_print_as_redis_7_2() {
-    let redis = RedisServer::start();
+    let redis = ServerProcess::redis();
     let respite = respite::TestServer::start().expect("start respite");
     let mut a = Conn::connect(redis.port).expect("connect redis");
     let mut b = Conn::connect(respite.port()).expect("connect respite");
@@ -256,7 +249,7 @@ fn script_error_stats_count_once() {
                 .filter(|l| l.starts_with("errorstat_"))
                 .map(str::to_string)
                 .collect();
-            v.push(info_field(c, "stats", "total_error_replies").unwrap_or_default());
+            v.push(conn_info_opt(c, "stats", "total_error_replies").unwrap_or_default());
             for cmd in ["set", "select", "eval", "eval_ro", "get"] {
                 v.push(cmdstat(c, cmd));
             }
@@ -276,7 +269,7 @@ fn info_memory_script_counters() {
     for j in 0..100 {
         lines.push(vec!["SCRIPT".into(), "LOAD".into(), format!("return {j}")]);
     }
-    let redis = RedisServer::start();
+    let redis = ServerProcess::redis();
     let respite = respite::TestServer::start().expect("start respite");
     let mut a = Conn::connect(redis.port).expect("connect redis");
     let mut b = Conn::connect(respite.port()).expect("connect respite");
@@ -287,7 +280,7 @@ fn info_memory_script_counters() {
             "number_of_libraries",
         ]
         .iter()
-        .map(|n| info_field(c, "memory", n))
+        .map(|n| conn_info_opt(c, "memory", n))
         .collect()
     };
     assert_eq!(counters(&mut b), counters(&mut a), "fresh servers");

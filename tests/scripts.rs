@@ -5,8 +5,9 @@
 #[macro_use]
 mod common;
 
-use common::{c, connect, lua_script, q, real_server, Proto};
-use std::time::Duration;
+use common::{
+    c, connect, killed_reply, lua_script, q, real_server, spawn_runaway, until_busy, Proto,
+};
 
 /// Each successful acquisition returns a strictly larger fencing token, whether the
 /// previous holder released or its lease expired; renew/release need the current owner.
@@ -64,42 +65,12 @@ async fn runaway_script_is_busy_then_killed(proto: Proto) {
     let server = real_server();
     let mut admin = connect(&server, proto).await;
     let _: String = q(&mut admin, &c(&["CONFIG", "SET", "lua-time-limit", "100"])).await;
-    let client = redis::Client::open(common::url(&server, proto)).expect("url");
-    let runaway = tokio::spawn(async move {
-        let config = redis::AsyncConnectionConfig::new().set_response_timeout(None);
-        let mut con = client
-            .get_multiplexed_async_connection_with_config(&config)
-            .await
-            .expect("connect");
-        redis::cmd("EVAL")
-            .arg("while true do end")
-            .arg(0)
-            .query_async::<redis::Value>(&mut con)
-            .await
-    });
+    let runaway = spawn_runaway(&server, proto, c(&["EVAL", "while true do end", "0"])).await;
     let mut other = connect(&server, proto).await;
-    let mut busy = false;
-    for _ in 0..500 {
-        match redis::cmd("GET")
-            .arg("k")
-            .query_async::<Option<String>>(&mut other)
-            .await
-        {
-            Err(e) if e.to_string().contains("BUSY") => {
-                busy = true;
-                break;
-            }
-            _ => tokio::time::sleep(Duration::from_millis(10)).await,
-        }
-    }
-    assert!(busy, "no BUSY reply while a script ran past lua-time-limit");
+    until_busy(&mut other).await;
     let killed: String = q(&mut other, &c(&["SCRIPT", "KILL"])).await;
     assert_eq!(killed, "OK");
-    let outcome = tokio::time::timeout(common::HANG_GUARD, runaway)
-        .await
-        .expect("killed script never returned")
-        .expect("task");
-    let err = outcome.expect_err("a killed script replies an error");
+    let err = killed_reply(runaway).await;
     assert!(err.to_string().contains("Script killed"), "{err}");
     let v: Option<String> = q(&mut other, &c(&["GET", "k"])).await;
     assert_eq!(v, None);

@@ -3,12 +3,12 @@
 //! state, WAITAOF with the durable engine, LOLWUT. Where a redis-server 7.0 can be the
 //! oracle (7.0 = 7.2 there), the same script runs against both.
 
-mod support;
+mod common;
 
+use common::{durable_server, Conn, Frame, ServerProcess};
 use respite::TestServer;
 use std::collections::BTreeMap;
 use std::time::Duration;
-use support::{Conn, Frame, RedisServer};
 
 const COMMANDS_72: &str = include_str!("../conformance/redis-7.2-commands.txt");
 const README: &str = include_str!("../README.md");
@@ -239,7 +239,7 @@ fn reset_clears_state(port: u16) -> Vec<String> {
 
 #[test]
 fn reset_clears_client_state_as_redis_does() {
-    let redis = RedisServer::start();
+    let redis = ServerProcess::redis();
     let srv = server();
     let want = reset_clears_state(redis.port);
     let have = reset_clears_state(srv.port());
@@ -305,7 +305,7 @@ fn watch_forgotten(port: u16) -> Vec<String> {
 
 #[test]
 fn watch_is_forgotten_by_exec_and_reset() {
-    let redis = RedisServer::start();
+    let redis = ServerProcess::redis();
     let srv = server();
     let want = watch_forgotten(redis.port);
     assert_eq!(watch_forgotten(srv.port()), want);
@@ -345,11 +345,7 @@ fn waitaof_without_the_durable_engine() {
 #[test]
 fn waitaof_reports_the_local_fsync_of_the_durable_engine() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let srv = TestServer::builder()
-        .redb(dir.path())
-        .param("appendfsync", "always")
-        .start()
-        .unwrap();
+    let srv = durable_server(dir.path(), "always");
     let mut c = conn(srv.port());
     assert_eq!(c.cmd("SET k v"), ok());
     let both = Frame::Array(vec![Frame::Int(1), Frame::Int(0)]);
@@ -368,7 +364,7 @@ fn waitaof_reports_the_local_fsync_of_the_durable_engine() {
 
 #[test]
 fn info_replication_matches_a_primary_without_replicas() {
-    let redis = RedisServer::start();
+    let redis = ServerProcess::redis();
     let srv = server();
     let fields = |port: u16| -> Vec<String> {
         let mut c = conn(port);
@@ -434,7 +430,7 @@ fn art_and_caption<'a>(s: &'a str, caption: &str) -> (&'a str, &'a str) {
 
 #[test]
 fn lolwut_5_and_6_draw_as_redis_does() {
-    let redis = RedisServer::start();
+    let redis = ServerProcess::redis();
     let srv = server();
     let mut a = conn(srv.port());
     let mut b = conn(redis.port);

@@ -2,18 +2,10 @@
 //! empty result's deletion too), WATCH sees STORE writes but not plain sorts, and STORE
 //! publishes the same keyspace events as redis-server 7.0.
 
-mod support;
+mod common;
 
+use common::{assert_keyevents_match_redis, durable_server, Conn, Frame, WatchProbe};
 use respite::TestServer;
-use support::{keyevents, watched_exec_runs as exec_runs, Conn, Frame};
-
-fn durable(dir: &std::path::Path) -> TestServer {
-    TestServer::builder()
-        .redb(dir)
-        .param("appendfsync", "always")
-        .start()
-        .expect("start durable server")
-}
 
 fn bulks(items: &[&str]) -> Frame {
     Frame::Array(
@@ -28,7 +20,7 @@ fn bulks(items: &[&str]) -> Frame {
 fn store_survives_a_durable_restart() {
     let dir = tempfile::tempdir().expect("tempdir");
     {
-        let srv = durable(dir.path());
+        let srv = durable_server(dir.path(), "always");
         let mut c = Conn::connect(srv.port()).expect("connect");
         c.cmd("RPUSH src 3 1 2");
         c.cmd("MSET o_1 a o_2 b");
@@ -48,7 +40,7 @@ fn store_survives_a_durable_restart() {
         c.cmd(&format!("RPUSH big {}", many.join(" ")));
         assert_eq!(c.cmd("SORT big STORE bigsorted"), Frame::Int(1000));
     }
-    let srv = durable(dir.path());
+    let srv = durable_server(dir.path(), "always");
     let mut c = Conn::connect(srv.port()).expect("connect");
     assert_eq!(c.cmd("LRANGE dst 0 -1"), bulks(&["1", "2", "3"]));
     assert_eq!(
@@ -65,13 +57,13 @@ fn store_survives_a_durable_restart() {
     // The sorted set SORT converted in place is still whole after a restart.
     drop(c);
     drop(srv);
-    let srv = durable(dir.path());
+    let srv = durable_server(dir.path(), "always");
     let mut c = Conn::connect(srv.port()).expect("connect");
     c.cmd("ZADD z 2 b 1 a");
     assert_eq!(c.cmd("SORT z ALPHA STORE zs"), Frame::Int(2));
     drop(c);
     drop(srv);
-    let srv = durable(dir.path());
+    let srv = durable_server(dir.path(), "always");
     let mut c = Conn::connect(srv.port()).expect("connect");
     assert_eq!(c.cmd("ZRANGE z 0 -1"), bulks(&["a", "b"]));
     assert_eq!(c.cmd("LRANGE zs 0 -1"), bulks(&["a", "b"]));
@@ -79,22 +71,17 @@ fn store_survives_a_durable_restart() {
 
 #[test]
 fn watch_sees_store_but_not_reads() {
-    let srv = TestServer::builder().start().expect("start");
-    let mut a = Conn::connect(srv.port()).expect("connect");
-    let mut b = Conn::connect(srv.port()).expect("connect");
-    b.cmd("RPUSH l 2 1");
-    assert!(!exec_runs(&mut a, &mut b, "SORT l STORE k"), "created");
-    assert!(!exec_runs(&mut a, &mut b, "SORT l STORE k"), "replaced");
-    assert!(exec_runs(&mut a, &mut b, "SORT k"), "sorting k reads it");
-    assert!(exec_runs(&mut a, &mut b, "SORT_RO k BY nosort"), "sort_ro");
-    assert!(!exec_runs(&mut a, &mut b, "SORT nokey STORE k"), "deleted");
-    assert!(
-        exec_runs(&mut a, &mut b, "SORT nokey STORE k"),
-        "nothing to delete"
-    );
+    let mut w = WatchProbe::start();
+    w.b.cmd("RPUSH l 2 1");
+    assert!(!w.exec_runs("SORT l STORE k"), "created");
+    assert!(!w.exec_runs("SORT l STORE k"), "replaced");
+    assert!(w.exec_runs("SORT k"), "sorting k reads it");
+    assert!(w.exec_runs("SORT_RO k BY nosort"), "sort_ro");
+    assert!(!w.exec_runs("SORT nokey STORE k"), "deleted");
+    assert!(w.exec_runs("SORT nokey STORE k"), "nothing to delete");
     // A sorted set converted for SORT is not modified as far as WATCH goes.
-    b.cmd("ZADD k 1 a");
-    assert!(exec_runs(&mut a, &mut b, "SORT k ALPHA"), "zset conversion");
+    w.b.cmd("ZADD k 1 a");
+    assert!(w.exec_runs("SORT k ALPHA"), "zset conversion");
 }
 
 #[test]
@@ -110,11 +97,7 @@ fn store_events_match_redis() {
         "SORT l",
         "SORT_RO l",
     ];
-    let redis = support::RedisServer::start();
-    let expected = keyevents(redis.port, "KEA", &script);
-    assert!(expected.len() >= 5, "{expected:?}");
-    let srv = TestServer::builder().start().expect("start");
-    assert_eq!(keyevents(srv.port(), "KEA", &script), expected);
+    assert_keyevents_match_redis("KEA", &script, 5);
 }
 
 #[test]

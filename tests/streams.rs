@@ -8,13 +8,14 @@
 #[macro_use]
 mod common;
 
-use common::{
-    blocking_conn, c, connect, manual_server, q, real_server, until_blocked, Proto, HANG_GUARD,
+use common::values::{
+    any_reply as raw, any_text as text, entry_ids, fields, int_or_text as int, items, read_reply,
 };
-use redis::aio::MultiplexedConnection;
+use common::{
+    blocking_conn, c, connect, joined, manual_server, q, real_server, until_blocked, Proto,
+};
 use redis::Value;
 use respite::TestServer;
-use std::collections::HashMap;
 use std::time::{Duration, Instant};
 use tokio::task::JoinHandle;
 
@@ -22,73 +23,6 @@ async fn spawn_raw(server: &TestServer, proto: Proto, args: &[&str]) -> JoinHand
     let mut con = blocking_conn(server, proto).await;
     let cmd = c(args);
     tokio::spawn(async move { raw(&mut con, &cmd).await })
-}
-
-async fn joined<T>(h: JoinHandle<T>) -> T {
-    tokio::time::timeout(HANG_GUARD, h)
-        .await
-        .expect("blocked client never answered")
-        .expect("task panicked")
-}
-
-/// Any reply; an error comes back as a status `ERROR <message>`.
-async fn raw(con: &mut MultiplexedConnection, cmd: &redis::Cmd) -> Value {
-    match tokio::time::timeout(HANG_GUARD, cmd.query_async::<Value>(con)).await {
-        Ok(Ok(v)) => v,
-        Ok(Err(e)) => Value::SimpleString(format!("ERROR {e}")),
-        Err(_) => panic!("command hung"),
-    }
-}
-
-fn text(v: &Value) -> String {
-    match v {
-        Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
-        Value::SimpleString(s) => s.clone(),
-        Value::Int(i) => i.to_string(),
-        Value::ServerError(e) => format!("ERROR {e:?}"),
-        other => format!("{other:?}"),
-    }
-}
-
-fn items(v: &Value) -> Vec<Value> {
-    match v {
-        Value::Array(a) | Value::Set(a) => a.clone(),
-        Value::Map(m) => m.iter().flat_map(|(k, v)| [k.clone(), v.clone()]).collect(),
-        other => panic!("not an array: {other:?}"),
-    }
-}
-
-/// A reply map (flat array in RESP2, map in RESP3) by field name.
-fn fields(v: &Value) -> HashMap<String, Value> {
-    let a = items(v);
-    a.chunks(2).map(|p| (text(&p[0]), p[1].clone())).collect()
-}
-
-fn int(v: &Value) -> i64 {
-    match v {
-        Value::Int(i) => *i,
-        other => text(other).parse().expect("integer"),
-    }
-}
-
-/// `[[id, [f, v, ...]], ...]` → ids.
-fn entry_ids(v: &Value) -> Vec<String> {
-    items(v).iter().map(|e| text(&items(e)[0])).collect()
-}
-
-/// XREAD/XREADGROUP reply → (stream, ids) pairs.
-fn read_reply(v: &Value) -> Vec<(String, Vec<String>)> {
-    match v {
-        Value::Map(m) => m.iter().map(|(k, v)| (text(k), entry_ids(v))).collect(),
-        Value::Array(a) => a
-            .iter()
-            .map(|kv| {
-                let kv = items(kv);
-                (text(&kv[0]), entry_ids(&kv[1]))
-            })
-            .collect(),
-        other => panic!("unexpected read reply {other:?}"),
-    }
 }
 
 /// S5 end to end on a manual clock.

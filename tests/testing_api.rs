@@ -1,6 +1,8 @@
 //! The test-double API (`respite::testing`): clock, seeding, inspection, assertions, and the
 //! README's "Using respite in tests" example.
 
+mod common;
+
 use respite::testing::TestServer;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Duration;
@@ -291,8 +293,7 @@ async fn resp3_only_serves_a_resp3_client() {
         .start_async()
         .await
         .unwrap();
-    let client = redis::Client::open(format!("{}?protocol=resp3", srv.url())).unwrap();
-    let mut c = client.get_multiplexed_async_connection().await.unwrap();
+    let mut c = common::connect_url(&format!("{}?protocol=resp3", srv.url())).await;
     let _: () = redis::cmd("HSET")
         .arg("h")
         .arg("f")
@@ -307,8 +308,7 @@ async fn resp3_only_serves_a_resp3_client() {
         .unwrap();
     assert!(matches!(v, redis::Value::Map(_)), "{v:?}");
     // A RESP2 client does not get past its first command.
-    let client = redis::Client::open(srv.url()).unwrap();
-    let mut c = client.get_multiplexed_async_connection().await.unwrap();
+    let mut c = common::connect_url(&srv.url()).await;
     let e = redis::cmd("GET")
         .arg("h")
         .query_async::<Option<String>>(&mut c)
@@ -349,8 +349,7 @@ async fn blocking_timeouts_stay_on_real_time() {
         .start_async()
         .await
         .unwrap();
-    let client = redis::Client::open(srv.url()).unwrap();
-    let mut con = client.get_multiplexed_async_connection().await.unwrap();
+    let mut con = common::connect_url(&srv.url()).await;
     let t = std::time::Instant::now();
     // A frozen clock does not stop the 0.2 s timeout.
     let v: Option<(String, String)> = redis::cmd("BLPOP")

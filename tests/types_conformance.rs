@@ -11,62 +11,11 @@
 //! - The dirty counter (`INFO persistence` `rdb_changes_since_last_save`) moves only for
 //!   writes that change something, compared step by step with redis-server.
 
-mod support;
+mod common;
 
+use common::{Conn, Frame, ServerProcess, Wire as Raw};
 use respite::TestServer;
 use std::collections::HashSet;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
-use std::time::Duration;
-use support::{Conn, Frame, RedisServer};
-
-// ---- a raw client: replies as the exact bytes the server wrote ----
-
-struct Raw {
-    r: BufReader<TcpStream>,
-    w: TcpStream,
-}
-
-impl Raw {
-    fn connect(port: u16) -> Raw {
-        let s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
-        s.set_read_timeout(Some(Duration::from_secs(30)))
-            .expect("timeout");
-        Raw {
-            r: BufReader::new(s.try_clone().expect("clone")),
-            w: s,
-        }
-    }
-
-    fn cmd(&mut self, line: &str) -> String {
-        let args: Vec<&str> = line.split_whitespace().collect();
-        let mut out = format!("*{}\r\n", args.len());
-        for a in &args {
-            out.push_str(&format!("${}\r\n{a}\r\n", a.len()));
-        }
-        self.w.write_all(out.as_bytes()).expect("send");
-        let mut reply = Vec::new();
-        self.reply(&mut reply);
-        String::from_utf8(reply).expect("utf8 reply")
-    }
-
-    fn reply(&mut self, out: &mut Vec<u8>) {
-        let start = out.len();
-        self.r.read_until(b'\n', out).expect("reply line");
-        let line = String::from_utf8_lossy(&out[start..]).into_owned();
-        let n: i64 = line[1..].trim_end().parse().unwrap_or(0);
-        match line.as_bytes()[0] {
-            b'$' | b'=' if n >= 0 => {
-                let mut b = vec![0; n as usize + 2];
-                self.r.read_exact(&mut b).expect("bulk");
-                out.extend_from_slice(&b);
-            }
-            b'*' | b'~' | b'>' => (0..n.max(0)).for_each(|_| self.reply(out)),
-            b'%' => (0..2 * n).for_each(|_| self.reply(out)),
-            _ => {}
-        }
-    }
-}
 
 /// RESP2 bulk / RESP3 double of a score text.
 fn bulk(s: &str) -> String {
@@ -132,7 +81,7 @@ fn load(c: &mut Conn, lines: &[String]) {
 #[test]
 fn scan_reply_sizes_match_redis() {
     let srv = TestServer::start().expect("start");
-    let oracle = RedisServer::start();
+    let oracle = ServerProcess::redis();
     let mut ours = Conn::connect(srv.port()).expect("connect");
     let mut theirs = Conn::connect(oracle.port).expect("connect oracle");
     let long = "x".repeat(70);
@@ -354,7 +303,7 @@ fn score_text_is_redis_7_2s_in_both_protocols_and_encodings() {
     let srv = TestServer::start().expect("start");
     for enc in ["listpack", "skiplist"] {
         for resp3 in [false, true] {
-            let mut c = Raw::connect(srv.port());
+            let mut c = Raw::connect_port(srv.port());
             if resp3 {
                 assert!(c.cmd("HELLO 3").starts_with('%'));
             }
@@ -368,7 +317,7 @@ fn score_text_is_redis_7_2s_in_both_protocols_and_encodings() {
 #[test]
 fn zscan_score_text_follows_the_encoding() {
     let srv = TestServer::start().expect("start");
-    let mut c = Raw::connect(srv.port());
+    let mut c = Raw::connect_port(srv.port());
     c.cmd("CONFIG SET zset-max-listpack-entries 0");
     for (input, want) in ZSCAN_SKIPLIST {
         c.cmd("DEL z");
@@ -416,7 +365,7 @@ fn changes(c: &mut Conn) -> i64 {
 #[test]
 fn dirty_counter_moves_only_for_changes_like_redis() {
     let srv = TestServer::start().expect("start");
-    let oracle = RedisServer::start();
+    let oracle = ServerProcess::redis();
     let mut ours = Conn::connect(srv.port()).expect("connect");
     let mut theirs = Conn::connect(oracle.port).expect("connect oracle");
     let script = [

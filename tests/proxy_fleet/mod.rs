@@ -1,14 +1,28 @@
-//! A fleet of three password-protected nodes on free loopback ports (killed on drop) behind
-//! an in-process `ProxyServer`. The nodes are real redis-server processes or real respite
-//! binaries (memory engine): [`NodeKind`].
+//! Proxy fleets on top of `common`: up to three nodes on free loopback ports (real
+//! redis-server processes or real respite binaries with the memory engine, [`NodeKind`];
+//! password-protected unless asked otherwise; killed on drop) behind an in-process
+//! `ProxyServer`. Needs `mod common;` next to `mod proxy_fleet;`.
 #![allow(dead_code)]
 
+/// Each test against both node kinds: `for_kinds!(Redis: a, b)` in a module makes tests
+/// `a` and `b` running `super::a(NodeKind::Redis)`, … (needs `#[macro_use] mod proxy_fleet;`).
+#[allow(unused_macros)]
+macro_rules! for_kinds {
+    ($kind:ident: $($name:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $name() {
+                super::$name(super::NodeKind::$kind)
+            }
+        )*
+    };
+}
+
+use crate::common::{ProcessKind, ServerProcess, Wire};
 use redis::Connection;
 use respite::proxy::config::{NodeSpec, Placement, ProxyConfig};
 use respite::proxy::ProxyServer;
-use std::net::TcpListener;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 pub const IDS: [&str; 3] = ["node-a", "node-b", "node-c"];
 
@@ -20,69 +34,47 @@ pub enum NodeKind {
     Respite,
 }
 
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 pub struct Node {
     pub kind: NodeKind,
     pub port: u16,
+    /// Empty when the node takes no password.
     pub password: String,
-    pub child: Option<Child>,
+    pub process: ServerProcess,
 }
 
 impl Node {
-    pub fn start(kind: NodeKind, port: u16, password: &str) -> Node {
-        let mut n = Node {
-            kind,
-            port,
-            password: password.to_string(),
-            child: None,
+    /// A node on a free port; `password` empty for none.
+    pub fn start(kind: NodeKind, password: &str) -> Node {
+        let mut args = Vec::new();
+        if !password.is_empty() {
+            args.extend(["--requirepass", password]);
+        }
+        let process = match kind {
+            NodeKind::Redis => ServerProcess::redis_with(&args),
+            NodeKind::Respite => {
+                args.extend(["--threads", "2"]);
+                ServerProcess::start_free(ProcessKind::Respite, &args)
+            }
         };
-        n.spawn();
-        n
+        Node {
+            kind,
+            port: process.port,
+            password: password.to_string(),
+            process,
+        }
     }
 
+    /// Starts the node again on its port (the proxy knows that port).
     pub fn spawn(&mut self) {
-        let port = self.port.to_string();
-        let mut cmd = match self.kind {
-            NodeKind::Redis => {
-                let mut c = Command::new("redis-server");
-                c.args(["--port", &port, "--bind", "127.0.0.1"])
-                    .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
-                    .args(["--requirepass", &self.password]);
-                c
-            }
-            NodeKind::Respite => {
-                let mut c = Command::new(env!("CARGO_BIN_EXE_respite"));
-                c.args(["--port", &port, "--bind", "127.0.0.1"])
-                    .args(["--requirepass", &self.password, "--threads", "2"])
-                    .env("RESPITE_LOG", "warn");
-                c
-            }
-        };
-        let child = cmd
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("the node binary runs");
-        self.child = Some(child);
-        let until = Instant::now() + Duration::from_secs(5);
-        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
-            assert!(Instant::now() < until, "{:?} node did not start", self.kind);
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        self.process.restart();
     }
 
     pub fn kill(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
+        self.process.kill();
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.process.pid()
     }
 
     /// A direct connection to the node (not through the proxy).
@@ -95,11 +87,20 @@ impl Node {
         .get_connection()
         .unwrap()
     }
-}
 
-impl Drop for Node {
-    fn drop(&mut self) {
-        self.kill();
+    /// The proxy's spec of this node under the name `id`.
+    pub fn spec(&self, id: &str) -> NodeSpec {
+        let auth = if self.password.is_empty() {
+            String::new()
+        } else {
+            format!(":{}@", self.password)
+        };
+        NodeSpec::parse(&format!("{id}=redis://{auth}127.0.0.1:{}", self.port)).unwrap()
+    }
+
+    /// A raw connection to the node (not through the proxy).
+    pub fn raw(&self) -> Wire {
+        Wire::connect_port(self.port)
     }
 }
 
@@ -111,25 +112,34 @@ pub struct Fleet {
 }
 
 impl Fleet {
+    /// Three password-protected nodes of `kind`.
     pub fn start(kind: NodeKind) -> Fleet {
         Self::start_with(kind, |_| {})
     }
 
     pub fn start_with(kind: NodeKind, tweak: impl FnOnce(&mut ProxyConfig)) -> Fleet {
-        let nodes: Vec<Node> = (0..3)
-            .map(|i| Node::start(kind, free_port(), &format!("s3cret-{i}")))
-            .collect();
-        let specs: Vec<NodeSpec> = nodes
-            .iter()
-            .zip(IDS)
-            .map(|(n, id)| {
-                NodeSpec::parse(&format!(
-                    "{id}=redis://:{}@127.0.0.1:{}",
-                    n.password, n.port
-                ))
-                .unwrap()
+        Self::open(kind, &IDS, true, tweak)
+    }
+
+    /// Nodes of `kind` named `ids` (placement follows the names), with passwords or not;
+    /// `tweak` adjusts the proxy's configuration.
+    pub fn open(
+        kind: NodeKind,
+        ids: &[&str],
+        passwords: bool,
+        tweak: impl FnOnce(&mut ProxyConfig),
+    ) -> Fleet {
+        let nodes: Vec<Node> = (0..ids.len())
+            .map(|i| {
+                let pw = if passwords {
+                    format!("s3cret-{i}")
+                } else {
+                    String::new()
+                };
+                Node::start(kind, &pw)
             })
             .collect();
+        let specs: Vec<NodeSpec> = nodes.iter().zip(ids).map(|(n, id)| n.spec(id)).collect();
         let mut cfg = ProxyConfig {
             port: 0,
             nodes: specs.clone(),
@@ -156,16 +166,36 @@ impl Fleet {
             .unwrap()
     }
 
+    /// A raw connection to the proxy.
+    pub fn raw(&self) -> Wire {
+        Wire::connect(self.proxy.addr())
+    }
+
     pub fn owner(&self, key: &str) -> usize {
         self.placement.owner(key.as_bytes())
     }
 
-    /// A key owned by node `n`, made from `prefix`.
+    /// A key (or channel) owned by node `n`, made from `prefix`.
     pub fn key_on(&self, n: usize, prefix: &str) -> String {
         (0..)
             .map(|i| format!("{prefix}:{i}"))
             .find(|k| self.owner(k) == n)
             .unwrap()
+    }
+
+    /// A field of the proxy's `INFO nodes` line for node `n`.
+    pub fn node_field(&self, n: usize, field: &str) -> String {
+        let mut c = self.raw();
+        c.send(&["INFO", "nodes"]);
+        let info = String::from_utf8_lossy(&c.frame_bytes()).into_owned();
+        let line = info
+            .split("\r\n")
+            .find(|l| l.starts_with(&format!("node{n}:")))
+            .unwrap_or_else(|| panic!("no node{n} in {info}"))
+            .to_string();
+        line.split([',', ':'])
+            .find_map(|kv| kv.strip_prefix(&format!("{field}=")).map(str::to_string))
+            .unwrap_or_else(|| panic!("no {field} in {line}"))
     }
 }
 

@@ -1,11 +1,10 @@
-//! Test support shared by the differential suites: a minimal synchronous RESP2/RESP3
-//! client that keeps every reply's exact shape, and a real `redis-server` child process.
-#![allow(dead_code)]
+//! Sync clients that keep each reply's exact shape: [`Conn`] decodes replies into
+//! [`Frame`]s (RESP2 and RESP3 distinctions kept), [`Wire`] returns their exact bytes.
 
+use super::PATIENCE;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::net::{SocketAddr, TcpStream};
+use std::time::Duration;
 
 /// A decoded reply, keeping the distinctions that matter when comparing servers.
 #[derive(Debug, Clone, PartialEq)]
@@ -70,17 +69,28 @@ impl std::fmt::Display for Frame {
     }
 }
 
+impl Frame {
+    /// True for an error reply starting with `prefix`.
+    pub fn is_error(&self, prefix: &str) -> bool {
+        matches!(self, Frame::Error(e) if e.starts_with(prefix))
+    }
+}
+
 pub struct Conn {
     r: BufReader<TcpStream>,
     w: TcpStream,
 }
 
 impl Conn {
+    /// [`Conn::connect`] to a loopback port, panicking if it cannot.
+    pub fn open(port: u16) -> Conn {
+        Conn::connect(port).unwrap_or_else(|e| panic!("connect to port {port}: {e}"))
+    }
+
     pub fn connect(port: u16) -> std::io::Result<Conn> {
         let s = TcpStream::connect(("127.0.0.1", port))?;
-        // A hang guard, not a performance bound: debug builds on 2 loaded cores (the
-        // differential suites run side by side) can take seconds on a big case.
-        s.set_read_timeout(Some(Duration::from_secs(30)))?;
+        // A hang guard, not a performance bound.
+        s.set_read_timeout(Some(PATIENCE))?;
         s.set_nodelay(true)?;
         Ok(Conn {
             r: BufReader::new(s.try_clone()?),
@@ -103,13 +113,7 @@ impl Conn {
     }
 
     pub fn send(&mut self, args: &[Vec<u8>]) -> std::io::Result<()> {
-        let mut out = format!("*{}\r\n", args.len()).into_bytes();
-        for a in args {
-            out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-            out.extend_from_slice(a);
-            out.extend_from_slice(b"\r\n");
-        }
-        self.w.write_all(&out)
+        self.w.write_all(&respite::proxy::resp::command(args))
     }
 
     pub fn call(&mut self, args: &[Vec<u8>]) -> std::io::Result<Frame> {
@@ -204,124 +208,116 @@ impl Conn {
     }
 }
 
-/// A private redis-server process (Debian's), killed on drop.
-pub struct RedisServer {
-    child: Child,
-    pub port: u16,
+/// A sync raw connection: commands sent without waiting, each reply returned as the
+/// exact bytes the server wrote (framed by respite's own RESP scanner), or the stream read
+/// until the peer closes.
+pub struct Wire {
+    pub s: TcpStream,
+    buf: Vec<u8>,
 }
 
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+impl Wire {
+    /// Connects to `addr`; reads wait up to [`PATIENCE`].
+    pub fn connect(addr: SocketAddr) -> Wire {
+        let s = TcpStream::connect(addr).expect("connect");
+        s.set_read_timeout(Some(PATIENCE)).expect("timeout");
+        s.set_nodelay(true).expect("nodelay");
+        Wire { s, buf: Vec::new() }
+    }
 
-impl RedisServer {
-    /// Starts `redis-server` (or `$REDIS_SERVER`). Panics with a clear message if missing:
-    /// the differential suites are the oracle and must not silently pass.
-    pub fn start() -> RedisServer {
-        let bin = std::env::var("REDIS_SERVER").unwrap_or_else(|_| "redis-server".into());
-        let port = free_port();
-        let child = Command::new(&bin)
-            .args([
-                "--port",
-                &port.to_string(),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-            ])
-            .args(["--appendonly", "no", "--daemonize", "no"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| {
-                panic!("cannot start {bin} ({e}): install Debian's redis-server (see .ci/run)")
-            });
-        let deadline = Instant::now() + Duration::from_secs(10);
+    pub fn connect_port(port: u16) -> Wire {
+        Wire::connect(SocketAddr::from(([127, 0, 0, 1], port)))
+    }
+
+    /// A connected socket made elsewhere (say, with a small receive buffer).
+    pub fn from_stream(s: TcpStream) -> Wire {
+        s.set_read_timeout(Some(PATIENCE)).expect("timeout");
+        s.set_nodelay(true).expect("nodelay");
+        Wire { s, buf: Vec::new() }
+    }
+
+    /// How long a read waits.
+    pub fn set_timeout(&mut self, t: Duration) {
+        self.s.set_read_timeout(Some(t)).expect("timeout");
+    }
+
+    /// Sends one command as a RESP array.
+    pub fn send(&mut self, args: &[&str]) {
+        self.write(&respite::proxy::resp::command(args));
+    }
+
+    /// Sends a command given as words (split on white space).
+    pub fn send_line(&mut self, line: &str) {
+        self.send(&line.split_whitespace().collect::<Vec<_>>());
+    }
+
+    /// Writes raw bytes (several commands in one write, a partial frame, …).
+    pub fn write(&mut self, bytes: &[u8]) {
+        self.s.write_all(bytes).expect("write");
+    }
+
+    /// The next reply's exact bytes.
+    pub fn frame_bytes(&mut self) -> Vec<u8> {
         loop {
-            if let Ok(mut c) = Conn::connect(port) {
-                if c.cmd("PING") == Frame::Simple("PONG".into()) {
-                    break;
-                }
+            if let Some(n) = respite::proxy::resp::frame_len(&self.buf).expect("a valid frame") {
+                return self.buf.drain(..n).collect();
             }
-            assert!(
-                Instant::now() < deadline,
-                "redis-server did not start on port {port}"
-            );
-            std::thread::sleep(Duration::from_millis(20));
+            let mut chunk = vec![0u8; 1 << 20];
+            let n = self.s.read(&mut chunk).expect("a reply");
+            assert!(n > 0, "the connection closed");
+            self.buf.extend_from_slice(&chunk[..n]);
         }
-        RedisServer { child, port }
     }
-}
 
-impl Drop for RedisServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+    /// The next reply, CRLF shown as spaces.
+    pub fn frame(&mut self) -> String {
+        String::from_utf8_lossy(&self.frame_bytes()).replace("\r\n", " ")
     }
-}
 
-/// The keyspace events `script` produces on the server at `port` with
-/// `notify-keyspace-events` set to `flags` (`event key` lines), read by a PSUBSCRIBE
-/// connection up to a sentinel publication; for comparing a command's events with Redis's.
-pub fn keyevents(port: u16, flags: &str, script: &[&str]) -> Vec<String> {
-    let mut sub = Conn::connect(port).expect("connect");
-    let mut c = Conn::connect(port).expect("connect");
-    c.cmd("FLUSHALL");
-    c.cmd(&format!("CONFIG SET notify-keyspace-events {flags}"));
-    sub.cmd("PSUBSCRIBE __keyevent@0__:*");
-    sub.cmd("SUBSCRIBE end");
-    for line in script {
-        c.cmd(line);
+    /// The next reply without its final CRLF, other CRLFs shown as spaces (for a simple
+    /// reply: its line).
+    pub fn line(&mut self) -> String {
+        self.frame().trim_end().to_string()
     }
-    c.cmd("PUBLISH end x");
-    c.cmd("CONFIG SET notify-keyspace-events \"\"");
-    let mut out = Vec::new();
-    loop {
-        let Frame::Array(parts) = sub.read().expect("message") else {
-            panic!("not a message");
-        };
-        let text: Vec<String> = parts
-            .iter()
-            .map(|p| match p {
-                Frame::Bulk(b) => String::from_utf8_lossy(b).into_owned(),
-                other => format!("{other:?}"),
-            })
-            .collect();
-        if text.first().map(String::as_str) == Some("message") {
-            break;
+
+    /// Sends a command given as words and returns its reply's exact bytes as text.
+    pub fn cmd(&mut self, line: &str) -> String {
+        self.send_line(line);
+        String::from_utf8(self.frame_bytes()).expect("a UTF-8 reply")
+    }
+
+    /// Sends a command and returns its reply as [`Wire::frame`] does.
+    pub fn call(&mut self, args: &[&str]) -> String {
+        self.send(args);
+        self.frame()
+    }
+
+    /// True once the peer closed the connection (a reset counts) within the read
+    /// timeout, reading any frames before that into the returned text.
+    pub fn closed_after(&mut self) -> (bool, String) {
+        let mut seen = String::from_utf8_lossy(&self.buf).into_owned();
+        self.buf.clear();
+        let mut chunk = [0u8; 4096];
+        loop {
+            match self.s.read(&mut chunk) {
+                Ok(0) => return (true, seen),
+                Ok(n) => seen.push_str(&String::from_utf8_lossy(&chunk[..n])),
+                Err(e)
+                    if e.kind() == std::io::ErrorKind::WouldBlock
+                        || e.kind() == std::io::ErrorKind::TimedOut =>
+                {
+                    return (false, seen)
+                }
+                Err(_) => return (true, seen),
+            }
         }
-        out.push(format!("{} {}", text[2], text[3]));
     }
-    out
-}
 
-/// xorshift64*: deterministic across platforms and crate versions, so a failing seed
-/// replays. Suites add their own draws in `impl Rng` blocks.
-pub struct Rng(pub u64);
-
-impl Rng {
-    pub fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-}
-
-/// WATCH on `k` by `a`, `cmd` by `b`, then a transaction on `a`: true if EXEC ran (so `cmd`
-/// did not touch `k` as far as WATCH is concerned).
-pub fn watched_exec_runs(a: &mut Conn, b: &mut Conn, cmd: &str) -> bool {
-    assert_eq!(a.cmd("WATCH k"), Frame::Simple("OK".into()));
-    b.cmd(cmd);
-    a.cmd("MULTI");
-    a.cmd("GET x");
-    match a.cmd("EXEC") {
-        Frame::NullArray | Frame::Null => false,
-        Frame::Array(_) => true,
-        other => panic!("EXEC: {other:?}"),
+    /// Like [`Wire::closed_after`], waiting at most `t` for more.
+    pub fn closed_after_timeout(&mut self, t: Duration) -> (bool, String) {
+        self.set_timeout(t);
+        let r = self.closed_after();
+        self.set_timeout(PATIENCE);
+        r
     }
 }
