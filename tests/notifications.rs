@@ -143,8 +143,8 @@ async fn expired_from_sweep_and_lazy_expiry(proto: Proto) {
         vec!["__keyevent@0__:expired swept"]
     );
     // Lazy expiry: the clock moves without a sweep, then a read finds the key dead (the
-    // background sweep may get there first: same event; src/server/notify.rs's unit tests
-    // pin the lazy path).
+    // background sweep may get there first: same event; src/cmd/notify_tests.rs
+    // pins the lazy path).
     server.clock().advance_ms(1000);
     run(&mut con, &["GET lazy", "GET kept"]).await;
     assert_eq!(
