@@ -393,8 +393,10 @@ impl Task {
             }
             op => self.apply_connected(op, &mut out),
         }
-        // Nothing was sent: no command is awaited.
-        self.inflight.clear();
+        // Nothing was sent: no command is awaited, and an unsubscribe is done at once.
+        for cmd in std::mem::take(&mut self.inflight) {
+            self.finish(cmd, None);
+        }
         for e in self.subs.values_mut() {
             e.pending = None;
         }
@@ -475,24 +477,7 @@ impl Task {
                     deps.insert(self.send(out, kind, true, chunk.to_vec()));
                 }
                 self.names.store(self.subs.len(), Ordering::Relaxed);
-                if deps.is_empty() {
-                    let _ = done.send(Ok(()));
-                    return;
-                }
-                let req = self.next_req;
-                self.next_req += 1;
-                let front = self.inflight.front().map_or(0, |c| c.id);
-                for d in &deps {
-                    self.inflight[(d - front) as usize].waiters.push(req);
-                }
-                self.waiting.insert(
-                    req,
-                    Waiting {
-                        left: deps.len(),
-                        done,
-                        error: None,
-                    },
-                );
+                self.wait_for(deps, done);
             }
             Op::Unsub {
                 client,
@@ -501,8 +486,10 @@ impl Task {
                 done,
             } => {
                 let gone: Vec<Name> = names.into_iter().map(|n| (kind, n)).collect();
-                self.remove(client, gone, out);
-                let _ = done.send(Ok(()));
+                // Answered once the node has dropped the names nobody else wants: a PUBLISH
+                // sent after the client's UNSUBSCRIBE reply must not count the proxy.
+                let sent = self.remove(client, gone, out);
+                self.wait_for(sent, done);
             }
             Op::Leave { client } => {
                 if let Some(names) = self.members.get(&client) {
@@ -513,8 +500,31 @@ impl Task {
         }
     }
 
+    /// Answers `done` once every command in `deps` has its replies (at once if none).
+    fn wait_for(&mut self, deps: HashSet<u64>, done: oneshot::Sender<Result<(), String>>) {
+        if deps.is_empty() {
+            let _ = done.send(Ok(()));
+            return;
+        }
+        let req = self.next_req;
+        self.next_req += 1;
+        let front = self.inflight.front().map_or(0, |c| c.id);
+        for d in &deps {
+            self.inflight[(d - front) as usize].waiters.push(req);
+        }
+        self.waiting.insert(
+            req,
+            Waiting {
+                left: deps.len(),
+                done,
+                error: None,
+            },
+        );
+    }
+
     /// Unregisters `client` from `names`; names nobody wants any more are unsubscribed.
-    fn remove(&mut self, client: u64, names: Vec<Name>, out: &mut Vec<u8>) {
+    /// Returns the commands sent for them.
+    fn remove(&mut self, client: u64, names: Vec<Name>, out: &mut Vec<u8>) -> HashSet<u64> {
         let mut idle: HashMap<Kind, Vec<Bytes>> = HashMap::new();
         if let Some(m) = self.members.get_mut(&client) {
             for n in &names {
@@ -537,12 +547,14 @@ impl Task {
                 idle.entry(n.0).or_default().push(n.1);
             }
         }
+        let mut sent = HashSet::new();
         for (kind, names) in idle {
             for chunk in names.chunks(NAMES_PER_COMMAND) {
-                self.send(out, kind, false, chunk.to_vec());
+                sent.insert(self.send(out, kind, false, chunk.to_vec()));
             }
         }
         self.names.store(self.subs.len(), Ordering::Relaxed);
+        sent
     }
 
     /// A command got all its replies (or failed with `err`): its waiters are answered.
