@@ -439,11 +439,8 @@ impl Interp {
         // run every command here), or the argument error.
         let known = lua.create_function(|_, args: Variadic<Value>| {
             Ok(match command_line(args) {
-                Ok(argv) => match CURRENT.with(|c| c.get()) {
-                    Some(bridge) => {
-                        let bridge = unsafe { &*bridge }; // SAFETY: live while the script runs (see `call`); only `redis_call` borrows it mutably, never during this.
-                        (bridge.host.knows(&argv), None)
-                    }
+                Ok(argv) => match host_knows(&argv) {
+                    Some(known) => (known, None),
                     // Only scripts see `redis`: unreachable, answered as Redis does.
                     None => (false, Some(ACL_CHECK_OUTSIDE)),
                 },
@@ -577,6 +574,13 @@ impl Interp {
                 Reply::error(format!("ERR Error compiling script (new function): {msg}"))
             })
     }
+}
+
+/// Whether the running script's host knows the command line (`None`: no script runs).
+fn host_knows(argv: &[Bytes]) -> Option<bool> {
+    let bridge = CURRENT.with(|c| c.get())?;
+    // Only `redis_call` borrows the bridge mutably, and never while this runs.
+    Some(unsafe { &*bridge }.host.knows(argv)) // SAFETY: live while set (see `call`).
 }
 
 /// `redis.acl_check_cmd` with no script running (Redis `luaRedisAclCheckCmdPermissionsCommand`).
