@@ -162,7 +162,7 @@ fn seed(cx: &mut Cx, a: &[Bytes]) -> Reply {
     else {
         return errors::err("ERR seed must be an unsigned 64-bit integer");
     };
-    cx.srv.reseed(n);
+    crate::script::reseed(cx.srv, n);
     Reply::ok()
 }
 

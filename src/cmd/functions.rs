@@ -187,11 +187,32 @@ pub static COMMANDS: &[CommandSpec] = &[
 ];
 
 fn fcall(cx: &mut Cx) -> Reply {
-    script::fcall(cx, false)
+    run_fcall(cx, false)
 }
 
 fn fcall_ro(cx: &mut Cx) -> Reply {
-    script::fcall(cx, true)
+    run_fcall(cx, true)
+}
+
+/// FCALL and FCALL_RO: name, function, numkeys, keys…, args…. An unknown function is
+/// reported before a bad numkeys, as Redis does.
+fn run_fcall(cx: &mut Cx, read_only: bool) -> Reply {
+    let Some(found) = script::find_function(cx.srv, &cx.args[1]) else {
+        return errors::err(errors::FUNCTION_NOT_FOUND);
+    };
+    let Some(numkeys) = crate::num::parse_i64(&cx.args[2]) else {
+        return errors::err(errors::FCALL_BAD_NUMKEYS);
+    };
+    if numkeys > (cx.args.len() - 3) as i64 {
+        return errors::err(errors::NUMKEYS_TOO_MANY);
+    }
+    if numkeys < 0 {
+        return errors::err(errors::NUMKEYS_NEGATIVE);
+    }
+    let (srv, argv) = (cx.srv, cx.args);
+    super::scripting::with_host(cx, |host| {
+        script::fcall(srv, argv, numkeys as usize, found, read_only, host)
+    })
 }
 
 /// FUNCTION LOAD [REPLACE] code: options precede the code, which is the last argument.

@@ -3,7 +3,9 @@
 
 pub mod args;
 pub mod blocking;
-pub mod errors;
+/// The error texts live in `instance` (below `script`, which needs some of them); commands
+/// keep reaching them as `cmd::errors`.
+pub use crate::instance::errors;
 #[cfg(test)]
 mod notify_tests;
 pub mod table;
@@ -342,7 +344,7 @@ fn dispatch_inner(srv: &Arc<Shared>, sess: &mut Session, args: Vec<Bytes>) -> Re
         return Reply::QUEUED;
     }
     if script != ScriptState::Idle {
-        if let Some(r) = crate::script::before_lock(srv, spec) {
+        if let Some(r) = crate::script::before_lock(srv, spec.name) {
             return r;
         }
     }
@@ -487,7 +489,7 @@ fn lock<'k>(
             _ => {}
         }
         // A script started while this command waited: SCRIPT KILL & co. are served now.
-        if let Some(r) = crate::script::before_lock(srv, spec) {
+        if let Some(r) = crate::script::before_lock(srv, spec.name) {
             outcome = Some(Gave::Served(r));
             return false;
         }

@@ -1,10 +1,13 @@
-//! Scripting commands: EVAL / EVALSHA / EVAL_RO / EVALSHA_RO and SCRIPT. The work is in
-//! `crate::script`; scripts take exclusive access to the keyspace, so they are atomic.
+//! Scripting commands: EVAL / EVALSHA / EVAL_RO / EVALSHA_RO and SCRIPT. The Lua side is
+//! in `crate::script`, which runs its commands through [`ScriptHost`], the command side of
+//! the `script::Host` seam; scripts take exclusive access to the keyspace, so they are
+//! atomic.
 
-use super::{args, errors, CommandSpec, Cx, KeySpec, Lock};
+use super::{args, errors, refusals, registry, CommandSpec, Cx, KeySpec, Lock};
 use crate::protocol::Reply;
-use crate::script::{self, Source};
+use crate::script::{self, Call, Flags, Host, Mode, Source};
 use bytes::Bytes;
+use std::sync::atomic::Ordering;
 
 /// `numkeys` at position 2, keys after it (COMMAND INFO reports 0 0 0 + movablekeys).
 const EVAL_KEYS: KeySpec = KeySpec::Custom {
@@ -157,23 +160,166 @@ pub static COMMANDS: &[CommandSpec] = &[
 ];
 
 fn eval(cx: &mut Cx) -> Reply {
-    let body = cx.args[1].clone();
-    script::eval(cx, Source::Body(&body), false)
+    run_eval(cx, false, false)
 }
 
 fn evalsha(cx: &mut Cx) -> Reply {
-    let sha = cx.args[1].clone();
-    script::eval(cx, Source::Sha(&sha), false)
+    run_eval(cx, true, false)
 }
 
 fn eval_ro(cx: &mut Cx) -> Reply {
-    let body = cx.args[1].clone();
-    script::eval(cx, Source::Body(&body), true)
+    run_eval(cx, false, true)
 }
 
 fn evalsha_ro(cx: &mut Cx) -> Reply {
-    let sha = cx.args[1].clone();
-    script::eval(cx, Source::Sha(&sha), true)
+    run_eval(cx, true, true)
+}
+
+/// EVAL and its forms: name, script (its body, or its SHA1 for EVALSHA), numkeys, keys…,
+/// args….
+fn run_eval(cx: &mut Cx, by_sha: bool, read_only: bool) -> Reply {
+    let numkeys = match args::int(&cx.args[2]) {
+        Ok(n) => n,
+        Err(e) => return e,
+    };
+    if numkeys < 0 {
+        return errors::err(errors::NUMKEYS_NEGATIVE);
+    }
+    if numkeys as u64 > (cx.args.len() - 3) as u64 {
+        return errors::err(errors::NUMKEYS_TOO_MANY);
+    }
+    let (srv, argv) = (cx.srv, cx.args);
+    let source = match by_sha {
+        true => Source::Sha(&argv[1]),
+        false => Source::Body(&argv[1]),
+    };
+    with_host(cx, |host| {
+        script::eval(srv, argv, numkeys as usize, source, read_only, host)
+    })
+}
+
+/// Runs a script (`run`) with the connection's session set up as for a transaction's
+/// commands (`in_exec`: nothing blocks), and its db and protocol restored afterwards
+/// whatever the script's `SELECT`s and `redis.setresp` did.
+pub(super) fn with_host(cx: &mut Cx, run: impl FnOnce(&mut dyn Host) -> Reply) -> Reply {
+    let saved_db = cx.sess.db;
+    let saved_resp3 = cx.sess.resp3;
+    let saved_in_exec = cx.sess.in_exec;
+    cx.sess.in_exec = true;
+    let reply = run(&mut ScriptHost { cx: &mut *cx });
+    cx.sess.in_exec = saved_in_exec;
+    cx.sess.resp3 = saved_resp3;
+    cx.sess.db = saved_db;
+    reply
+}
+
+/// The command side of a running script: its `redis.call`s run as commands of the
+/// connection that called EVAL / FCALL, under Redis's rules for scripts.
+struct ScriptHost<'c, 'a, 'k> {
+    cx: &'c mut Cx<'a, 'k>,
+}
+
+impl Host for ScriptHost<'_, '_, '_> {
+    /// Redis `scriptPrepareForRun`. The replica, stale and disk-error checks cannot apply
+    /// to this server.
+    fn admit(&mut self, flags: Option<Flags>, read_only: bool) -> Result<Mode, Reply> {
+        let Some(flags) = flags else {
+            return Ok(Mode {
+                read_only,
+                allow_oom: false,
+            });
+        };
+        let config = &self.cx.srv.config;
+        if flags.has(Flags::NO_CLUSTER) && config.get_bool("cluster-enabled") {
+            return Err(errors::err(errors::SCRIPT_NO_CLUSTER));
+        }
+        if !flags.has(Flags::NO_WRITES) {
+            if read_only {
+                return Err(errors::err(errors::SCRIPT_WRITE_FLAG_RO));
+            }
+            if !refusals::good_replicas(config) {
+                return Err(Reply::error(refusals::NOREPLICAS));
+            }
+            if !flags.has(Flags::ALLOW_OOM) && refusals::out_of_memory(config) {
+                return Err(Reply::error(refusals::SCRIPT_OOM));
+            }
+        }
+        Ok(Mode {
+            read_only: read_only || flags.has(Flags::NO_WRITES),
+            allow_oom: flags.has(Flags::ALLOW_OOM),
+        })
+    }
+
+    /// Redis `scriptCall`: a refused command counts as a rejected call of it and as an
+    /// error reply; one that ran and failed counts as an error reply (its failed call is
+    /// counted by `execute`). The script's own reply then does not count them again.
+    fn call(&mut self, argv: Vec<Bytes>, call: Call<'_>) -> Result<Reply, String> {
+        let cx = &mut *self.cx;
+        let counts = !cx.sess.internal;
+        let resolved = registry().resolve(&argv).ok();
+        let out = checked_command(cx, argv, resolved, call);
+        if counts {
+            match &out {
+                Err(text) => {
+                    if let Some((id, _)) = resolved {
+                        cx.srv.cmdstats[id].rejected.fetch_add(1, Ordering::Relaxed);
+                    }
+                    super::count_error(cx.srv, text);
+                }
+                Ok(Reply::Error(msg)) => super::count_error(cx.srv, msg),
+                Ok(_) => {}
+            }
+        }
+        out
+    }
+
+    fn knows(&self, argv: &[Bytes]) -> bool {
+        registry().resolve(argv).is_ok()
+    }
+
+    fn error_already_counted(&mut self) {
+        super::error_already_counted();
+    }
+}
+
+/// One `redis.call` past the lookup: the checks that can refuse it, then the command.
+fn checked_command(
+    cx: &mut Cx,
+    args: Vec<Bytes>,
+    resolved: Option<(usize, &'static CommandSpec)>,
+    call: Call,
+) -> Result<Reply, String> {
+    let (id, spec) =
+        resolved.ok_or_else(|| "ERR Unknown Redis command called from script".to_string())?;
+    if !spec.arity_ok(args.len()) {
+        return Err("ERR Wrong number of args calling Redis command from script".into());
+    }
+    if spec.has_flag("noscript") {
+        return Err("ERR This Redis command is not allowed from script".into());
+    }
+    let writes = spec.is_write();
+    if call.mode.read_only && (writes || spec.has_flag("may_replicate")) {
+        return Err("ERR Write commands are not allowed from read-only scripts.".into());
+    }
+    // Redis `scriptVerifyWriteCommandAllow` and `scriptVerifyOOM`: the server's state can
+    // fail a script only before its first write (it cannot stop half-way).
+    let dirty = call.wrote.load(Ordering::Acquire);
+    if writes && !dirty && !refusals::good_replicas(&cx.srv.config) {
+        return Err(refusals::NOREPLICAS.into());
+    }
+    if spec.has_flag("denyoom")
+        && !call.mode.allow_oom
+        && !dirty
+        && refusals::out_of_memory(&cx.srv.config)
+    {
+        return Err(refusals::OOM.into());
+    }
+    cx.sess.resp3 = call.resp3;
+    let reply = super::execute(cx.srv, cx.sess, cx.ks, id, spec, &args);
+    if writes {
+        call.wrote.store(true, Ordering::Release);
+    }
+    Ok(reply)
 }
 
 fn script_load(cx: &mut Cx) -> Reply {

@@ -402,7 +402,7 @@ pub(super) fn server(params: &[(&str, &str)]) -> Arc<Shared> {
     let clock = Clock::manual();
     clock.set_ms(1_700_000_000_000);
     let srv = Arc::new(crate::cmd::new_shared(config, clock));
-    srv.reseed(1);
+    crate::script::reseed(&srv, 1);
     srv
 }
 

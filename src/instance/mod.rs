@@ -1,12 +1,14 @@
 //! What a running instance holds, below the commands and above the engine: the shared
 //! state ([`state::Shared`]: keyspace, config, statistics), each connection's [`session`],
 //! the client registry, the pub/sub and blocked-client registries, keyspace-event emission,
-//! CLIENT PAUSE, and the test double's faults and command log. Commands (`cmd/`) and the
-//! network edge (`server/`) both build on it; it knows neither.
+//! CLIENT PAUSE, the test double's faults and command log, and the Redis error texts
+//! ([`errors`]). Commands (`cmd/`), scripts and the network edge (`server/`) build on it;
+//! it knows none of them.
 
 pub mod blocking;
 pub mod clients;
 pub mod cmdlog;
+pub mod errors;
 pub mod faults;
 pub mod notify;
 pub mod pause;

@@ -232,10 +232,10 @@ pub struct Shared {
     /// Commands received, recorded while `faults.armed() & LOG` (test double).
     pub cmdlog: super::cmdlog::CommandLog,
     /// The generator behind SPOP, SRANDMEMBER, HRANDFIELD, ZRANDMEMBER and RANDOMKEY:
-    /// seeded from entropy, or with a fixed seed by [`Shared::reseed`] so tests repeat.
+    /// seeded from entropy, or with a fixed seed by [`Shared::seed_rng`] so tests repeat.
     /// Commands hold it only while they draw.
     pub rng: parking_lot::Mutex<rand::rngs::SmallRng>,
-    /// Set by [`Shared::reseed`]: RANDOMKEY then picks in key order, not hash order.
+    /// Set by [`Shared::seed_rng`]: RANDOMKEY then picks in key order, not hash order.
     pub seeded: std::sync::atomic::AtomicBool,
     /// Test servers started with `resp3_only()`: `HELLO 2` is refused (`NOPROTO`).
     pub resp3_only: std::sync::atomic::AtomicBool,
@@ -299,13 +299,11 @@ impl Shared {
         srv
     }
 
-    /// Makes every random choice repeatable: the command generator and Lua's `math.random`
-    /// restart from `seed`.
-    pub fn reseed(self: &std::sync::Arc<Self>, seed: u64) {
+    /// Restarts the command generator from `seed` (the instance's part of
+    /// `script::reseed`, which also reseeds Lua's `math.random`).
+    pub fn seed_rng(&self, seed: u64) {
         *self.rng.lock() = rand::SeedableRng::seed_from_u64(seed);
         self.seeded.store(true, Ordering::Relaxed);
-        // `math.randomseed` takes a C int; fold the high half in so every bit counts.
-        crate::script::engine::scripts(self).reseed((seed ^ (seed >> 32)) as i32);
     }
 
     /// Whole seconds since start, the clock of [`ClientPeaks`].

@@ -1,12 +1,13 @@
 //! The script runner: script bodies shared per server (by SHA1), one Lua interpreter per
 //! worker thread (mlua's `Lua` is not `Send`) with compiled functions cached by SHA1, and
-//! the `redis.call` bridge into command execution.
+//! the `redis.call` bridge into command execution (through the caller's [`Host`]).
 
 use super::convert::{error_table, lua_to_reply, reply_to_lua};
+use super::host::{Call, Host, Mode};
 use super::rand48;
 use super::sha1::sha1_hex;
 use super::shebang::{self, Flags};
-use crate::cmd::{errors, refusals, registry, Cx};
+use crate::instance::errors;
 use crate::instance::state::Shared;
 use crate::num::dtoa::fpconv;
 use crate::protocol::Reply;
@@ -273,13 +274,30 @@ fn registered(srv: &Shared) -> Option<Arc<Scripts>> {
         .map(|(_, s)| s.clone())
 }
 
-/// Runs a command for `redis.call`: the command line, or the error text for the script.
-type Exec<'a> = dyn FnMut(Vec<Bytes>) -> Result<Reply, String> + 'a;
+/// The running script's way to its commands: the caller's host and the script's rules.
+struct Bridge<'a> {
+    host: &'a mut dyn Host,
+    scripts: &'a Scripts,
+    mode: Mode,
+    resp3: &'a Cell<bool>,
+}
+
+impl Bridge<'_> {
+    /// Runs a command for `redis.call`: its reply, or the error text for the script.
+    fn run(&mut self, argv: Vec<Bytes>) -> Result<Reply, String> {
+        let call = Call {
+            mode: self.mode,
+            wrote: &self.scripts.wrote,
+            resp3: self.resp3.get(),
+        };
+        self.host.call(argv, call)
+    }
+}
 
 thread_local! {
     static INTERPS: RefCell<Vec<(Weak<Shared>, Rc<Interp>)>> = const { RefCell::new(Vec::new()) };
     /// The running script's command bridge, set only while a script runs on this thread.
-    static CURRENT: Cell<Option<*mut Exec<'static>>> = const { Cell::new(None) };
+    static CURRENT: Cell<Option<*mut Bridge<'static>>> = const { Cell::new(None) };
     /// The command line `redis_call_c` read off the Lua stack, for `redis_call` to run.
     static PENDING_ARGV: RefCell<Option<Result<Vec<Bytes>, &'static str>>> =
         const { RefCell::new(None) };
@@ -421,7 +439,11 @@ impl Interp {
         // run every command here), or the argument error.
         let known = lua.create_function(|_, args: Variadic<Value>| {
             Ok(match command_line(args) {
-                Ok(argv) => (registry().resolve(&argv).is_ok(), None),
+                Ok(argv) => match host_knows(&argv) {
+                    Some(known) => (known, None),
+                    // Only scripts see `redis`: unreachable, answered as Redis does.
+                    None => (false, Some(ACL_CHECK_OUTSIDE)),
+                },
                 Err(e) => (false, Some(e)),
             })
         })?;
@@ -554,6 +576,17 @@ impl Interp {
     }
 }
 
+/// Whether the running script's host knows the command line (`None`: no script runs).
+fn host_knows(argv: &[Bytes]) -> Option<bool> {
+    let bridge = CURRENT.with(|c| c.get())?;
+    // Only `redis_call` borrows the bridge mutably, and never while this runs.
+    Some(unsafe { &*bridge }.host.knows(argv)) // SAFETY: live while set (see `call`).
+}
+
+/// `redis.acl_check_cmd` with no script running (Redis `luaRedisAclCheckCmdPermissionsCommand`).
+const ACL_CHECK_OUTSIDE: &str =
+    "ERR redis.acl_check_cmd can only be called inside a script invocation";
+
 /// One function registered by library code.
 pub(super) struct Registered {
     pub name: String,
@@ -648,34 +681,40 @@ impl Interp {
     }
 }
 
-/// FCALL / FCALL_RO. `cx.args`: name, function, numkeys, keys…, args….
-pub fn fcall(cx: &mut Cx, read_only: bool) -> Reply {
-    let s = scripts(cx.srv);
-    let found = {
-        let libs = s.functions.lock();
-        let found = libs.find(&cx.args[1]);
-        if let Ok(it) = interp(cx.srv) {
-            it.prune_libraries(&libs);
-        }
-        found
-    };
-    let Some((lib, info)) = found else {
-        return errors::err(errors::FUNCTION_NOT_FOUND);
-    };
-    let Some(numkeys) = crate::num::parse_i64(&cx.args[2]) else {
-        return errors::err(errors::FCALL_BAD_NUMKEYS);
-    };
-    if numkeys > (cx.args.len() - 3) as i64 {
-        return errors::err(errors::NUMKEYS_TOO_MANY);
+/// A registered function, found by name for FCALL.
+pub struct Found {
+    lib: Arc<super::functions::Library>,
+    info: super::functions::FuncInfo,
+}
+
+/// The function FCALL names (`None`: not registered). Also drops this thread's compiled
+/// copies of libraries no longer registered.
+pub fn find_function(srv: &Arc<Shared>, name: &[u8]) -> Option<Found> {
+    let s = scripts(srv);
+    let libs = s.functions.lock();
+    let found = libs.find(name);
+    if let Ok(it) = interp(srv) {
+        it.prune_libraries(&libs);
     }
-    if numkeys < 0 {
-        return errors::err(errors::NUMKEYS_NEGATIVE);
-    }
-    let mode = match prepare(cx, Some(info.flags), read_only) {
+    found.map(|(lib, info)| Found { lib, info })
+}
+
+/// FCALL / FCALL_RO of a found function. `args`: name, function, numkeys, keys…, args…,
+/// with `keys` keys (checked by the caller).
+pub fn fcall(
+    srv: &Arc<Shared>,
+    args: &[Bytes],
+    keys: usize,
+    found: Found,
+    read_only: bool,
+    host: &mut dyn Host,
+) -> Reply {
+    let Found { lib, info } = found;
+    let mode = match host.admit(Some(info.flags), read_only) {
         Ok(m) => m,
         Err(e) => return e,
     };
-    let it = match interp(cx.srv) {
+    let it = match interp(srv) {
         Ok(i) => i,
         Err(e) => return Reply::error(format!("ERR {e}")),
     };
@@ -683,14 +722,14 @@ pub fn fcall(cx: &mut Cx, read_only: bool) -> Reply {
         Ok(f) => f,
         Err(e) => return e,
     };
-    let split = 3 + numkeys as usize;
-    match call(cx, &it, &func, split, mode, Some(&info.name)) {
+    let split = 3 + keys;
+    match call(host, args, &it, &func, split, mode, Some(&info.name)) {
         Ok(Ok(v)) => {
-            mark_counted(&v);
+            mark_counted(host, &v);
             lua_to_reply(&v, it.resp3.get())
         }
         Ok(Err(v)) => {
-            mark_counted(&v);
+            mark_counted(host, &v);
             error_reply(&v, &info.name)
         }
         Err(e) => Reply::error(format!("ERR Error running script {}, {e}", info.name)),
@@ -814,19 +853,17 @@ pub enum Source<'a> {
     Sha(&'a [u8]),
 }
 
-/// EVAL / EVALSHA and their read-only forms. `cx.args`: name, script, numkeys, keys…, args….
-pub fn eval(cx: &mut Cx, source: Source, read_only: bool) -> Reply {
-    let numkeys = match crate::cmd::args::int(&cx.args[2]) {
-        Ok(n) => n,
-        Err(e) => return e,
-    };
-    if numkeys < 0 {
-        return errors::err(errors::NUMKEYS_NEGATIVE);
-    }
-    if numkeys as u64 > (cx.args.len() - 3) as u64 {
-        return errors::err(errors::NUMKEYS_TOO_MANY);
-    }
-    let it = match interp(cx.srv) {
+/// EVAL / EVALSHA and their read-only forms. `args`: name, script, numkeys, keys…, args…,
+/// with `keys` keys (checked by the caller).
+pub fn eval(
+    srv: &Arc<Shared>,
+    args: &[Bytes],
+    keys: usize,
+    source: Source,
+    read_only: bool,
+    host: &mut dyn Host,
+) -> Reply {
+    let it = match interp(srv) {
         Ok(i) => i,
         Err(e) => return Reply::error(format!("ERR {e}")),
     };
@@ -860,19 +897,19 @@ pub fn eval(cx: &mut Cx, source: Source, read_only: bool) -> Reply {
     let Some(script) = func else {
         return errors::err(errors::NOSCRIPT);
     };
-    let mode = match prepare(cx, script.flags, read_only) {
+    let mode = match host.admit(script.flags, read_only) {
         Ok(m) => m,
         Err(e) => return e,
     };
     let func = script.func;
-    let split = 3 + numkeys as usize;
-    match call(cx, &it, &func, split, mode, None) {
+    let split = 3 + keys;
+    match call(host, args, &it, &func, split, mode, None) {
         Ok(Ok(v)) => {
-            mark_counted(&v);
+            mark_counted(host, &v);
             lua_to_reply(&v, it.resp3.get())
         }
         Ok(Err(v)) => {
-            mark_counted(&v);
+            mark_counted(host, &v);
             error_reply(&v, sha)
         }
         Err(e) => Reply::error(format!("ERR Error running script {sha}, {e}")),
@@ -881,50 +918,10 @@ pub fn eval(cx: &mut Cx, source: Source, read_only: bool) -> Reply {
 
 /// A script's error value whose stats were counted already is not counted again when it
 /// becomes the script's reply.
-fn mark_counted(v: &Value) {
+fn mark_counted(host: &mut dyn Host, v: &Value) {
     if super::convert::stats_counted(v) {
-        crate::cmd::error_already_counted();
+        host.error_already_counted();
     }
-}
-
-/// What a running script may do (Redis's run_ctx flags).
-#[derive(Clone, Copy)]
-struct Mode {
-    /// EVAL_RO / FCALL_RO, or declared `no-writes`: write commands fail.
-    read_only: bool,
-    /// Declared `allow-oom`: deny-oom commands run even out of memory.
-    allow_oom: bool,
-}
-
-/// Redis `scriptPrepareForRun`: declared flags (`None`: a script without a shebang) are
-/// checked against the server's state before the script runs. The replica, stale and
-/// disk-error checks cannot apply to this server.
-fn prepare(cx: &Cx, flags: Option<Flags>, read_only: bool) -> Result<Mode, Reply> {
-    let Some(flags) = flags else {
-        return Ok(Mode {
-            read_only,
-            allow_oom: false,
-        });
-    };
-    let config = &cx.srv.config;
-    if flags.has(Flags::NO_CLUSTER) && config.get_bool("cluster-enabled") {
-        return Err(errors::err(errors::SCRIPT_NO_CLUSTER));
-    }
-    if !flags.has(Flags::NO_WRITES) {
-        if read_only {
-            return Err(errors::err(errors::SCRIPT_WRITE_FLAG_RO));
-        }
-        if !refusals::good_replicas(config) {
-            return Err(Reply::error(refusals::NOREPLICAS));
-        }
-        if !flags.has(Flags::ALLOW_OOM) && refusals::out_of_memory(config) {
-            return Err(Reply::error(refusals::SCRIPT_OOM));
-        }
-    }
-    Ok(Mode {
-        read_only: read_only || flags.has(Flags::NO_WRITES),
-        allow_oom: flags.has(Flags::ALLOW_OOM),
-    })
 }
 
 /// The final reply for a script that failed (Redis 7 `luaCallFunction`).
@@ -958,14 +955,14 @@ fn error_reply(err: &Value, sha: &str) -> Reply {
 /// Runs a compiled script with exclusive access already held by the caller. Returns the
 /// script's first value, or its error value.
 fn call(
-    cx: &mut Cx,
+    host: &mut dyn Host,
+    args: &[Bytes],
     it: &Interp,
     func: &Function,
     split: usize,
     mode: Mode,
     function: Option<&str>,
 ) -> mlua::Result<Result<Value, Value>> {
-    let args: &[Bytes] = cx.args;
     it.resp3.set(false);
 
     let scripts = it.scripts.clone();
@@ -979,20 +976,17 @@ fn call(
         *scripts.running_fn.lock() = Some((name.to_string(), args.to_vec()));
     }
     RUNNING.fetch_add(1, Ordering::AcqRel);
-    let saved_db = cx.sess.db;
-    let saved_resp3 = cx.sess.resp3;
-    let saved_in_exec = cx.sess.in_exec;
-    cx.sess.in_exec = true;
-    let resp3 = it.resp3.clone();
     let result = {
-        let mut exec = |args: Vec<Bytes>| -> Result<Reply, String> {
-            run_command(cx, &scripts, args, mode, resp3.get())
+        let mut bridge = Bridge {
+            host,
+            scripts: &scripts,
+            mode,
+            resp3: &it.resp3,
         };
-        let ptr: *mut Exec<'_> = &mut exec;
-        // SAFETY: the pointer is only dereferenced by `redis_call` while this frame is
-        // alive: `CurrentGuard` clears it before `exec` goes out of scope, and scripts run
-        // synchronously on this thread.
-        let ptr: *mut Exec<'static> = unsafe { std::mem::transmute(ptr) };
+        // The pointer is only dereferenced by `redis_call` and `redis.acl_check_cmd`
+        // while this frame is alive: `CurrentGuard` clears it before `bridge` goes out of
+        // scope, and scripts run synchronously on this thread.
+        let ptr: *mut Bridge<'static> = std::ptr::from_mut(&mut bridge).cast();
         CURRENT.with(|c| c.set(Some(ptr)));
         let _guard = CurrentGuard;
         let _hook = HookScope::enter(it);
@@ -1046,9 +1040,6 @@ fn call(
     };
     kind.store(heap, Ordering::Relaxed);
     scripts.vm_last.store(heap, Ordering::Relaxed);
-    cx.sess.in_exec = saved_in_exec;
-    cx.sess.resp3 = saved_resp3;
-    cx.sess.db = saved_db;
     scripts.running_since.store(0, Ordering::Release);
     if function.is_some() {
         *scripts.running_fn.lock() = None;
@@ -1251,76 +1242,6 @@ unsafe extern "C-unwind" fn script_hook(
     ffi::lua_error(state);
 }
 
-/// One `redis.call`: Redis's checks (`scriptCall`), then the command itself.
-fn run_command(
-    cx: &mut Cx,
-    scripts: &Scripts,
-    args: Vec<Bytes>,
-    mode: Mode,
-    resp3: bool,
-) -> Result<Reply, String> {
-    // Redis `scriptCall`: a refused command counts as a rejected call of it and as an
-    // error reply; one that ran and failed counts as an error reply (its failed call is
-    // counted by `execute`). The script's own reply then does not count them again.
-    let counts = !cx.sess.internal;
-    let resolved = registry().resolve(&args).ok();
-    let out = checked_command(cx, scripts, args, resolved, mode, resp3);
-    if counts {
-        match &out {
-            Err(text) => {
-                if let Some((id, _)) = resolved {
-                    cx.srv.cmdstats[id].rejected.fetch_add(1, Ordering::Relaxed);
-                }
-                crate::cmd::count_error(cx.srv, text);
-            }
-            Ok(Reply::Error(msg)) => crate::cmd::count_error(cx.srv, msg),
-            Ok(_) => {}
-        }
-    }
-    out
-}
-
-fn checked_command(
-    cx: &mut Cx,
-    scripts: &Scripts,
-    args: Vec<Bytes>,
-    resolved: Option<(usize, &'static crate::cmd::CommandSpec)>,
-    mode: Mode,
-    resp3: bool,
-) -> Result<Reply, String> {
-    let (id, spec) =
-        resolved.ok_or_else(|| "ERR Unknown Redis command called from script".to_string())?;
-    if !spec.arity_ok(args.len()) {
-        return Err("ERR Wrong number of args calling Redis command from script".into());
-    }
-    if spec.has_flag("noscript") {
-        return Err("ERR This Redis command is not allowed from script".into());
-    }
-    let writes = spec.is_write();
-    if mode.read_only && (writes || spec.has_flag("may_replicate")) {
-        return Err("ERR Write commands are not allowed from read-only scripts.".into());
-    }
-    // Redis `scriptVerifyWriteCommandAllow` and `scriptVerifyOOM`: the server's state can
-    // fail a script only before its first write (it cannot stop half-way).
-    let dirty = scripts.wrote.load(Ordering::Acquire);
-    if writes && !dirty && !refusals::good_replicas(&cx.srv.config) {
-        return Err(refusals::NOREPLICAS.into());
-    }
-    if spec.has_flag("denyoom")
-        && !mode.allow_oom
-        && !dirty
-        && refusals::out_of_memory(&cx.srv.config)
-    {
-        return Err(refusals::OOM.into());
-    }
-    cx.sess.resp3 = resp3;
-    let reply = crate::cmd::execute(cx.srv, cx.sess, cx.ks, id, spec, &args);
-    if writes {
-        scripts.wrote.store(true, Ordering::Release);
-    }
-    Ok(reply)
-}
-
 /// A command line from Lua values (`luaArgsToRedisArgv`), or the error Redis raises.
 fn command_line(args: Variadic<Value>) -> Result<Vec<Bytes>, &'static str> {
     if args.is_empty() {
@@ -1411,9 +1332,9 @@ fn redis_call(lua: &Lua, raise: bool, resp3: bool) -> mlua::Result<(Value, bool)
     };
     // SAFETY: see `call`: the pointer is live while the script runs, and taken again
     // (no aliasing) only after this borrow ends; commands cannot re-enter a script.
-    let exec = unsafe { &mut *ptr };
+    let bridge = unsafe { &mut *ptr };
     CURRENT.with(|c| c.set(None));
-    let out = exec(argv);
+    let out = bridge.run(argv);
     CURRENT.with(|c| c.set(Some(ptr)));
     match out {
         Err(text) => fail(&text),
@@ -1437,9 +1358,10 @@ mod tests {
 
     #[test]
     fn eval_write_declaration() {
-        let srv = Arc::new(crate::cmd::new_shared(
-            crate::Config::default(),
+        let srv = Arc::new(Shared::new(
+            crate::config::Config::default(),
             crate::clock::Clock::manual(),
+            0,
         ));
         let writes = |v: &[&str]| eval_shebang_writes(&srv, &words(v));
         assert_eq!(writes(&["EVAL", "#!lua\nreturn 1", "0"]), Some(true));
@@ -1472,9 +1394,10 @@ mod tests {
 
     #[test]
     fn fcall_write_declaration() {
-        let srv = Arc::new(crate::cmd::new_shared(
-            crate::Config::default(),
+        let srv = Arc::new(Shared::new(
+            crate::config::Config::default(),
             crate::clock::Clock::manual(),
+            0,
         ));
         let writes = |v: &[&str]| eval_shebang_writes(&srv, &words(v));
         assert_eq!(writes(&["FCALL", "w", "0"]), None);

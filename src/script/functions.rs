@@ -5,7 +5,7 @@
 
 use super::engine::{interp, scripts, Registered};
 use super::shebang::Flags;
-use crate::cmd::errors;
+use crate::instance::errors;
 use crate::instance::state::Shared;
 use crate::protocol::parse::split_args;
 use crate::protocol::Reply;

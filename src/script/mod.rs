@@ -8,6 +8,8 @@ pub mod cmsgpack;
 pub mod convert;
 pub mod engine;
 pub mod functions;
+pub mod host;
+pub use host::{Call, Host, Mode};
 pub mod rand48;
 pub mod sha1;
 pub mod shebang;
@@ -15,9 +17,18 @@ pub use shebang::Flags;
 pub mod structlib;
 
 pub use engine::{
-    declared_flags, eval, eval_shebang_writes, fcall, load, memory_info, scripts, MemoryInfo,
-    Scripts, Source,
+    declared_flags, eval, eval_shebang_writes, fcall, find_function, load, memory_info, scripts,
+    Found, MemoryInfo, Scripts, Source,
 };
+
+/// Makes every random choice of the server repeatable: the instance's generator
+/// ([`Shared::seed_rng`](crate::instance::state::Shared::seed_rng)) and Lua's
+/// `math.random` restart from `seed`.
+pub fn reseed(srv: &std::sync::Arc<crate::instance::state::Shared>, seed: u64) {
+    srv.seed_rng(seed);
+    // `math.randomseed` takes a C int; fold the high half in so every bit counts.
+    scripts(srv).reseed((seed ^ (seed >> 32)) as i32);
+}
 
 /// Registers the extra libraries Redis ships with its Lua, before the sandbox is sealed.
 /// Each library module provides `pub fn open(lua: &mlua::Lua) -> mlua::Result<()>`.
@@ -58,8 +69,8 @@ pub fn state(srv: &std::sync::Arc<crate::instance::state::Shared>) -> ScriptStat
         return ScriptState::Running;
     }
     ScriptState::TimedOut(match s.running_function() {
-        Some(_) => crate::cmd::errors::BUSY_FUNCTION,
-        None => crate::cmd::errors::BUSY,
+        Some(_) => crate::instance::errors::BUSY_FUNCTION,
+        None => crate::instance::errors::BUSY,
     })
 }
 
@@ -71,23 +82,22 @@ pub fn busy_error(srv: &std::sync::Arc<crate::instance::state::Shared>) -> Optio
     }
 }
 
-/// SCRIPT KILL, FUNCTION KILL and FUNCTION STATS while a script runs: they are served
-/// here, without the keyspace the script holds. `None` for every other command, or when
-/// no script runs (their handlers then answer NOTBUSY or the idle stats).
+/// SCRIPT KILL, FUNCTION KILL and FUNCTION STATS (by their command table `name`) while a
+/// script runs: they are served here, without the keyspace the script holds. `None` for
+/// every other command, or when no script runs (their handlers then answer NOTBUSY or the
+/// idle stats).
 pub fn before_lock(
     srv: &std::sync::Arc<crate::instance::state::Shared>,
-    spec: &crate::cmd::CommandSpec,
+    name: &str,
 ) -> Option<crate::protocol::Reply> {
-    if !matches!(
-        spec.name,
-        "script|kill" | "function|kill" | "function|stats"
-    ) || engine::RUNNING.load(std::sync::atomic::Ordering::Acquire) == 0
+    if !matches!(name, "script|kill" | "function|kill" | "function|stats")
+        || engine::RUNNING.load(std::sync::atomic::Ordering::Acquire) == 0
     {
         return None;
     }
     let s = scripts(srv);
     s.running_for_ms()?;
-    Some(match spec.name {
+    Some(match name {
         "script|kill" => s.kill(),
         "function|kill" => s.kill_kind(false),
         _ => functions::stats(srv),

@@ -150,7 +150,7 @@ impl Spec {
         )?;
         // Before the caller can connect, so the first command already draws seeded.
         if let Some(seed) = self.seed {
-            shared.reseed(seed);
+            crate::script::reseed(&shared, seed);
         }
         shared
             .resp3_only
@@ -384,7 +384,7 @@ impl TestServer {
 
     /// Restarts every random choice from `seed` (see the module docs).
     pub fn reseed(&self, seed: u64) {
-        self.shared().reseed(seed);
+        crate::script::reseed(&self.shared(), seed);
     }
     /// The running instance's state (a new one after each [`TestServer::restart`]).
     pub fn shared(&self) -> Arc<Shared> {

@@ -1,4 +1,5 @@
-//! Redis 7 error texts, byte for byte, kept in one place.
+//! Redis 7 error texts, byte for byte, kept in one place: below `script` and `cmd`, which
+//! both answer with them.
 
 use crate::protocol::Reply;
 
