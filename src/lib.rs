@@ -13,7 +13,7 @@
 //! | 2 | [`clock`], [`config`], [`background`] | time source; settings and `CONFIG`'s parameter table; a service on its own thread |
 //! | 3 | [`engine`] | sharded keyspace, expiry, locking, the changes each write makes and their journal |
 //! | 4 | [`persist`] | the redb store of record (`--engine redb`): layout, WAL, load, committer |
-//! | 5 | [`instance`] | what a running server holds: shared state and stats, sessions, client / pub-sub / blocked-client registries, keyspace events, pause, faults |
+//! | 5 | [`instance`] | what a running server holds: shared state and stats, sessions, client / pub-sub / blocked-client registries, keyspace events, pause, faults; the error texts |
 //! | 6 | [`script`] | Lua (sandbox, `redis.*`, libraries); reaches commands only through its `Host` seam |
 //! | 7 | [`cmd`] | the command table (data), dispatch, one file per command family |
 //! | 8 | [`server`], [`proxy`] | the network edge: listener and connection loop; the sharding proxy |
