@@ -82,41 +82,10 @@ fn allow_merge(a: &Node, b: &Node, fill: i32) -> bool {
     !exceeds_limit(fill, a.sz + b.sz - LP_OVERHEAD, a.count + b.count)
 }
 
-/// `lpStringToInt64`: the strict integer form listpacks store as integers.
-fn lp_int(s: &[u8]) -> Option<i64> {
-    if s.is_empty() || s.len() > 20 {
-        return None;
-    }
-    if s == b"0" {
-        return Some(0);
-    }
-    let (neg, digits) = match s[0] {
-        b'-' => (true, &s[1..]),
-        _ => (false, s),
-    };
-    if digits.is_empty() || !(b'1'..=b'9').contains(&digits[0]) {
-        return None;
-    }
-    let mut v: u64 = 0;
-    for &d in digits {
-        if !d.is_ascii_digit() {
-            return None;
-        }
-        v = v.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
-    }
-    if neg {
-        if v > 1u64 << 63 {
-            return None;
-        }
-        Some((v as i64).wrapping_neg())
-    } else {
-        i64::try_from(v).ok()
-    }
-}
-
 /// Bytes one element takes in a listpack: its encoding plus the back-length.
 pub fn lp_entry_size(e: &[u8]) -> usize {
-    let enc = match lp_int(e) {
+    // `lpStringToInt64` is `string2ll`: the strict integer form listpacks store as integers.
+    let enc = match crate::num::parse_i64(e) {
         Some(v) if (0..=127).contains(&v) => 1,
         Some(v) if (-4096..=4095).contains(&v) => 2,
         Some(v) if i16::try_from(v).is_ok() => 3,
