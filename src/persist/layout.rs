@@ -7,7 +7,9 @@
 //!   the write-ahead log, `<dir>/wal/`, that the tables hold: see `persist::wal`; version 2).
 //!
 //! Version history: 1 — tables only, every commit straight to redb; 2 — adds the write-ahead
-//! log and `wal_applied` (a version-1 file is upgraded in place on open).
+//! log and `wal_applied`; 3 — the same tables and rows in a redb 3+ file (redb file format 3,
+//! redb 3's encoding of the tuple keys). Versions 1 and 2 are redb 2 files: on open they are
+//! copied into a version-3 file (`persist::upgrade`), which builds before version 3 refuse.
 //! - `dbs: u32 -> u32` — logical db → namespace. A db with no row uses namespace = db index.
 //!   SWAPDB swaps two rows (O(1)); FLUSHDB points the db at a fresh namespace and deletes the
 //!   old namespace's rows in the same transaction (O(rows of that db)).
@@ -33,9 +35,9 @@
 
 use redb::TableDefinition;
 
-/// Version of this layout. Bump it for any incompatible change; files with a greater
-/// version are refused.
-pub const FORMAT_VERSION: u64 = 2;
+/// Version of this layout. Bump it for any incompatible change; files with another version
+/// are refused (after `persist::upgrade` has copied a version 1 or 2 file to this one).
+pub const FORMAT_VERSION: u64 = 3;
 
 /// Namespaces below this are the implicit "namespace = db index" ones.
 pub const FIRST_FRESH_NS: u32 = 1 << 20;
@@ -202,7 +204,7 @@ mod tests {
             [xsub::CONSUMER, xsub::ENTRY, xsub::GROUP, xsub::PEL],
             [b'c', b'e', b'g', b'p']
         );
-        assert_eq!(FORMAT_VERSION, 2);
+        assert_eq!(FORMAT_VERSION, 3);
     }
 
     #[test]
