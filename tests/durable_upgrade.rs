@@ -16,7 +16,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 const DBS: TableDefinition<u32, u32> = TableDefinition::new("dbs");
 const KEYS: TableDefinition<(u32, &[u8]), &[u8]> = TableDefinition::new("keys");
-const ELEMS: TableDefinition<(u32, &[u8], &[u8]), &[u8]> = TableDefinition::new("elems");
+/// (namespace, key, sub-key).
+type ElemKey = (u32, &'static [u8], &'static [u8]);
+const ELEMS: TableDefinition<ElemKey, &[u8]> = TableDefinition::new("elems");
 
 fn now_ms() -> u64 {
     SystemTime::now()

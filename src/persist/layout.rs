@@ -42,12 +42,20 @@ pub const FORMAT_VERSION: u64 = 3;
 /// Namespaces below this are the implicit "namespace = db index" ones.
 pub const FIRST_FRESH_NS: u32 = 1 << 20;
 
-pub(super) const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
-pub(super) const DBS: TableDefinition<u32, u32> = TableDefinition::new("dbs");
-pub(super) const KEYS: TableDefinition<(u32, &[u8]), &[u8]> = TableDefinition::new("keys");
+/// Table names (also `persist::upgrade`'s, which reads them with redb 2).
+pub(super) mod table {
+    pub const META: &str = "meta";
+    pub const DBS: &str = "dbs";
+    pub const KEYS: &str = "keys";
+    pub const ELEMS: &str = "elems";
+}
+
+pub(super) const META: TableDefinition<&str, u64> = TableDefinition::new(table::META);
+pub(super) const DBS: TableDefinition<u32, u32> = TableDefinition::new(table::DBS);
+pub(super) const KEYS: TableDefinition<(u32, &[u8]), &[u8]> = TableDefinition::new(table::KEYS);
 /// (namespace, key, sub-key).
-type ElemKey = (u32, &'static [u8], &'static [u8]);
-pub(super) const ELEMS: TableDefinition<ElemKey, &[u8]> = TableDefinition::new("elems");
+pub(super) type ElemKey = (u32, &'static [u8], &'static [u8]);
+pub(super) const ELEMS: TableDefinition<ElemKey, &[u8]> = TableDefinition::new(table::ELEMS);
 
 pub(super) const META_VERSION: &str = "format_version";
 pub(super) const META_NEXT_NS: &str = "next_ns";

@@ -17,9 +17,10 @@
 //! such a file as in need of repair, repairs it, and then its tuple tables fail the type
 //! check (`TableTypeMismatch`); it is refused with an error that says so.
 
-use super::layout::{self as l, DBS, ELEMS, KEYS, META};
+use super::layout::{self as l, table, DBS, ELEMS, KEYS, META};
 use super::PersistError;
 use redb::{Database, DatabaseError, ReadOnlyDatabase, ReadableDatabase, TableError, TableHandle};
+use redb2::TableDefinition as Old;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -121,6 +122,12 @@ fn legacy_tuples(db: &Database) -> Result<bool> {
     }
 }
 
+/// The layout's tables as redb 2.6 wrote them: the same names and types.
+pub(super) const OLD_META: Old<&str, u64> = Old::new(table::META);
+pub(super) const OLD_DBS: Old<u32, u32> = Old::new(table::DBS);
+pub(super) const OLD_KEYS: Old<(u32, &[u8]), &[u8]> = Old::new(table::KEYS);
+pub(super) const OLD_ELEMS: Old<l::ElemKey, &[u8]> = Old::new(table::ELEMS);
+
 /// What [`copy`] did.
 struct Copied {
     /// The layout version the old file recorded.
@@ -139,11 +146,8 @@ fn v2<E: Into<redb2::Error>>(e: E) -> PersistError {
 /// Copies every row of the redb 2 file at `from` into a new file at `to`, recording the
 /// current layout version. The old file's tables must be respite's (version 1 or 2).
 fn copy(from: &Path, to: &Path) -> Result<Copied> {
-    use redb2::{ReadableTable, TableDefinition as Def, TableHandle as _};
-    let meta: Def<&str, u64> = Def::new(META.name());
-    let dbs: Def<u32, u32> = Def::new(DBS.name());
-    let keys: Def<(u32, &[u8]), &[u8]> = Def::new(KEYS.name());
-    let elems: Def<(u32, &[u8], &[u8]), &[u8]> = Def::new(ELEMS.name());
+    use redb2::{ReadableTable, TableHandle as _};
+    let (meta, dbs, keys, elems) = (OLD_META, OLD_DBS, OLD_KEYS, OLD_ELEMS);
 
     // Opening repairs a file whose last writer crashed.
     let old = redb2::Database::open(from).map_err(v2)?;
@@ -183,38 +187,26 @@ fn copy(from: &Path, to: &Path) -> Result<Copied> {
     let new = Database::create(to)?;
     let w = new.begin_write()?;
     let mut rows = 0u64;
+    // One loop per table: the four key/value types differ (in each of the two redb's).
+    macro_rules! copy_rows {
+        ($old:expr, $new:expr) => {
+            if has($new.name()) {
+                let mut t = w.open_table($new)?;
+                for row in r.open_table($old).map_err(v2)?.iter().map_err(v2)? {
+                    let (k, v) = row.map_err(v2)?;
+                    t.insert(k.value(), v.value())?;
+                    rows += 1;
+                }
+            }
+        };
+    }
+    copy_rows!(meta, META);
+    copy_rows!(dbs, DBS);
+    copy_rows!(keys, KEYS);
+    copy_rows!(elems, ELEMS);
     if has(META.name()) {
-        let mut t = w.open_table(META)?;
-        for row in r.open_table(meta).map_err(v2)?.iter().map_err(v2)? {
-            let (k, v) = row.map_err(v2)?;
-            t.insert(k.value(), v.value())?;
-            rows += 1;
-        }
-        t.insert(l::META_VERSION, l::FORMAT_VERSION)?;
-    }
-    if has(DBS.name()) {
-        let mut t = w.open_table(DBS)?;
-        for row in r.open_table(dbs).map_err(v2)?.iter().map_err(v2)? {
-            let (k, v) = row.map_err(v2)?;
-            t.insert(k.value(), v.value())?;
-            rows += 1;
-        }
-    }
-    if has(KEYS.name()) {
-        let mut t = w.open_table(KEYS)?;
-        for row in r.open_table(keys).map_err(v2)?.iter().map_err(v2)? {
-            let (k, v) = row.map_err(v2)?;
-            t.insert(k.value(), v.value())?;
-            rows += 1;
-        }
-    }
-    if has(ELEMS.name()) {
-        let mut t = w.open_table(ELEMS)?;
-        for row in r.open_table(elems).map_err(v2)?.iter().map_err(v2)? {
-            let (k, v) = row.map_err(v2)?;
-            t.insert(k.value(), v.value())?;
-            rows += 1;
-        }
+        w.open_table(META)?
+            .insert(l::META_VERSION, l::FORMAT_VERSION)?;
     }
     w.commit()?;
     Ok(Copied { version, rows })

@@ -5,9 +5,9 @@
 use super::super::layout::{self as l, DBS, ELEMS, KEYS, META};
 use super::super::tests::{b, dump, every_type_puts, put};
 use super::super::{Change, PersistError, Store, FILE_NAME};
-use super::{legacy_tuples, temp_path};
+use super::{legacy_tuples, temp_path, OLD_DBS, OLD_ELEMS, OLD_KEYS, OLD_META};
 use crate::engine::value::{StrVal, Value};
-use redb::{ReadableDatabase, ReadableTable, TableHandle};
+use redb::{ReadableDatabase, ReadableTable};
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
@@ -16,9 +16,12 @@ use std::path::Path;
 struct Rows {
     meta: Vec<(String, u64)>,
     dbs: Vec<(u32, u32)>,
-    keys: Vec<((u32, Vec<u8>), Vec<u8>)>,
-    elems: Vec<((u32, Vec<u8>, Vec<u8>), Vec<u8>)>,
+    keys: Vec<(KeyRowKey, Vec<u8>)>,
+    elems: Vec<(ElemRowKey, Vec<u8>)>,
 }
+
+type KeyRowKey = (u32, Vec<u8>);
+type ElemRowKey = (u32, Vec<u8>, Vec<u8>);
 
 impl Rows {
     fn set_meta(&mut self, name: &str, v: Option<u64>) {
@@ -58,11 +61,7 @@ fn rows(store: &Store) -> Rows {
 /// Writes `rows` with redb 2.6 as a file-format-2 file (what respite on redb 2.6 made), or
 /// converted by redb 2.6's `Database::upgrade()` to file format 3.
 fn write_redb2(path: &Path, rows: &Rows, upgraded: bool) {
-    use redb2::TableDefinition as Def;
-    let meta: Def<&str, u64> = Def::new(META.name());
-    let dbs: Def<u32, u32> = Def::new(DBS.name());
-    let keys: Def<(u32, &[u8]), &[u8]> = Def::new(KEYS.name());
-    let elems: Def<(u32, &[u8], &[u8]), &[u8]> = Def::new(ELEMS.name());
+    let (meta, dbs, keys, elems) = (OLD_META, OLD_DBS, OLD_KEYS, OLD_ELEMS);
     let mut db = redb2::Database::create(path).unwrap();
     let w = db.begin_write().unwrap();
     {
