@@ -124,15 +124,23 @@ fn expect_current(store: &Store, mut old: Rows) {
     assert_eq!(rows(store), old);
 }
 
-/// Fails naming where the bytes differ (not printing them: the file is megabytes).
-pub(in crate::persist) fn same_bytes(now: &[u8], before: &[u8]) {
-    let first = now.iter().zip(before).position(|(a, b)| a != b);
+/// Opening `dir` fails with `UnknownVersion { found }` and leaves the file's bytes as they
+/// were; a mismatch names where they differ (not printing them: the file is megabytes).
+pub(in crate::persist) fn assert_refused_untouched(dir: &Path, found: u64) -> PersistError {
+    let path = dir.join(FILE_NAME);
+    let before = std::fs::read(&path).unwrap();
+    let err = Store::open(dir).err().expect("refused");
+    let known = l::FORMAT_VERSION;
+    assert_eq!(err, PersistError::UnknownVersion { found, known });
+    let now = std::fs::read(&path).unwrap();
+    let first = now.iter().zip(&before).position(|(a, b)| a != b);
     assert!(
         now == before,
         "file bytes changed: {} bytes, were {}; first difference at {first:?}",
         now.len(),
         before.len()
     );
+    err
 }
 
 fn inode(path: &Path) -> u64 {
@@ -209,16 +217,7 @@ fn an_old_file_of_an_unknown_version_is_refused_untouched() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join(FILE_NAME);
     old_store(dir.path(), 999, false);
-    let before = std::fs::read(&path).unwrap();
-    let err = Store::open(dir.path()).err().expect("refused");
-    assert_eq!(
-        err,
-        PersistError::UnknownVersion {
-            found: 999,
-            known: l::FORMAT_VERSION
-        }
-    );
-    same_bytes(&std::fs::read(&path).unwrap(), &before);
+    assert_refused_untouched(dir.path(), 999);
     assert!(!temp_path(&path).exists());
 }
 
