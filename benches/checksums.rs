@@ -5,8 +5,9 @@
 //!
 //! `cargo bench --bench checksums -- --warm-up-time 1 --measurement-time 3`
 
-use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use respite::types::rdb::lzf;
+use std::hint::black_box;
 
 /// Deterministic filler (checksum cost does not depend on the bytes).
 fn bytes(n: usize) -> Vec<u8> {

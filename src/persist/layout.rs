@@ -7,7 +7,9 @@
 //!   the write-ahead log, `<dir>/wal/`, that the tables hold: see `persist::wal`; version 2).
 //!
 //! Version history: 1 — tables only, every commit straight to redb; 2 — adds the write-ahead
-//! log and `wal_applied` (a version-1 file is upgraded in place on open).
+//! log and `wal_applied`; 3 — the same tables and rows in a redb 3+ file (redb file format 3,
+//! redb 3's encoding of the tuple keys). Versions 1 and 2 are redb 2 files: on open they are
+//! copied into a version-3 file (`persist::upgrade`), which builds before version 3 refuse.
 //! - `dbs: u32 -> u32` — logical db → namespace. A db with no row uses namespace = db index.
 //!   SWAPDB swaps two rows (O(1)); FLUSHDB points the db at a fresh namespace and deletes the
 //!   old namespace's rows in the same transaction (O(rows of that db)).
@@ -33,19 +35,27 @@
 
 use redb::TableDefinition;
 
-/// Version of this layout. Bump it for any incompatible change; files with a greater
-/// version are refused.
-pub const FORMAT_VERSION: u64 = 2;
+/// Version of this layout. Bump it for any incompatible change; files with another version
+/// are refused (after `persist::upgrade` has copied a version 1 or 2 file to this one).
+pub const FORMAT_VERSION: u64 = 3;
 
 /// Namespaces below this are the implicit "namespace = db index" ones.
 pub const FIRST_FRESH_NS: u32 = 1 << 20;
 
-pub(super) const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
-pub(super) const DBS: TableDefinition<u32, u32> = TableDefinition::new("dbs");
-pub(super) const KEYS: TableDefinition<(u32, &[u8]), &[u8]> = TableDefinition::new("keys");
+/// Table names (also `persist::upgrade`'s, which reads them with redb 2).
+pub(super) mod table {
+    pub const META: &str = "meta";
+    pub const DBS: &str = "dbs";
+    pub const KEYS: &str = "keys";
+    pub const ELEMS: &str = "elems";
+}
+
+pub(super) const META: TableDefinition<&str, u64> = TableDefinition::new(table::META);
+pub(super) const DBS: TableDefinition<u32, u32> = TableDefinition::new(table::DBS);
+pub(super) const KEYS: TableDefinition<(u32, &[u8]), &[u8]> = TableDefinition::new(table::KEYS);
 /// (namespace, key, sub-key).
-type ElemKey = (u32, &'static [u8], &'static [u8]);
-pub(super) const ELEMS: TableDefinition<ElemKey, &[u8]> = TableDefinition::new("elems");
+pub(super) type ElemKey = (u32, &'static [u8], &'static [u8]);
+pub(super) const ELEMS: TableDefinition<ElemKey, &[u8]> = TableDefinition::new(table::ELEMS);
 
 pub(super) const META_VERSION: &str = "format_version";
 pub(super) const META_NEXT_NS: &str = "next_ns";
@@ -202,7 +212,7 @@ mod tests {
             [xsub::CONSUMER, xsub::ENTRY, xsub::GROUP, xsub::PEL],
             [b'c', b'e', b'g', b'p']
         );
-        assert_eq!(FORMAT_VERSION, 2);
+        assert_eq!(FORMAT_VERSION, 3);
     }
 
     #[test]

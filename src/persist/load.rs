@@ -13,7 +13,7 @@ use crate::types::stream::{Consumer, Group, Nack, NewId, NodeLimits, ParsedId, S
 use crate::types::value::{StrVal, Value};
 use crate::types::zset::ZSet;
 use bytes::Bytes;
-use redb::{ReadableTable, TableError};
+use redb::{ReadableDatabase, ReadableTable, TableError};
 use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 

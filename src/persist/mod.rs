@@ -1,7 +1,8 @@
 //! Durable storage on redb (DESIGN.md §6): the store of record behind the in-memory
 //! keyspace when `--engine redb` is used.
 //!
-//! - [`Store::open`] creates or opens `<dir>/respite.redb` and checks its format version.
+//! - [`Store::open`] creates or opens `<dir>/respite.redb` and checks its format version
+//!   (a file written by redb 2 is copied into the current format first: [`upgrade`]).
 //! - [`Store::apply`] writes a batch of element-level [`Change`]s in one transaction (group
 //!   commit happens above: a batch holds many commands' changes), durable or not.
 //! - [`Store::load`] rebuilds every key as an in-memory [`Value`](crate::types::value::Value).
@@ -16,6 +17,7 @@ pub mod committer;
 pub mod layout;
 mod load;
 mod store;
+mod upgrade;
 pub mod wal;
 
 #[cfg(test)]
@@ -36,6 +38,9 @@ pub fn remove_files(dir: &std::path::Path) -> std::io::Result<()> {
         _ => Ok(()),
     };
     gone(std::fs::remove_file(dir.join(FILE_NAME)))?;
+    gone(std::fs::remove_file(upgrade::temp_path(
+        &dir.join(FILE_NAME),
+    )))?;
     gone(std::fs::remove_dir_all(dir.join(wal::DIR)))
 }
 

@@ -5,7 +5,9 @@ use super::{corrupt, Change, PersistError};
 use crate::types::value::{StrVal, Value};
 use bytes::Bytes;
 use parking_lot::Mutex;
-use redb::{Database, Durability, ReadableTable, Table, TableError, WriteTransaction};
+use redb::{
+    Database, Durability, ReadableDatabase, ReadableTable, Table, TableError, WriteTransaction,
+};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -45,12 +47,13 @@ pub struct Store {
 }
 
 impl Store {
-    /// Creates or opens `<dir>/respite.redb`. A file with another format version is refused
+    /// Creates or opens `<dir>/respite.redb`, first copying a file written by redb 2 into the
+    /// current format ([`super::upgrade`]). A file with another format version is refused
     /// before anything is written to it.
     pub fn open(dir: &Path) -> Result<Store> {
         std::fs::create_dir_all(dir).map_err(super::io)?;
         let path = dir.join(FILE_NAME);
-        let db = Database::create(&path)?;
+        let db = super::upgrade::open_current(&path)?;
         let version = {
             let r = db.begin_read()?;
             match r.open_table(META) {
@@ -60,13 +63,7 @@ impl Store {
             }
         };
         match version {
-            // Version 1 had no write-ahead log: the same tables, nothing to convert.
-            Some(1) => {
-                let w = db.begin_write()?;
-                w.open_table(META)?
-                    .insert(l::META_VERSION, l::FORMAT_VERSION)?;
-                w.commit()?;
-            }
+            // Versions 1 and 2 are redb 2 files, copied to this version by `open_current`.
             Some(v) if v != l::FORMAT_VERSION => {
                 return Err(PersistError::UnknownVersion {
                     found: v,
@@ -159,7 +156,8 @@ impl Store {
             Durability::Immediate
         } else {
             Durability::None
-        });
+        })
+        .map_err(super::io)?;
         let (ns, rows) = {
             let mut tx = Tx::open(&w, guard.clone())?;
             for c in changes {
@@ -180,7 +178,7 @@ impl Store {
     pub fn sync(&self) -> Result<()> {
         let _guard = self.ns.lock();
         let mut w = self.db.begin_write()?;
-        w.set_durability(Durability::Immediate);
+        w.set_durability(Durability::Immediate).map_err(super::io)?;
         w.commit()?;
         Ok(())
     }
