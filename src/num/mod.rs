@@ -4,7 +4,9 @@
 
 pub mod dtoa;
 
-/// Redis `string2ll`: strict decimal, optional leading '-', no spaces or '+'.
+/// Redis `string2ll`: strict decimal, optional leading '-', no spaces or '+'. Inline: the
+/// request parser reads every length with it.
+#[inline]
 pub fn parse_i64(s: &[u8]) -> Option<i64> {
     if s.is_empty() || s.len() > 20 {
         return None;
