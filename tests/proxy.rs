@@ -253,6 +253,17 @@ fn functions_on_every_node(f: &Fleet, c: &mut Connection) {
     }
 }
 
+/// The nodes' INFO `blocked_clients`, summed (asked directly, not through the proxy).
+fn blocked_on_nodes(f: &Fleet) -> i64 {
+    f.nodes
+        .iter()
+        .map(|n| {
+            let info: String = q(&mut n.conn(), &["INFO", "clients"]).unwrap();
+            common::info_field(&info, "blocked_clients").expect("blocked_clients in INFO")
+        })
+        .sum()
+}
+
 fn blocking_commands_do_not_stall_others(kind: NodeKind) {
     let f = Fleet::start(kind);
     let url = f.proxy.url();
@@ -262,25 +273,9 @@ fn blocking_commands_do_not_stall_others(kind: NodeKind) {
         &["XGROUP", "CREATE", "jobs", "g", "0-0", "MKSTREAM"],
     )
     .unwrap();
-    let blockers: Vec<_> = [
-        vec!["BLPOP", "queue", "1.5"],
-        vec![
-            "XREADGROUP",
-            "GROUP",
-            "g",
-            "c1",
-            "BLOCK",
-            "1500",
-            "STREAMS",
-            "jobs",
-            ">",
-        ],
-        vec!["BLPOP", "never", "0.3"],
-    ]
-    .into_iter()
-    .map(|cmd| {
+    let spawn = |cmd: &[&str]| {
         let url = url.clone();
-        let cmd: Vec<String> = cmd.into_iter().map(String::from).collect();
+        let cmd: Vec<String> = cmd.iter().map(|a| a.to_string()).collect();
         std::thread::spawn(move || {
             let mut c = redis::Client::open(url).unwrap().get_connection().unwrap();
             let start = Instant::now();
@@ -288,29 +283,54 @@ fn blocking_commands_do_not_stall_others(kind: NodeKind) {
             let v: Value = q(&mut c, &args).unwrap();
             (v, start.elapsed())
         })
-    })
-    .collect();
-    std::thread::sleep(Duration::from_millis(100));
-    // Other clients (and this one) are served at once meanwhile.
-    let start = Instant::now();
+    };
+    // Timeouts far beyond the test: only the pushes below can wake these two.
+    let woken = [
+        spawn(&["BLPOP", "queue", "30"]),
+        spawn(&[
+            "XREADGROUP",
+            "GROUP",
+            "g",
+            "c1",
+            "BLOCK",
+            "30000",
+            "STREAMS",
+            "jobs",
+            ">",
+        ]),
+    ];
+    common::wait_until("both clients blocked on their nodes", || {
+        blocked_on_nodes(&f) == 2
+    });
+    let short = spawn(&["BLPOP", "never", "0.3"]);
+    // Other clients (and this one) are served while those two block: every SET is answered
+    // while neither blocked client has its reply and the nodes still hold both blocked.
     for i in 0..50 {
         q::<()>(&mut c, &["SET", &format!("k{i}"), "v"]).unwrap();
     }
     assert!(
-        start.elapsed() < Duration::from_millis(500),
-        "{:?}",
-        start.elapsed()
+        woken.iter().all(|t| !t.is_finished()),
+        "a blocked client was answered before the other writes"
+    );
+    assert!(
+        blocked_on_nodes(&f) >= 2,
+        "the blocked clients left their nodes"
     );
     q::<()>(&mut c, &["RPUSH", "queue", "job1"]).unwrap();
     q::<()>(&mut c, &["XADD", "jobs", "*", "payload", "one"]).unwrap();
-    let results: Vec<(Value, Duration)> = blockers.into_iter().map(|t| t.join().unwrap()).collect();
-    assert!(matches!(&results[0].0, Value::Array(v) if v.len() == 2));
-    assert!(results[0].1 < Duration::from_millis(1000));
-    assert!(matches!(&results[1].0, Value::Array(v) if v.len() == 1));
-    assert!(results[1].1 < Duration::from_millis(1000));
-    // The short one timed out on its own schedule.
-    assert_eq!(results[2].0, Value::Nil);
-    assert!(results[2].1 >= Duration::from_millis(250));
+    let [popped, read] = woken.map(|t| t.join().unwrap().0);
+    // The pushes' data, not a timeout's nil: the pushes woke them.
+    let popped: (String, String) = redis::from_redis_value(popped).unwrap();
+    assert_eq!(popped, ("queue".into(), "job1".into()));
+    let read: Vec<(String, Vec<(String, Vec<String>)>)> = redis::from_redis_value(read).unwrap();
+    assert_eq!(read.len(), 1, "{read:?}");
+    assert_eq!(read[0].0, "jobs");
+    assert_eq!(read[0].1.len(), 1, "{read:?}");
+    assert_eq!(read[0].1[0].1, ["payload", "one"]);
+    // The short one timed out on its own schedule (never before its timeout).
+    let (v, took) = short.join().unwrap();
+    assert_eq!(v, Value::Nil);
+    assert!(took >= Duration::from_millis(250), "{took:?}");
 }
 
 fn transactions_on_one_tag(kind: NodeKind) {
@@ -395,7 +415,7 @@ fn a_dead_node_fails_only_its_keys_and_comes_back(kind: NodeKind) {
     // Back on the same port: works again without restarting the proxy (data is gone:
     // the node was not persistent).
     f.nodes[1].spawn();
-    let until = Instant::now() + Duration::from_secs(5);
+    let until = Instant::now() + common::HANG_GUARD;
     loop {
         match q::<Option<String>>(&mut c, &["GET", &keys[1]]) {
             Ok(v) => {
@@ -513,22 +533,23 @@ fn a_hung_node_times_out_and_a_late_node_joins(kind: NodeKind) {
                 state.starts_with('T') || state.starts_with('t')
             })
     };
-    let until = Instant::now() + Duration::from_secs(2);
+    let until = Instant::now() + common::HANG_GUARD;
     while !stopped() {
         assert!(Instant::now() < until, "node-c did not stop");
         std::thread::sleep(Duration::from_millis(5));
     }
-    let start = Instant::now();
+    // A proxy that never timed out would leave this read waiting: the hang guard turns
+    // that into an error that does not name the node.
+    c.set_read_timeout(Some(common::HANG_GUARD)).unwrap();
     let e = err_text(q::<()>(&mut c, &["GET", &keys[2]]).unwrap_err());
     assert!(e.contains("node node-c is unavailable"), "{e}");
-    assert!(
-        start.elapsed() < Duration::from_secs(2),
-        "{:?}",
-        start.elapsed()
-    );
+    // The node is still frozen, so it cannot have answered: the error is the proxy's own
+    // command timeout.
+    assert!(stopped(), "node-c ran again before the error came back");
+    c.set_read_timeout(None).unwrap();
     assert_eq!(q::<String>(&mut c, &["GET", &keys[0]]).unwrap(), "v");
     signal("-CONT");
-    let until = Instant::now() + Duration::from_secs(5);
+    let until = Instant::now() + common::HANG_GUARD;
     while q::<String>(&mut c, &["GET", &keys[2]]).is_err() {
         assert!(Instant::now() < until, "node-c did not come back");
         std::thread::sleep(Duration::from_millis(50));
@@ -543,7 +564,7 @@ fn a_hung_node_times_out_and_a_late_node_joins(kind: NodeKind) {
     let e = err_text(q::<()>(&mut lc, &["GET", &keys[1]]).unwrap_err());
     assert!(e.contains("node-b"), "{e}");
     f.nodes[1].spawn();
-    let until = Instant::now() + Duration::from_secs(5);
+    let until = Instant::now() + common::HANG_GUARD;
     while q::<Option<String>>(&mut lc, &["GET", &keys[1]]).is_err() {
         assert!(Instant::now() < until, "node-b did not come back");
         std::thread::sleep(Duration::from_millis(50));
@@ -627,12 +648,16 @@ fn a_client_gone_while_blocked_leaves_no_ghost_and_bad_input_is_contained(kind: 
     let mut c = f.client();
     let mut blocked = f.raw();
     blocked.send(&["BLPOP", "ghost", "0"]);
-    std::thread::sleep(Duration::from_millis(100));
+    common::wait_until("the BLPOP blocked on its node", || {
+        blocked_on_nodes(&f) == 1
+    });
     drop(blocked);
-    std::thread::sleep(Duration::from_millis(100));
+    // The proxy drops the abandoned BLPOP's node connection, so the node unblocks it.
+    common::wait_until("the abandoned BLPOP gone from its node", || {
+        blocked_on_nodes(&f) == 0
+    });
     // The abandoned BLPOP must not swallow this element.
     q::<()>(&mut c, &["RPUSH", "ghost", "x"]).unwrap();
-    std::thread::sleep(Duration::from_millis(50));
     assert_eq!(q::<i64>(&mut c, &["LLEN", "ghost"]).unwrap(), 1);
     // A protocol error gets Redis's error and closes only that connection.
     let mut bad = f.raw();
@@ -725,10 +750,11 @@ fn node_stats_in_info(kind: NodeKind) {
     let k = keys[2].clone() + "-list";
     let k2 = k.clone();
     let t = std::thread::spawn(move || {
-        q::<Option<(String, String)>>(&mut blocked, &["BLPOP", &k2, "1"]).unwrap()
+        // Far beyond the test: only the RPUSH below can wake it.
+        q::<Option<(String, String)>>(&mut blocked, &["BLPOP", &k2, "30"]).unwrap()
     });
     let owner = f.owner(&k);
-    let until = Instant::now() + Duration::from_secs(2);
+    let until = Instant::now() + common::HANG_GUARD;
     loop {
         let info: String = q(&mut c, &["INFO", "nodes"]).unwrap();
         if info_fields(&info, &format!("node{owner}:"))["dedicated"] == "1" {

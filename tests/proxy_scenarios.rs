@@ -313,9 +313,11 @@ fn s4_semaphores(kind: NodeKind) {
     assert_eq!(acquire(&mut c, &gates[1], "b", 1, 5000), (0, 1));
     // Expired leases: dropped from the count, cannot be renewed.
     let short = f.key_on(2, "shortgate");
-    assert_eq!(acquire(&mut c, &short, "x", 3, 30), (1, 1));
-    assert_eq!(acquire(&mut c, &short, "y", 3, 30), (1, 2));
-    std::thread::sleep(Duration::from_millis(80));
+    // (Both leases must still be live at the second acquire: a lease far longer than one
+    // round trip, slept out in full, keeps that from depending on the machine's speed.)
+    assert_eq!(acquire(&mut c, &short, "x", 3, 2000), (1, 1));
+    assert_eq!(acquire(&mut c, &short, "y", 3, 2000), (1, 2));
+    std::thread::sleep(Duration::from_millis(2100));
     assert_eq!(
         int(&sem(&mut c, "semaphore_renew.lua", &short, &["x", "5000"])),
         0
@@ -426,82 +428,88 @@ fn s5_work_queues(kind: NodeKind) {
     // The stream lives on the node the placement names, and only there.
     assert_eq!(holders(&f, s), vec![f.owner(s)]);
 
-    // Four consumers blocking at once each time out on their own schedule, and never
-    // delay other clients' commands.
-    let start = Instant::now();
-    let waits: Vec<_> = (0..4)
-        .map(|i| {
-            let mut b = blocking_client(&f);
-            std::thread::spawn(move || {
-                let name = format!("c{i}");
-                let r: Read = q(
-                    &mut b,
-                    &[
-                        "XREADGROUP",
-                        "GROUP",
-                        "g",
-                        &name,
-                        "BLOCK",
-                        "500",
-                        "STREAMS",
-                        s,
-                        ">",
-                    ],
-                )
-                .unwrap();
-                (r, Instant::now())
-            })
-        })
-        .collect();
-    std::thread::sleep(Duration::from_millis(100));
-    let t = Instant::now();
-    for _ in 0..20 {
-        q::<()>(&mut c, &["SET", "{queue:7}:other", "x"]).unwrap();
-    }
-    assert!(
-        t.elapsed() < Duration::from_millis(300),
-        "{:?}",
-        t.elapsed()
-    );
-    for w in waits {
-        let (r, done) = w.join().unwrap();
-        assert_eq!(r, None);
-        let took = done - start;
-        assert!(
-            took >= Duration::from_millis(450) && took < Duration::from_millis(1200),
-            "{took:?}"
-        );
-    }
-    // An XADD wakes a blocked reader at once.
-    let mut b = blocking_client(&f);
-    let reader = std::thread::spawn(move || {
-        let r: Read = q(
-            &mut b,
+    // Four consumers blocking at once each time out on their own schedule: never before
+    // their BLOCK (a lower bound cannot flake), and well within the hang guard.
+    let read_group = move |b: &mut Connection, name: &str, block: &str| -> Read {
+        q(
+            b,
             &[
                 "XREADGROUP",
                 "GROUP",
                 "g",
-                "c0",
+                name,
                 "BLOCK",
-                "5000",
+                block,
                 "STREAMS",
                 s,
                 ">",
             ],
         )
-        .unwrap();
-        (r, Instant::now())
-    });
-    std::thread::sleep(Duration::from_millis(100));
-    let sent = Instant::now();
-    let id3: String = q(&mut c, &["XADD", s, "*", "payload", "three"]).unwrap();
-    let (r, woke) = reader.join().unwrap();
+        .unwrap()
+    };
+    let waits: Vec<_> = (0..4)
+        .map(|i| {
+            let mut b = blocking_client(&f);
+            std::thread::spawn(move || {
+                let start = Instant::now();
+                let r = read_group(&mut b, &format!("c{i}"), "500");
+                (r, start.elapsed())
+            })
+        })
+        .collect();
+    for w in waits {
+        let (r, took) = w.join().unwrap();
+        assert_eq!(r, None);
+        assert!(
+            took >= Duration::from_millis(450) && took < common::HANG_GUARD,
+            "{took:?}"
+        );
+    }
+    // Four readers blocked at once (the node holds all four), with a BLOCK far beyond the
+    // test so that only an XADD can wake them. Other clients' commands, on the same node,
+    // are all answered while the four still wait.
+    let node = &f.nodes[f.owner(s)];
+    let blocked = || {
+        let info: String = q(&mut node.conn(), &["INFO", "clients"]).unwrap();
+        common::info_field(&info, "blocked_clients").expect("blocked_clients in INFO")
+    };
+    let readers: Vec<_> = (0..4)
+        .map(|i| {
+            let mut b = blocking_client(&f);
+            std::thread::spawn(move || read_group(&mut b, &format!("c{i}"), "30000"))
+        })
+        .collect();
+    common::wait_until("four readers blocked on the node", || blocked() == 4);
+    for _ in 0..20 {
+        q::<()>(&mut c, &["SET", "{queue:7}:other", "x"]).unwrap();
+    }
     assert!(
-        woke - sent < Duration::from_millis(500),
-        "{:?}",
-        woke - sent
+        readers.iter().all(|r| !r.is_finished()),
+        "a blocked reader was answered before the other client's commands"
     );
-    assert_eq!(r.unwrap()[0].1[0].0, id3);
+    assert_eq!(blocked(), 4, "a reader left its node");
+    // Each XADD wakes one reader with that entry (not a timeout's nil).
+    let mut ids: Vec<String> = (0..4)
+        .map(|i| {
+            let p = format!("job{i}");
+            q(&mut c, &["XADD", s, "*", "payload", &p]).unwrap()
+        })
+        .collect();
+    let mut got: Vec<String> = readers
+        .into_iter()
+        .map(|r| {
+            let r = r
+                .join()
+                .unwrap()
+                .expect("woken by the XADD, not by its BLOCK");
+            assert_eq!(r.len(), 1, "{r:?}");
+            assert_eq!(r[0].1.len(), 1, "{r:?}");
+            r[0].1[0].0.clone()
+        })
+        .collect();
+    ids.sort();
+    got.sort();
+    assert_eq!(got, ids);
 }
 
 fn prepare(c: &mut Connection, v: &str, output: &str, base: &str, rev: u8) -> Vec<String> {
