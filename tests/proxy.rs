@@ -264,6 +264,9 @@ fn blocked_on_nodes(f: &Fleet) -> i64 {
         .sum()
 }
 
+/// An XREAD(GROUP) reply: per stream, its (id, field/value list) entries.
+type StreamRead = Vec<(String, Vec<(String, Vec<String>)>)>;
+
 fn blocking_commands_do_not_stall_others(kind: NodeKind) {
     let f = Fleet::start(kind);
     let url = f.proxy.url();
@@ -322,7 +325,7 @@ fn blocking_commands_do_not_stall_others(kind: NodeKind) {
     // The pushes' data, not a timeout's nil: the pushes woke them.
     let popped: (String, String) = redis::from_redis_value(popped).unwrap();
     assert_eq!(popped, ("queue".into(), "job1".into()));
-    let read: Vec<(String, Vec<(String, Vec<String>)>)> = redis::from_redis_value(read).unwrap();
+    let read: StreamRead = redis::from_redis_value(read).unwrap();
     assert_eq!(read.len(), 1, "{read:?}");
     assert_eq!(read[0].0, "jobs");
     assert_eq!(read[0].1.len(), 1, "{read:?}");
