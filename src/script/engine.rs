@@ -1332,7 +1332,7 @@ fn redis_call(lua: &Lua, raise: bool, resp3: bool) -> mlua::Result<(Value, bool)
     };
     // SAFETY: see `call`: the pointer is live while the script runs, and taken again
     // (no aliasing) only after this borrow ends; commands cannot re-enter a script.
-    let bridge = unsafe { &mut *ptr };
+    let bridge = unsafe { &mut *ptr }; // SAFETY: as stated just above.
     CURRENT.with(|c| c.set(None));
     let out = bridge.run(argv);
     CURRENT.with(|c| c.set(Some(ptr)));
