@@ -2,7 +2,7 @@
 //! it: ROLE, WAITAOF, REPLICAOF/SLAVEOF NO ONE. respite never replicates, so nothing can
 //! acknowledge a write but the local durable store.
 
-use super::super::args::is;
+use super::super::args::{is, long_in_range};
 use super::super::{errors, Cx};
 use crate::num::parse_i64;
 use crate::protocol::Reply;
@@ -15,20 +15,6 @@ pub fn role(_cx: &mut Cx) -> Reply {
         Reply::Int(0),
         Reply::Array(Vec::new()),
     ])
-}
-
-/// Redis `getRangeLongFromObjectOrReply` without a custom message.
-fn range_long(arg: &[u8], min: i64, max: i64, msg: Option<&'static str>) -> Result<i64, Reply> {
-    let n = parse_i64(arg).ok_or_else(|| errors::err(msg.unwrap_or(errors::NOT_INT)))?;
-    if n < min || n > max {
-        return Err(match msg {
-            Some(m) => errors::err(m),
-            None => Reply::error(format!(
-                "ERR value is out of range, value must between {min} and {max}"
-            )),
-        });
-    }
-    Ok(n)
 }
 
 /// Redis `getTimeoutFromObjectOrReply` in milliseconds, with its overflow check against
@@ -47,11 +33,11 @@ pub fn timeout(arg: &[u8], now_ms: u64) -> Result<u64, Reply> {
 /// reports whether it completed within the timeout. No replica ever acknowledges, so
 /// there is nothing to wait for on their side (as WAIT, it answers at once).
 pub fn waitaof(cx: &mut Cx) -> Reply {
-    let numlocal = match range_long(&cx.args[1], 0, 1, None) {
+    let numlocal = match long_in_range(&cx.args[1], 0, 1, None) {
         Ok(n) => n,
         Err(e) => return e,
     };
-    if let Err(e) = range_long(
+    if let Err(e) = long_in_range(
         &cx.args[2],
         0,
         i64::MAX,
@@ -88,7 +74,7 @@ pub fn replicaof(cx: &mut Cx) -> Reply {
     if is(&cx.args[1], "NO") && is(&cx.args[2], "ONE") {
         return Reply::OK;
     }
-    if let Err(e) = range_long(&cx.args[2], 0, 65535, Some("ERR Invalid master port")) {
+    if let Err(e) = long_in_range(&cx.args[2], 0, 65535, Some("ERR Invalid master port")) {
         return e;
     }
     errors::err("ERR REPLICAOF is not supported: respite is a standalone primary and cannot replicate from another server")
