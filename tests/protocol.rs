@@ -406,7 +406,7 @@ async fn declared_bulk_that_never_arrives_is_not_allocated_up_front() {
             .clients
             .all()
             .iter()
-            .filter(|h| h.info.lock().qbuf > 0)
+            .filter(|h| h.mem.qbuf.load(Ordering::Relaxed) > 0)
             .count();
         if waiting == CONNS {
             break;

@@ -123,7 +123,6 @@ pub struct ClientInfo {
     pub user: String,
     pub no_evict: bool,
     pub no_touch: bool,
-    pub qbuf: usize,
     /// Socket descriptor for CLIENT LIST (`-1` until the connection reports it).
     pub fd: i64,
     /// Pub/Sub subscriptions (channels, patterns, shard channels), kept by the pubsub code.

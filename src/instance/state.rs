@@ -211,6 +211,8 @@ pub struct Shared {
     /// Indexed like `cmd::registry()`'s ids.
     pub cmdstats: Vec<CmdStat>,
     pub started: Instant,
+    /// `started` on the cheap clock: connections read the uptime twice per read batch.
+    started_fast: crate::clock::Instant,
     /// Recent client buffer peaks (INFO clients).
     pub peaks: ClientPeaks,
     pub started_unix_ms: u64,
@@ -277,6 +279,7 @@ impl Shared {
             clients: Clients::default(),
             stats: Stats::default(),
             started: Instant::now(),
+            started_fast: crate::clock::Instant::now(),
             peaks: ClientPeaks::default(),
             started_unix_ms: now,
             run_id,
@@ -308,7 +311,7 @@ impl Shared {
 
     /// Whole seconds since start, the clock of [`ClientPeaks`].
     pub fn uptime_secs(&self) -> u64 {
-        self.started.elapsed().as_secs()
+        self.started_fast.elapsed().as_secs()
     }
 
     pub fn requirepass(&self) -> Option<String> {

@@ -5,6 +5,6 @@ pub mod parse;
 pub mod reply;
 pub mod write;
 
-pub use parse::{parse_command, Limits, ParseError, Parsed, Parser};
+pub use parse::{parse_command, Limits, Next, ParseError, Parsed, Parser};
 pub use reply::Reply;
 pub use write::write_reply;

@@ -3,7 +3,7 @@
 //! processInlineBuffer). Arguments are zero-copy slices of the read buffer.
 
 use crate::num::parse_i64;
-use bytes::{Bytes, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
 
 /// Longest inline request / header line Redis accepts before a complete line arrives.
 pub const INLINE_MAX: usize = 64 * 1024;
@@ -86,21 +86,51 @@ pub struct Parser {
 /// Span vectors larger than this are not kept between frames.
 const KEEP_SPANS: usize = 1024;
 
+/// What [`Parser::parse_into`] found.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Next {
+    /// A complete command, now in the caller's vector (possibly empty).
+    Command,
+    /// More bytes are needed; `hint` is how many more at least, when known.
+    Incomplete { hint: usize },
+}
+
 impl Parser {
     /// Parses one command from the front of `buf`, consuming it when complete. Between
     /// calls, `buf` may only grow at its end.
     pub fn parse(&mut self, buf: &mut BytesMut, limits: Limits) -> Result<Parsed, ParseError> {
+        let mut args = Vec::new();
+        Ok(match self.parse_into(buf, limits, &mut args)? {
+            Next::Command => Parsed::Command(args),
+            Next::Incomplete { hint } => Parsed::Incomplete { hint },
+        })
+    }
+
+    /// [`Parser::parse`] into a vector the caller keeps (cleared first when a command is
+    /// complete): a connection reuses one, saving an allocation per command.
+    pub fn parse_into(
+        &mut self,
+        buf: &mut BytesMut,
+        limits: Limits,
+        args: &mut Vec<Bytes>,
+    ) -> Result<Next, ParseError> {
         if buf.is_empty() {
-            return Ok(Parsed::Incomplete { hint: 0 });
+            return Ok(Next::Incomplete { hint: 0 });
         }
         if self.remaining > 0 || buf[0] == b'*' {
-            let r = self.parse_multibulk(buf, limits);
+            let r = self.parse_multibulk(buf, limits, args);
             if r.is_err() {
                 self.reset();
             }
             r
         } else {
-            parse_inline(buf)
+            match parse_inline(buf)? {
+                Parsed::Command(v) => {
+                    *args = v;
+                    Ok(Next::Command)
+                }
+                Parsed::Incomplete { hint } => Ok(Next::Incomplete { hint }),
+            }
         }
     }
 
@@ -117,28 +147,35 @@ impl Parser {
         &mut self,
         buf: &mut BytesMut,
         limits: Limits,
-    ) -> Result<Parsed, ParseError> {
+        args: &mut Vec<Bytes>,
+    ) -> Result<Next, ParseError> {
         let data: &[u8] = buf;
         if self.remaining == 0 {
-            let Some(cr) = find_cr(data, 0) else {
-                if data.len() > INLINE_MAX {
-                    return Err(ParseError::new("too big mbulk count string"));
+            let (count, cr) = match simple_number(data, 1) {
+                Some(found) => found,
+                None => {
+                    let Some(cr) = find_cr(data, 0) else {
+                        if data.len() > INLINE_MAX {
+                            return Err(ParseError::new("too big mbulk count string"));
+                        }
+                        return Ok(Next::Incomplete { hint: 0 });
+                    };
+                    (parse_i64(&data[1..cr]).unwrap_or(i64::MAX), cr)
                 }
-                return Ok(Parsed::Incomplete { hint: 0 });
             };
             if cr + 1 >= data.len() {
-                return Ok(Parsed::Incomplete { hint: 0 });
+                return Ok(Next::Incomplete { hint: 0 });
             }
-            let count = match parse_i64(&data[1..cr]) {
-                Some(n) if n <= i32::MAX as i64 => n,
-                _ => return Err(ParseError::new("invalid multibulk length")),
-            };
+            if count > i32::MAX as i64 {
+                return Err(ParseError::new("invalid multibulk length"));
+            }
             if !limits.authenticated && count > 10 {
                 return Err(ParseError::new("unauthenticated multibulk length"));
             }
             if count <= 0 {
                 let _ = buf.split_to(cr + 2);
-                return Ok(Parsed::Command(Vec::new()));
+                args.clear();
+                return Ok(Next::Command);
             }
             self.remaining = count as usize;
             self.pos = cr + 2;
@@ -147,24 +184,37 @@ impl Parser {
         while self.remaining > 0 {
             let pos = self.pos;
             if pos >= data.len() {
-                return Ok(Parsed::Incomplete { hint: 0 });
+                return Ok(Next::Incomplete { hint: 0 });
             }
-            let Some(cr) = find_cr(data, pos) else {
-                if data.len() - pos > INLINE_MAX {
-                    return Err(ParseError::new("too big bulk count string"));
+            let fast = match data[pos] {
+                b'$' => simple_number(data, pos + 1),
+                _ => None,
+            };
+            let (len, cr) = match fast {
+                Some(found) => found,
+                None => {
+                    let Some(cr) = find_cr(data, pos) else {
+                        if data.len() - pos > INLINE_MAX {
+                            return Err(ParseError::new("too big bulk count string"));
+                        }
+                        return Ok(Next::Incomplete { hint: 0 });
+                    };
+                    if cr + 1 >= data.len() {
+                        return Ok(Next::Incomplete { hint: 0 });
+                    }
+                    if data[pos] != b'$' {
+                        let mut msg = b"expected '$', got '".to_vec();
+                        msg.extend_from_slice(&[data[pos], b'\'']);
+                        return Err(ParseError(msg.into()));
+                    }
+                    (parse_i64(&data[pos + 1..cr]).unwrap_or(-1), cr)
                 }
-                return Ok(Parsed::Incomplete { hint: 0 });
             };
             if cr + 1 >= data.len() {
-                return Ok(Parsed::Incomplete { hint: 0 });
+                return Ok(Next::Incomplete { hint: 0 });
             }
-            if data[pos] != b'$' {
-                let mut msg = b"expected '$', got '".to_vec();
-                msg.extend_from_slice(&[data[pos], b'\'']);
-                return Err(ParseError(msg.into()));
-            }
-            let len = match parse_i64(&data[pos + 1..cr]) {
-                Some(n) if n >= 0 && n <= limits.max_bulk_len => n as usize,
+            let len = match len {
+                n if n >= 0 && n <= limits.max_bulk_len => n as usize,
                 _ => return Err(ParseError::new("invalid bulk length")),
             };
             if !limits.authenticated && len > 16384 {
@@ -174,7 +224,7 @@ impl Parser {
             // Redis skips the two bytes after the payload without checking they are CRLF.
             let end = start + len + 2;
             if end > data.len() {
-                return Ok(Parsed::Incomplete {
+                return Ok(Next::Incomplete {
                     hint: end - data.len(),
                 });
             }
@@ -182,15 +232,51 @@ impl Parser {
             self.pos = end;
             self.remaining -= 1;
         }
-        let frame = buf.split_to(self.pos).freeze();
-        let args = self
-            .spans
-            .drain(..)
-            .map(|(s, e)| frame.slice(s..e))
-            .collect();
+        let mut frame = buf.split_to(self.pos).freeze();
+        args.clear();
+        args.reserve(self.spans.len());
+        let (last, rest) = self.spans.split_last().expect("count > 0");
+        args.extend(rest.iter().map(|&(s, e)| frame.slice(s..e)));
+        // The last argument is the frame itself, cut down: one reference count less (an
+        // empty one holds no buffer, as `slice` gives).
+        if last.0 == last.1 {
+            args.push(Bytes::new());
+        } else {
+            frame.truncate(last.1);
+            frame.advance(last.0);
+            args.push(frame);
+        }
         self.reset();
-        Ok(Parsed::Command(args))
+        Ok(Next::Command)
     }
+}
+
+/// `<digits>\r` at `from`, the usual shape of a count or length line: its value and the
+/// CR's index. `None` for anything else (a sign, a leading zero, more than 18 digits, no
+/// CR yet): the caller then takes the general path, which tells those apart exactly as
+/// `parse_i64` does. Both read the same value where this one answers.
+#[inline]
+fn simple_number(data: &[u8], from: usize) -> Option<(i64, usize)> {
+    let mut v: i64 = 0;
+    let end = data.len().min(from + 19);
+    let mut i = from;
+    while i < end {
+        let c = data[i];
+        if c == b'\r' {
+            let n = i - from;
+            if n == 0 || (n > 1 && data[from] == b'0') {
+                return None;
+            }
+            return Some((v, i));
+        }
+        let d = c.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        v = v * 10 + i64::from(d);
+        i += 1;
+    }
+    None
 }
 
 fn parse_inline(buf: &mut BytesMut) -> Result<Parsed, ParseError> {
@@ -336,6 +422,84 @@ mod tests {
         );
         assert_eq!(parse(b"*0\r\n").unwrap(), args(&[]));
         assert_eq!(parse(b"*-1\r\n").unwrap(), args(&[]));
+    }
+
+    #[test]
+    fn length_lines_outside_the_fast_shape_read_as_parse_i64_reads_them() {
+        // Leading zeros, signs, 19+ digits and stray bytes take the general path.
+        for bad in [
+            &b"$01"[..],
+            b"$-0",
+            b"$+3",
+            b"$3x",
+            b"$",
+            b"$1234567890123456789012",
+        ] {
+            let mut f = b"*1\r\n".to_vec();
+            f.extend_from_slice(bad);
+            f.extend_from_slice(b"\r\nabc\r\n");
+            assert_eq!(parse(&f).unwrap_err().0, "invalid bulk length", "{f:?}");
+        }
+        for bad in [&b"*01"[..], b"*+1", b"*1x", b"*"] {
+            let mut f = bad.to_vec();
+            f.extend_from_slice(b"\r\n$1\r\na\r\n");
+            assert_eq!(
+                parse(&f).unwrap_err().0,
+                "invalid multibulk length",
+                "{f:?}"
+            );
+        }
+        // 18 digits still read exactly (then fail the size limit, not the number).
+        assert_eq!(
+            parse(b"*1\r\n$999999999999999999\r\n").unwrap_err().0,
+            "invalid bulk length"
+        );
+        let big = Limits {
+            max_bulk_len: i64::MAX,
+            ..Limits::default()
+        };
+        let mut b = BytesMut::from(&b"*1\r\n$999999999999999999\r\nab"[..]);
+        assert_eq!(
+            parse_command(&mut b, big).unwrap(),
+            Parsed::Incomplete {
+                hint: 999_999_999_999_999_999 + 2 - 2
+            }
+        );
+        assert_eq!(parse(b"*1\r\n$0\r\n\r\n").unwrap(), args(&[""]));
+        assert_eq!(parse(b"*-0\r\n").unwrap_err().0, "invalid multibulk length");
+        assert_eq!(parse(b"*3\r").unwrap(), Parsed::Incomplete { hint: 0 });
+        assert_eq!(
+            parse(b"*1\r\n$3\r").unwrap(),
+            Parsed::Incomplete { hint: 0 }
+        );
+    }
+
+    #[test]
+    fn parse_into_reuses_the_callers_vector() {
+        let mut p = Parser::default();
+        let mut b = BytesMut::from(
+            &b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$0\r\n\r\n*1\r\n$4\r\nPING\r\nECHO x\r\n*0\r\n"[..],
+        );
+        let mut v = Vec::new();
+        let mut seen = Vec::new();
+        while let Next::Command = p.parse_into(&mut b, Limits::default(), &mut v).unwrap() {
+            seen.push(v.clone());
+        }
+        let s = |a: &[&str]| {
+            a.iter()
+                .map(|x| Bytes::copy_from_slice(x.as_bytes()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            seen,
+            vec![
+                s(&["SET", "k", ""]),
+                s(&["PING"]),
+                s(&["ECHO", "x"]),
+                s(&[])
+            ]
+        );
+        assert!(b.is_empty());
     }
 
     #[test]

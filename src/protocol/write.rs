@@ -13,19 +13,30 @@ fn put_int_line(out: &mut BytesMut, prefix: u8, n: i64) {
     out.put_slice(b"\r\n");
 }
 
+/// `$<len>\r\n<bytes>\r\n`, with one capacity check for the whole of it.
 fn put_bulk(out: &mut BytesMut, b: &[u8]) {
-    put_int_line(out, b'$', b.len() as i64);
-    out.reserve(b.len() + 2);
+    let mut buf = itoa::Buffer::new();
+    let len = buf.format(b.len()).as_bytes();
+    out.reserve(len.len() + b.len() + 5);
+    out.put_u8(b'$');
+    out.put_slice(len);
+    out.put_slice(b"\r\n");
     out.put_slice(b);
     out.put_slice(b"\r\n");
 }
 
-/// Writes an error line, replacing CR/LF so the reply stays one line (as Redis does).
+/// Writes a status or error line, replacing CR/LF so the reply stays one line (as Redis
+/// does).
 fn put_line(out: &mut BytesMut, prefix: u8, s: &str) {
+    let s = s.as_bytes();
     out.reserve(s.len() + 3);
     out.put_u8(prefix);
-    for &c in s.as_bytes() {
-        out.put_u8(if c == b'\r' || c == b'\n' { b' ' } else { c });
+    if s.iter().any(|&c| c == b'\r' || c == b'\n') {
+        for &c in s {
+            out.put_u8(if c == b'\r' || c == b'\n' { b' ' } else { c });
+        }
+    } else {
+        out.put_slice(s);
     }
     out.put_slice(b"\r\n");
 }

@@ -7,7 +7,7 @@ use crate::instance::pause::PauseMode;
 use crate::instance::pubsub::Push;
 use crate::instance::session::{Blocked, Session};
 use crate::instance::state::Shared;
-use crate::protocol::{write_reply, Limits, Parsed, Parser, Reply};
+use crate::protocol::{write_reply, Limits, Next, Parser, Reply};
 use bytes::{Bytes, BytesMut};
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -20,6 +20,8 @@ use tokio::net::TcpStream;
 const READ_CHUNK: usize = 16 * 1024;
 /// Buffers larger than this are released after use instead of kept per connection.
 const KEEP_BUF: usize = 1024 * 1024;
+/// Argument vectors longer than this are released after their command.
+const KEEP_ARGS: usize = 1024;
 
 pub async fn serve(srv: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) {
     srv.stats.total_connections.fetch_add(1, Ordering::Relaxed);
@@ -105,9 +107,11 @@ async fn flush(
     stream: &mut TcpStream,
     out: &mut BytesMut,
     srv: &Shared,
-    sess: &Session,
+    sess: &mut Session,
     kill: Kill<'_, '_>,
 ) -> std::io::Result<()> {
+    // A client that has a reply sees its command counted (INFO, from any connection).
+    cmd::flush_stats(srv, sess);
     if sess.wrote.swap(false, Ordering::Relaxed) {
         wait_durable(srv).await?;
     }
@@ -250,7 +254,7 @@ async fn test_faults(
     srv: &Shared,
     stream: &mut TcpStream,
     out: &mut BytesMut,
-    sess: &Session,
+    sess: &mut Session,
     mut kill: Kill<'_, '_>,
     args: &[Bytes],
     armed: u32,
@@ -462,6 +466,8 @@ async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> s
     let mut inbuf = BytesMut::with_capacity(READ_CHUNK);
     let mut out = BytesMut::with_capacity(READ_CHUNK);
     let mut parser = Parser::default();
+    // Every command's arguments, in one vector reused from command to command.
+    let mut args: Vec<Bytes> = Vec::new();
     let handle = sess.handle.clone();
     // One long-lived registration for CLIENT KILL, rather than a new one per read.
     let kill = handle.kill.notified();
@@ -530,6 +536,10 @@ async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> s
             // Redis logs and closes without a reply.
             return Ok(());
         }
+        // The batch's clock (Session::mark): each command starts where the previous one
+        // ended, so a command costs one clock read and its statistics are added to the
+        // shared counters once per batch, not once per command. Reset after every wait.
+        sess.mark = Some(crate::clock::Instant::now());
         loop {
             let limits = Limits {
                 max_bulk_len,
@@ -538,8 +548,8 @@ async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> s
             // What is left of this batch, the next command included (CLIENT LIST `qbuf`
             // mid-batch; a client's own CLIENT INFO counts its command, as in Redis).
             handle.mem.qbuf.store(inbuf.len(), Ordering::Relaxed);
-            match parser.parse(&mut inbuf, limits) {
-                Ok(Parsed::Command(args)) => {
+            match parser.parse_into(&mut inbuf, limits, &mut args) {
+                Ok(Next::Command) => {
                     if args.is_empty() {
                         continue;
                     }
@@ -552,8 +562,10 @@ async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> s
                         {
                             let reply = cmd::reject_injected(srv, sess, &args, &err);
                             write_reply(&mut out, &reply, sess.resp3);
+                            sess.mark = Some(crate::clock::Instant::now());
                             continue;
                         }
+                        sess.mark = Some(crate::clock::Instant::now());
                     }
                     if srv.pause.maybe_active()
                         && srv
@@ -570,8 +582,14 @@ async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> s
                         let r = wait_for_pause(srv, &args, kill.as_mut(), &handle).await;
                         handle.info.lock().postponed = false;
                         r?;
+                        sess.mark = Some(crate::clock::Instant::now());
                     }
-                    let reply = cmd::dispatch(srv, sess, args);
+                    let reply = cmd::dispatch_in(srv, sess, &mut args);
+                    // The arguments go now (they hold the read buffer); the vector stays.
+                    args.clear();
+                    if args.capacity() > KEEP_ARGS {
+                        args = Vec::new();
+                    }
                     // Pushes queued so far (including this command's own confirmations or
                     // its self-published messages) precede its reply, as in Redis.
                     take_pushes(sess, &mut scratch, &mut out);
@@ -606,9 +624,10 @@ async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> s
                     }
                     if out.len() > KEEP_BUF {
                         flush(stream, &mut out, srv, sess, kill.as_mut()).await?;
+                        sess.mark = Some(crate::clock::Instant::now());
                     }
                 }
-                Ok(Parsed::Incomplete { hint }) => {
+                Ok(Next::Incomplete { hint }) => {
                     if hint > 0 {
                         // Grow toward a declared bulk at most by what already arrived: a
                         // header declaring 500 MB whose data never comes must not make us
@@ -625,11 +644,9 @@ async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> s
                 }
             }
         }
-        cmd::flush_stats(srv, sess);
         sess.mark = None;
         report_multi(sess, &mut multi_mem);
         flush(stream, &mut out, srv, sess, kill.as_mut()).await?;
-        handle.info.lock().qbuf = inbuf.len();
         if inbuf.is_empty() && inbuf.capacity() > KEEP_BUF {
             inbuf = BytesMut::with_capacity(READ_CHUNK);
         }
