@@ -3,7 +3,7 @@
 //! the few replies it merges (MGET, DEL counts, KEYS, SCAN, SCRIPT EXISTS…) are decoded
 //! one level deep by [`decode`], their children kept as raw slices of the reply.
 
-use bytes::Bytes;
+use bytes::{BufMut, Bytes};
 
 /// A reply the node sent that is not valid RESP: the connection cannot be resynchronised.
 #[derive(Debug, PartialEq, Eq)]
@@ -202,17 +202,17 @@ pub fn decode(raw: &Bytes) -> Result<Frame, BadFrame> {
 }
 
 /// Encodes a request (array of bulk strings) for a node.
-pub fn encode_command<A: AsRef<[u8]>>(out: &mut Vec<u8>, args: &[A]) {
-    out.push(b'*');
-    out.extend_from_slice(itoa::Buffer::new().format(args.len()).as_bytes());
-    out.extend_from_slice(b"\r\n");
+pub fn encode_command<B: BufMut, A: AsRef<[u8]>>(out: &mut B, args: &[A]) {
+    out.put_u8(b'*');
+    out.put_slice(itoa::Buffer::new().format(args.len()).as_bytes());
+    out.put_slice(b"\r\n");
     for a in args {
         let a = a.as_ref();
-        out.push(b'$');
-        out.extend_from_slice(itoa::Buffer::new().format(a.len()).as_bytes());
-        out.extend_from_slice(b"\r\n");
-        out.extend_from_slice(a);
-        out.extend_from_slice(b"\r\n");
+        out.put_u8(b'$');
+        out.put_slice(itoa::Buffer::new().format(a.len()).as_bytes());
+        out.put_slice(b"\r\n");
+        out.put_slice(a);
+        out.put_slice(b"\r\n");
     }
 }
 
