@@ -12,8 +12,8 @@
 # Usage: scripts/bench_proxy.sh   (builds release first unless NO_BUILD=1)
 # Environment: ROUNDS [5], REQUESTS [100000] (P1), REQUESTS_PIPELINED [1000000],
 #   PIPELINES ["1 16"], TESTS [set,get], CLIENTS [50], DATASIZE [100], KEYSPACE [100000]
-#   (random keys, so all three nodes get traffic), PROXY_THREADS [0 = one per core; 1 =
-#   single-threaded], OUT [tmp dir].
+#   (random keys, so all three nodes get traffic), PROXY_THREADS [1, the proxy's
+#   default: single-threaded; 0 = one per core], OUT [tmp dir].
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,7 +25,7 @@ TESTS=${TESTS:-set,get}
 CLIENTS=${CLIENTS:-50}
 DATASIZE=${DATASIZE:-100}
 KEYSPACE=${KEYSPACE:-100000}
-PROXY_THREADS=${PROXY_THREADS:-0}
+PROXY_THREADS=${PROXY_THREADS:-1}
 NO_BUILD=${NO_BUILD:-0}
 RESPITE_BIN=${RESPITE_BIN:-target/release/respite}
 OUT=${OUT:-$(mktemp -d /tmp/respite-bench-proxy.XXXXXX)}

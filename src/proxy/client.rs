@@ -18,7 +18,7 @@ use super::route::{self, Route, Split, CROSSSLOT};
 use super::session::{Fan, Pending, Session};
 use super::Proxy;
 use crate::protocol::{Parsed, Parser};
-use bytes::{Bytes, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -51,11 +51,14 @@ struct Inflight {
 }
 
 impl Inflight {
-    /// The reply to the next batched command sent to this node.
-    async fn next(&mut self) -> Bytes {
+    /// Length of the reply to the next batched command sent to this node, at the front of
+    /// `cur.frames`; None when the connection failed before it came ([`Inflight::failure`]).
+    async fn next_len(&mut self) -> Option<usize> {
         if self.left == 0 {
             let Some((rx, count)) = self.sent.pop_front() else {
-                return bad_reply();
+                // Unreachable: each `Pending::Batched` was counted into a sent request.
+                self.cur = Replies::default();
+                return None;
             };
             self.cur = rx.await.unwrap_or_else(|_| Replies {
                 frames: Bytes::new(),
@@ -64,9 +67,10 @@ impl Inflight {
             self.left = count;
         }
         self.left -= 1;
-        if let Ok(Some(n)) = resp::frame_len(&self.cur.frames) {
-            return self.cur.frames.split_to(n);
-        }
+        resp::frame_len(&self.cur.frames).ok().flatten()
+    }
+
+    fn failure(&self) -> Bytes {
         match &self.cur.error {
             Some(e) => resp::error(e),
             None => bad_reply(),
@@ -360,7 +364,23 @@ impl Client {
         let max = self.s.p.cfg.proto_max_bulk_len;
         for p in pend.drain(..) {
             let mut bytes = match p {
-                Pending::Batched(node) => self.inflight[node].next().await,
+                Pending::Batched(node) => {
+                    let inf = &mut self.inflight[node];
+                    match inf.next_len().await {
+                        // The common case: copied out of the node's chunk as it is.
+                        Some(n) if n <= max && n < FLUSH_AT => {
+                            out.extend_from_slice(&inf.cur.frames[..n]);
+                            inf.cur.frames.advance(n);
+                            if out.len() >= FLUSH_AT {
+                                wr.write_all(out).await?;
+                                out.clear();
+                            }
+                            continue;
+                        }
+                        Some(n) => inf.cur.frames.split_to(n),
+                        None => inf.failure(),
+                    }
+                }
                 p => resolve(p).await,
             };
             if bytes.len() > max {

@@ -385,7 +385,12 @@ impl Inbox {
     }
 
     /// Hands every request whose replies have all come its chunk of them.
-    fn dispatch(&mut self, info: &NodeInfo, pending: &mut VecDeque<Sent>) -> Result<(), String> {
+    fn dispatch(
+        &mut self,
+        info: &NodeInfo,
+        pending: &mut VecDeque<Sent>,
+        now: Instant,
+    ) -> Result<(), String> {
         loop {
             let n = match self.scan.scan(&self.buf[self.taken..]) {
                 Ok(Some(n)) => n,
@@ -406,7 +411,7 @@ impl Inbox {
             // A reply nobody waits for (the health PING, a client that went away, or one
             // the node sent unasked) is dropped.
             if let Some(sent) = pending.pop_front() {
-                info.latency.record(sent.at.elapsed());
+                info.latency.record(now.saturating_duration_since(sent.at));
                 if let Some(tx) = sent.reply {
                     let _ = tx.send(Replies {
                         frames,
@@ -521,7 +526,7 @@ async fn serve(
                     Ok(_) => {}
                 }
                 last_reply = Instant::now();
-                if let Err(e) = inbox.dispatch(info, pending) {
+                if let Err(e) = inbox.dispatch(info, pending, last_reply) {
                     return Some(e);
                 }
             }
@@ -543,5 +548,101 @@ async fn serve(
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info() -> NodeInfo {
+        let spec = NodeSpec::parse("n=redis://127.0.0.1:1").unwrap();
+        NodeInfo::new(spec, &ProxyConfig::default())
+    }
+
+    fn sent(count: usize) -> (Sent, oneshot::Receiver<Replies>) {
+        let (tx, rx) = oneshot::channel();
+        let s = Sent {
+            reply: Some(tx),
+            count,
+            at: Instant::now(),
+        };
+        (s, rx)
+    }
+
+    /// Each request gets exactly its own replies, in one chunk, however the bytes arrive;
+    /// a reply nobody waits for (the health PING) is dropped in its place.
+    #[test]
+    fn replies_go_back_per_request_in_one_chunk() {
+        let stream: &[u8] = b"+OK\r\n$3\r\nabc\r\n-ERR x\r\n+PONG\r\n:1\r\n*2\r\n:1\r\n$-1\r\n";
+        for step in [1, 2, 7, stream.len()] {
+            let info = info();
+            let (s1, mut rx1) = sent(3);
+            let (s2, mut rx2) = sent(2);
+            let mut pending: VecDeque<Sent> = VecDeque::from([
+                s1,
+                Sent {
+                    reply: None,
+                    count: 1,
+                    at: Instant::now(),
+                },
+                s2,
+            ]);
+            let mut inbox = Inbox::new(BytesMut::new());
+            for piece in stream.chunks(step) {
+                inbox.buf.extend_from_slice(piece);
+                inbox.dispatch(&info, &mut pending, Instant::now()).unwrap();
+            }
+            let r1 = rx1.try_recv().unwrap();
+            assert_eq!(&r1.frames[..], b"+OK\r\n$3\r\nabc\r\n-ERR x\r\n");
+            assert!(r1.error.is_none());
+            let r2 = rx2.try_recv().unwrap();
+            assert_eq!(&r2.frames[..], b":1\r\n*2\r\n:1\r\n$-1\r\n");
+            assert!(pending.is_empty() && inbox.buf.is_empty());
+            assert_eq!(info.errors.load(Ordering::Relaxed), 1);
+            assert_eq!(info.latency.count(), 3);
+        }
+    }
+
+    /// Replies of a request still coming are held (and counted) until the last one: what a
+    /// failed connection hands out with its error.
+    #[test]
+    fn a_request_in_progress_keeps_what_came() {
+        let info = info();
+        let (s, mut rx) = sent(3);
+        let mut pending = VecDeque::from([s]);
+        let mut inbox = Inbox::new(BytesMut::from(&b"+OK\r\n:7\r\n$5\r\nab"[..]));
+        inbox.dispatch(&info, &mut pending, Instant::now()).unwrap();
+        assert!(rx.try_recv().is_err());
+        assert_eq!(
+            (inbox.got, &inbox.buf[..inbox.taken]),
+            (2, &b"+OK\r\n:7\r\n"[..])
+        );
+        // A bad reply poisons the connection.
+        inbox.buf.extend_from_slice(b"cde\r\n?\r\n");
+        assert!(inbox.dispatch(&info, &mut pending, Instant::now()).is_err());
+        assert_eq!(rx.try_recv().unwrap().frames.len(), 20);
+    }
+
+    /// A one-command request's reply, or its error, through `Wait`.
+    #[tokio::test]
+    async fn wait_gives_the_reply_or_the_error() {
+        let (tx, rx) = oneshot::channel();
+        tx.send(Replies {
+            frames: Bytes::from_static(b"+OK\r\n"),
+            error: None,
+        })
+        .unwrap();
+        assert_eq!(Wait(rx).await.unwrap().unwrap(), &b"+OK\r\n"[..]);
+        let (tx, rx) = oneshot::channel();
+        tx.send(Replies::failed("ERR node n is unavailable: x".into()))
+            .unwrap();
+        assert_eq!(
+            Wait(rx).await.unwrap(),
+            Err("ERR node n is unavailable: x".to_string())
+        );
+        let (tx, rx) = oneshot::channel::<Replies>();
+        drop(tx);
+        assert!(Wait(rx).await.is_err());
     }
 }
