@@ -111,7 +111,7 @@ struct ProxyArgs {
         required_unless_present = "config"
     )]
     nodes: Vec<String>,
-    /// Worker threads (default: one per core; 1 = single-threaded).
+    /// Worker threads (default 1, single-threaded; 0 = one per core).
     #[arg(long)]
     threads: Option<usize>,
     /// Shared connections per node.

@@ -85,6 +85,84 @@ fn single_key_commands_and_placement(kind: NodeKind) {
     assert_eq!(vals, (0..200).collect::<Vec<i64>>());
 }
 
+/// One pipeline mixing batched single-node commands with split, fleet-wide and local ones on
+/// the same keys: every node still runs a client's commands in the order sent (the plain
+/// ones travel per node and read batch, the rest must not overtake them) and the replies
+/// come back in request order.
+fn mixed_pipelines_keep_each_nodes_order(kind: NodeKind) {
+    let f = Fleet::start(kind);
+    let mut c = f.client();
+    let keys: Vec<String> = (0..3).map(|n| f.key_on(n, "mix")).collect();
+    let (a, b, cc) = (&keys[0], &keys[1], &keys[2]);
+    let mut p = redis::pipe();
+    p.cmd("SET").arg(a).arg(1);
+    p.cmd("SET").arg(b).arg(2);
+    p.cmd("MGET").arg(a).arg(b).arg(cc);
+    p.cmd("INCR").arg(a);
+    p.cmd("PING");
+    p.cmd("SET").arg(cc).arg("x");
+    p.cmd("DBSIZE");
+    p.cmd("DEL").arg(a).arg(b);
+    p.cmd("GET").arg(a);
+    p.cmd("STRLEN").arg(cc);
+    p.cmd("APPEND").arg(cc).arg("y");
+    p.cmd("EXISTS").arg(a).arg(b).arg(cc);
+    p.cmd("GET").arg(cc);
+    let got: Vec<redis::Value> = p.query(&mut c).unwrap();
+    let text = |v: &redis::Value| format!("{v:?}");
+    assert_eq!(got.len(), 13);
+    let s = |v: &str| Some(v.to_string());
+    let mget: Vec<Option<String>> = redis::from_redis_value(got[2].clone()).unwrap();
+    assert_eq!(mget, vec![s("1"), s("2"), None]);
+    let int = |i: usize| redis::from_redis_value::<i64>(got[i].clone()).unwrap();
+    assert_eq!(int(3), 2);
+    assert_eq!(int(6), 3, "DBSIZE after the three SETs");
+    assert_eq!(int(7), 2);
+    assert!(matches!(got[8], redis::Value::Nil), "{}", text(&got[8]));
+    assert_eq!(int(9), 1);
+    assert_eq!(int(10), 2);
+    assert_eq!(int(11), 1);
+    assert_eq!(
+        redis::from_redis_value::<String>(got[12].clone()).unwrap(),
+        "xy"
+    );
+    // Many pipelined commands to every node, with a split command every so often.
+    let counters = [a.clone(), b.clone(), f.key_on(2, "mix-n")];
+    let mut p = redis::pipe();
+    for i in 0..3000 {
+        let k = &counters[i % 3];
+        p.cmd("INCR").arg(k);
+        if i % 100 == 99 {
+            p.cmd("MGET").arg(a).arg(b);
+        }
+    }
+    let got: Vec<redis::Value> = p.query(&mut c).unwrap();
+    let mut want_a = 0;
+    let mut want_b = 0;
+    let mut at = 0;
+    for i in 0..3000 {
+        let n: i64 = redis::from_redis_value(got[at].clone()).unwrap();
+        at += 1;
+        match i % 3 {
+            0 => {
+                want_a += 1;
+                assert_eq!(n, want_a);
+            }
+            1 => {
+                want_b += 1;
+                assert_eq!(n, want_b);
+            }
+            _ => {}
+        }
+        if i % 100 == 99 {
+            let m: Vec<i64> = redis::from_redis_value(got[at].clone()).unwrap();
+            at += 1;
+            assert_eq!(m, vec![want_a, want_b], "MGET after command {i}");
+        }
+    }
+    assert_eq!(at, got.len());
+}
+
 fn split_commands_merge_in_order(kind: NodeKind) {
     let f = Fleet::start(kind);
     let mut c = f.client();
@@ -823,6 +901,7 @@ mod redis_nodes {
     for_kinds!(Redis:
         single_key_commands_and_placement,
         split_commands_merge_in_order,
+        mixed_pipelines_keep_each_nodes_order,
         crossslot_refusals_write_nothing,
         scan_keys_dbsize_flushall_cover_the_fleet,
         scripts_load_everywhere_and_survive_noscript,
@@ -842,6 +921,7 @@ mod respite_nodes {
     for_kinds!(Respite:
         single_key_commands_and_placement,
         split_commands_merge_in_order,
+        mixed_pipelines_keep_each_nodes_order,
         crossslot_refusals_write_nothing,
         scan_keys_dbsize_flushall_cover_the_fleet,
         scripts_load_everywhere_and_survive_noscript,

@@ -1,20 +1,25 @@
 //! One client connection to the proxy.
 //!
 //! Commands of a read batch are all sent to their nodes before the first reply is awaited;
-//! replies are then written in request order. Commands that need the replies before them
-//! (blocking commands, transactions, WATCH, HELLO, EVALSHA that may be retried) first drain
-//! what is pending, then run on their own.
+//! replies are then written in request order. The plain single-node commands of a batch
+//! are encoded straight into one buffer per node and sent as one request per node when the
+//! batch ends ([`Outgoing`]); their replies come back as one chunk per node ([`Inflight`]).
+//! Anything else that goes to a node first sends what is buffered, so every node still
+//! sees a client's commands in order. Commands that need the replies before them (blocking
+//! commands, transactions, WATCH, HELLO, EVALSHA that may be retried) first drain what is
+//! pending, then run on their own.
 
 use super::hub::{Incoming, Kind};
 use super::local;
-use super::node::{Dedicated, Wait};
+use super::node::{BatchWait, Dedicated, Replies, Wait};
 use super::pubsub::{self, PubSub};
 use super::resp::{self, Frame};
 use super::route::{self, Route, Split, CROSSSLOT};
 use super::session::{Fan, Pending, Session};
 use super::Proxy;
 use crate::protocol::{Parsed, Parser};
-use bytes::{Bytes, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
+use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -27,6 +32,53 @@ const MAX_PENDING: usize = 1024;
 const FLUSH_AT: usize = 1 << 20;
 /// Subscription messages written to the client in one go.
 const MESSAGES_BATCH: usize = 256 << 10;
+
+/// Plain commands of the current read batch bound for one node, not sent yet.
+#[derive(Default)]
+struct Outgoing {
+    buf: BytesMut,
+    count: usize,
+}
+
+/// A node's batched replies, handed out in request order.
+#[derive(Default)]
+struct Inflight {
+    /// Requests sent, oldest first, with how many commands each holds.
+    sent: VecDeque<(BatchWait, usize)>,
+    /// The replies of the oldest request being handed out, and how many are left.
+    cur: Replies,
+    left: usize,
+}
+
+impl Inflight {
+    /// Length of the reply to the next batched command sent to this node, at the front of
+    /// `cur.frames`; None when the connection failed before it came ([`Inflight::failure`]).
+    async fn next_len(&mut self) -> Option<usize> {
+        if self.left == 0 {
+            let Some((rx, count)) = self.sent.pop_front() else {
+                // Unreachable: each `Pending::Batched` was counted into a sent request.
+                self.cur = Replies::default();
+                return None;
+            };
+            self.cur = rx.await.unwrap_or_else(|_| Replies {
+                frames: Bytes::new(),
+                error: Some(LOST.into()),
+            });
+            self.left = count;
+        }
+        self.left -= 1;
+        resp::frame_len(&self.cur.frames).ok().flatten()
+    }
+
+    fn failure(&self) -> Bytes {
+        match &self.cur.error {
+            Some(e) => resp::error(e),
+            None => bad_reply(),
+        }
+    }
+}
+
+const LOST: &str = "ERR the proxy lost the node connection";
 
 struct Multi {
     cmds: Vec<Vec<Bytes>>,
@@ -47,6 +99,11 @@ pub struct Client {
     pubsub: PubSub,
     rd: OwnedReadHalf,
     inbuf: BytesMut,
+    /// Per node: batched commands not sent yet, and replies to come.
+    outgoing: Vec<Outgoing>,
+    inflight: Vec<Inflight>,
+    /// Nodes with something in `outgoing`.
+    dirty: Vec<usize>,
 }
 
 fn err(text: &str) -> Pending {
@@ -86,6 +143,9 @@ pub async fn serve(p: Arc<Proxy>, stream: TcpStream) {
         pubsub: PubSub::new(id),
         rd,
         inbuf: BytesMut::with_capacity(16 * 1024),
+        outgoing: (0..p.nodes.len()).map(|_| Outgoing::default()).collect(),
+        inflight: (0..p.nodes.len()).map(|_| Inflight::default()).collect(),
+        dirty: Vec::new(),
     };
     let _ = c.run(&mut wr).await;
     if c.linger {
@@ -261,6 +321,38 @@ impl Client {
         self.pubsub.queued.fetch_sub(taken, Ordering::Relaxed);
     }
 
+    /// Buffers a plain command for `node` (sent by [`Client::send_batches`]).
+    fn batch(&mut self, node: usize, args: &[Bytes]) {
+        let o = &mut self.outgoing[node];
+        if o.count == 0 {
+            self.dirty.push(node);
+        }
+        resp::encode_command(&mut o.buf, args);
+        o.count += 1;
+        if o.buf.len() >= FLUSH_AT {
+            self.send_batch(node);
+        }
+    }
+
+    fn send_batch(&mut self, node: usize) {
+        let o = &mut self.outgoing[node];
+        if o.count == 0 {
+            return;
+        }
+        let bytes = o.buf.split().freeze();
+        let count = std::mem::take(&mut o.count);
+        let rx = self.s.p.nodes[node].send_batch(self.s.resp3, self.s.id, bytes, count);
+        self.inflight[node].sent.push_back((rx, count));
+    }
+
+    /// Sends every node its buffered commands: before anything else goes to a node, and
+    /// before replies are awaited.
+    fn send_batches(&mut self) {
+        while let Some(node) = self.dirty.pop() {
+            self.send_batch(node);
+        }
+    }
+
     /// Awaits every pending reply in order into `out`, writing when it grows large.
     async fn drain(
         &mut self,
@@ -268,9 +360,29 @@ impl Client {
         out: &mut BytesMut,
         wr: &mut OwnedWriteHalf,
     ) -> std::io::Result<()> {
+        self.send_batches();
         let max = self.s.p.cfg.proto_max_bulk_len;
         for p in pend.drain(..) {
-            let mut bytes = resolve(p).await;
+            let mut bytes = match p {
+                Pending::Batched(node) => {
+                    let inf = &mut self.inflight[node];
+                    match inf.next_len().await {
+                        // The common case: copied out of the node's chunk as it is.
+                        Some(n) if n <= max && n < FLUSH_AT => {
+                            out.extend_from_slice(&inf.cur.frames[..n]);
+                            inf.cur.frames.advance(n);
+                            if out.len() >= FLUSH_AT {
+                                wr.write_all(out).await?;
+                                out.clear();
+                            }
+                            continue;
+                        }
+                        Some(n) => inf.cur.frames.split_to(n),
+                        None => inf.failure(),
+                    }
+                }
+                p => resolve(p).await,
+            };
             if bytes.len() > max {
                 // Node replies are held whole: the limit bounds what one reply may cost.
                 bytes = resp::error(&format!(
@@ -365,6 +477,20 @@ impl Client {
                 return Ok(());
             }
         }
+        if let Route::Node {
+            node,
+            blocking: false,
+        } = r
+        {
+            if self.known_evalsha(&args).is_none() && self.publish_extra(node, &args).is_none() {
+                self.remember_script(&args);
+                self.batch(node, &args);
+                pend.push(Pending::Batched(node));
+                return Ok(());
+            }
+        }
+        // What goes to a node from here must follow what is buffered for it.
+        self.send_batches();
         let reply = match r {
             Route::Local(name) => self.local(name, &args).await,
             Route::Node { node, blocking } => {
@@ -708,7 +834,7 @@ async fn wait_result(w: Wait) -> Result<Bytes, Bytes> {
         Ok(Ok(b)) if matches!(b.first(), Some(b'-') | Some(b'!')) => Err(b),
         Ok(Ok(b)) => Ok(b),
         Ok(Err(e)) => Err(resp::error(&e)),
-        Err(_) => Err(resp::error("ERR the proxy lost the node connection")),
+        Err(_) => Err(resp::error(LOST)),
     }
 }
 
@@ -724,6 +850,8 @@ fn bad_reply() -> Bytes {
 async fn resolve(pending: Pending) -> Bytes {
     match pending {
         Pending::Ready(b) => b,
+        // Handed out by the client's `Inflight` (never reaches here).
+        Pending::Batched(_) => bad_reply(),
         Pending::Wait(w) => wait_bytes(w).await,
         Pending::Split(kind, nkeys, waits) => {
             merge_split(kind, nkeys, waits).await.unwrap_or_else(|e| e)

@@ -170,8 +170,11 @@ pub struct ProxyConfig {
     /// Redis's `proto-max-bulk-len`: the largest bulk argument accepted, and the largest
     /// node reply passed on to a client (larger ones are replaced by an error).
     pub proto_max_bulk_len: usize,
-    /// Worker threads (0 = one per core; 1 = a single-threaded runtime, which avoids
-    /// cross-thread wake-ups between a client's task and a node connection's).
+    /// Worker threads (0 = one per core; 1, the default = a single-threaded runtime). One
+    /// thread avoids cross-thread wake-ups between a client's task and a node connection's
+    /// and lets a node connection gather more clients' requests per write: on a 2-core box
+    /// at 50 clients, P1 SET took 2.45 syscalls per request against 3.11 (a third of them
+    /// futex wake-ups and 3x the node writes) with a runtime thread per core.
     pub threads: usize,
 }
 
@@ -191,7 +194,7 @@ impl Default for ProxyConfig {
             maxclients: 10_000,
             client_query_buffer_limit: 1 << 30,
             proto_max_bulk_len: 512 << 20,
-            threads: 0,
+            threads: 1,
         }
     }
 }

@@ -1,9 +1,12 @@
 //! Connections to one node.
 //!
 //! - Shared connections (`conns_per_node` per protocol): one task each owns a TcpStream;
-//!   requests (encoded RESP) are written pipelined and replies matched FIFO to oneshot
-//!   senders. A client always uses the same shared connection of a node (sticky by client
-//!   id) so its own commands to that node stay in order.
+//!   requests are written pipelined and replies matched FIFO to oneshot senders. A request
+//!   is a batch: a client sends all the commands of one read batch that go to a node as
+//!   one request, and gets their replies back as one contiguous chunk ([`Replies`]), so a
+//!   channel send, a wake-up and an allocation are paid per batch, not per command. A
+//!   client always uses the same shared connection of a node (sticky by client id) so its
+//!   own commands to that node stay in order.
 //! - Dedicated connections (at most `max_dedicated_per_node`, idle ones kept for reuse)
 //!   for blocking commands and transactions: the client task drives them directly. When
 //!   all are taken, clients queue for one (up to `dedicated_wait`) instead of failing.
@@ -33,7 +36,45 @@ use tokio::time::{sleep_until, Instant};
 
 /// A node's reply (raw frame) or the full error text when it could not answer.
 pub type NodeResult = Result<Bytes, String>;
-pub type Wait = oneshot::Receiver<NodeResult>;
+
+/// The replies to one request of `count` commands: `frames` holds, in order, the complete
+/// reply frames that came; when the connection failed first, `error` (the full error text)
+/// answers each command after them.
+#[derive(Debug, Default)]
+pub struct Replies {
+    pub frames: Bytes,
+    pub error: Option<String>,
+}
+
+impl Replies {
+    fn failed(e: String) -> Replies {
+        Replies {
+            frames: Bytes::new(),
+            error: Some(e),
+        }
+    }
+}
+
+pub type BatchWait = oneshot::Receiver<Replies>;
+
+/// The reply to a request of one command.
+pub struct Wait(BatchWait);
+
+impl std::future::Future for Wait {
+    type Output = Result<NodeResult, oneshot::error::RecvError>;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        std::pin::Pin::new(&mut self.0).poll(cx).map(|r| {
+            r.map(|r| match r.error {
+                Some(e) if r.frames.is_empty() => Err(e),
+                _ => Ok(r.frames),
+            })
+        })
+    }
+}
 
 const CONNECTING: u8 = 0;
 const UP: u8 = 1;
@@ -48,8 +89,10 @@ const IDLE_DEDICATED: usize = 8;
 const WRITE_BATCH: usize = 1 << 20;
 
 struct Req {
+    /// `count` encoded commands.
     bytes: Bytes,
-    reply: oneshot::Sender<NodeResult>,
+    count: usize,
+    reply: oneshot::Sender<Replies>,
 }
 
 struct ConnHandle {
@@ -142,9 +185,17 @@ impl Node {
             .saturating_sub(self.dedicated_slots.available_permits())
     }
 
-    /// Sends one encoded request on the client's sticky shared connection.
+    /// Sends one encoded command on the client's sticky shared connection.
     pub fn send(&self, resp3: bool, sticky: u64, bytes: Bytes) -> Wait {
-        self.info.requests.fetch_add(1, Ordering::Relaxed);
+        Wait(self.send_batch(resp3, sticky, bytes, 1))
+    }
+
+    /// Sends `count` encoded commands (in order) on the client's sticky shared connection;
+    /// their replies come back together.
+    pub fn send_batch(&self, resp3: bool, sticky: u64, bytes: Bytes, count: usize) -> BatchWait {
+        self.info
+            .requests
+            .fetch_add(count as u64, Ordering::Relaxed);
         let conns = &self.shared[resp3 as usize];
         let first = (sticky % conns.len() as u64) as usize;
         // The sticky connection unless it is down and another is usable.
@@ -152,17 +203,24 @@ impl Node {
             .map(|i| &conns[(first + i) % conns.len()])
             .find(|c| c.state.load(Ordering::Relaxed) != DOWN);
         let (tx, rx) = oneshot::channel();
-        let req = Req { bytes, reply: tx };
+        let req = Req {
+            bytes,
+            count,
+            reply: tx,
+        };
         match pick {
             Some(c) => {
                 if let Err(mpsc::error::SendError(req)) = c.tx.send(req) {
-                    let _ = req.reply.send(Err(self.info.unavailable("shutting down")));
+                    let e = self.info.unavailable("shutting down");
+                    let _ = req.reply.send(Replies::failed(e));
                 }
             }
             None => {
-                self.info.errors.fetch_add(1, Ordering::Relaxed);
+                self.info.errors.fetch_add(count as u64, Ordering::Relaxed);
                 let reason = self.info.last_error();
-                let _ = req.reply.send(Err(self.info.unavailable(&reason)));
+                let _ = req
+                    .reply
+                    .send(Replies::failed(self.info.unavailable(&reason)));
             }
         }
         rx
@@ -299,8 +357,71 @@ impl Dedicated {
     }
 }
 
-/// A request written and awaiting its reply (`None`: the proxy's own health PING).
-type Pending = VecDeque<(Option<oneshot::Sender<NodeResult>>, Instant)>;
+/// A request written and awaiting its replies.
+struct Sent {
+    /// `None`: the proxy's own health PING.
+    reply: Option<oneshot::Sender<Replies>>,
+    count: usize,
+    at: Instant,
+}
+
+/// What a connection has read: the first `taken` bytes of `buf` are the `got` complete
+/// replies of the oldest request so far (they go out together once all have come).
+struct Inbox {
+    buf: BytesMut,
+    taken: usize,
+    got: usize,
+    scan: resp::Scanner,
+}
+
+impl Inbox {
+    fn new(buf: BytesMut) -> Inbox {
+        Inbox {
+            buf,
+            taken: 0,
+            got: 0,
+            scan: resp::Scanner::default(),
+        }
+    }
+
+    /// Hands every request whose replies have all come its chunk of them.
+    fn dispatch(
+        &mut self,
+        info: &NodeInfo,
+        pending: &mut VecDeque<Sent>,
+        now: Instant,
+    ) -> Result<(), String> {
+        loop {
+            let n = match self.scan.scan(&self.buf[self.taken..]) {
+                Ok(Some(n)) => n,
+                Ok(None) => return Ok(()),
+                Err(e) => return Err(format!("bad reply: {}", e.0)),
+            };
+            if matches!(self.buf[self.taken], b'-' | b'!') {
+                info.errors.fetch_add(1, Ordering::Relaxed);
+            }
+            self.taken += n;
+            self.got += 1;
+            if pending.front().is_some_and(|s| self.got < s.count) {
+                continue;
+            }
+            let frames = self.buf.split_to(self.taken).freeze();
+            self.taken = 0;
+            self.got = 0;
+            // A reply nobody waits for (the health PING, a client that went away, or one
+            // the node sent unasked) is dropped.
+            if let Some(sent) = pending.pop_front() {
+                info.latency.record(now.saturating_duration_since(sent.at));
+                if let Some(tx) = sent.reply {
+                    let _ = tx.send(Replies {
+                        frames,
+                        error: None,
+                    });
+                }
+            }
+        }
+    }
+}
 
 /// One shared connection's life: connect, serve until it breaks, fail what was pending,
 /// back off (failing new requests at once), reconnect.
@@ -311,14 +432,20 @@ async fn shared_conn(
     state: Arc<AtomicU8>,
 ) {
     let mut backoff = BACKOFF_MIN;
-    let mut pending: Pending = VecDeque::new();
+    let mut pending: VecDeque<Sent> = VecDeque::new();
     loop {
+        // The replies of the oldest request that came before the connection broke.
+        let mut partial = (Bytes::new(), 0);
         let reason = match connect(&info, resp3).await {
             Ok((stream, buf)) => {
                 state.store(UP, Ordering::Relaxed);
                 backoff = BACKOFF_MIN;
-                match serve(&info, stream, buf, &mut rx, &mut pending).await {
-                    Some(reason) => reason,
+                let mut inbox = Inbox::new(buf);
+                match serve(&info, stream, &mut inbox, &mut rx, &mut pending).await {
+                    Some(reason) => {
+                        partial = (inbox.buf.split_to(inbox.taken).freeze(), inbox.got);
+                        reason
+                    }
                     None => return,
                 }
             }
@@ -327,10 +454,15 @@ async fn shared_conn(
         info.mark_failed(&reason);
         state.store(DOWN, Ordering::Relaxed);
         let err = info.unavailable(&reason);
-        for (tx, _) in pending.drain(..) {
-            if let Some(tx) = tx {
-                info.errors.fetch_add(1, Ordering::Relaxed);
-                let _ = tx.send(Err(err.clone()));
+        for sent in pending.drain(..) {
+            let (frames, got) = std::mem::take(&mut partial);
+            if let Some(tx) = sent.reply {
+                info.errors
+                    .fetch_add(sent.count.saturating_sub(got) as u64, Ordering::Relaxed);
+                let _ = tx.send(Replies {
+                    frames,
+                    error: Some(err.clone()),
+                });
             }
         }
         let until = Instant::now() + backoff;
@@ -339,8 +471,8 @@ async fn shared_conn(
                 _ = sleep_until(until) => break,
                 req = rx.recv() => match req {
                     Some(req) => {
-                        info.errors.fetch_add(1, Ordering::Relaxed);
-                        let _ = req.reply.send(Err(err.clone()));
+                        info.errors.fetch_add(req.count as u64, Ordering::Relaxed);
+                        let _ = req.reply.send(Replies::failed(err.clone()));
                     }
                     None => return,
                 },
@@ -354,29 +486,31 @@ async fn shared_conn(
 async fn serve(
     info: &NodeInfo,
     stream: TcpStream,
-    mut inbuf: BytesMut,
+    inbox: &mut Inbox,
     rx: &mut mpsc::UnboundedReceiver<Req>,
-    pending: &mut Pending,
+    pending: &mut VecDeque<Sent>,
 ) -> Option<String> {
     let (mut rd, mut wr) = stream.into_split();
     let mut out: Vec<u8> = Vec::with_capacity(16 * 1024);
     let mut last_reply = Instant::now();
-    let mut scan = resp::Scanner::default();
     let mut health = tokio::time::interval(HEALTH_EVERY);
     health.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // One timer for the oldest request's deadline, re-armed when it fires before it (a
+    // deadline only moves later as replies come): not a timer registered per loop turn.
+    let timer = sleep_until(Instant::now() + info.command_timeout);
+    tokio::pin!(timer);
     loop {
-        let deadline = pending.front().map(|(_, t)| *t + info.command_timeout);
         tokio::select! {
             req = rx.recv() => {
                 let req = req?;
                 out.clear();
                 let now = Instant::now();
                 out.extend_from_slice(&req.bytes);
-                pending.push_back((Some(req.reply), now));
+                pending.push_back(Sent { reply: Some(req.reply), count: req.count, at: now });
                 while out.len() < WRITE_BATCH {
                     let Ok(req) = rx.try_recv() else { break };
                     out.extend_from_slice(&req.bytes);
-                    pending.push_back((Some(req.reply), now));
+                    pending.push_back(Sent { reply: Some(req.reply), count: req.count, at: now });
                 }
                 if let Err(e) = wr.write_all(&out).await {
                     return Some(e.to_string());
@@ -385,46 +519,130 @@ async fn serve(
                     out = Vec::with_capacity(16 * 1024);
                 }
             }
-            n = rd.read_buf(&mut inbuf) => {
+            n = rd.read_buf(&mut inbox.buf) => {
                 match n {
                     Ok(0) => return Some("connection closed by the node".into()),
                     Err(e) => return Some(e.to_string()),
                     Ok(_) => {}
                 }
                 last_reply = Instant::now();
-                loop {
-                    match scan.scan(&inbuf) {
-                        Ok(Some(n)) => {
-                            let frame = inbuf.split_to(n).freeze();
-                            if matches!(frame.first(), Some(b'-') | Some(b'!')) {
-                                info.errors.fetch_add(1, Ordering::Relaxed);
-                            }
-                            // A reply nobody waits for (the health PING, or a client that
-                            // went away) is dropped.
-                            if let Some((tx, sent)) = pending.pop_front() {
-                                info.latency.record(sent.elapsed());
-                                if let Some(tx) = tx {
-                                    let _ = tx.send(Ok(frame));
-                                }
-                            }
-                        }
-                        Ok(None) => break,
-                        Err(e) => return Some(format!("bad reply: {}", e.0)),
-                    }
+                if let Err(e) = inbox.dispatch(info, pending, last_reply) {
+                    return Some(e);
                 }
             }
-            _ = sleep_until(deadline.unwrap_or_else(Instant::now)), if deadline.is_some() => {
-                // Replies are matched by order: a missing one poisons the connection.
-                return Some("command timed out".into());
+            () = &mut timer, if !pending.is_empty() => {
+                let deadline = pending.front().map(|s| s.at + info.command_timeout);
+                match deadline {
+                    // Replies are matched by order: a missing one poisons the connection.
+                    Some(d) if d <= Instant::now() => return Some("command timed out".into()),
+                    Some(d) => timer.as_mut().reset(d),
+                    None => {}
+                }
             }
             _ = health.tick() => {
                 if pending.is_empty() && last_reply.elapsed() >= HEALTH_EVERY {
                     if let Err(e) = wr.write_all(b"*1\r\n$4\r\nPING\r\n").await {
                         return Some(e.to_string());
                     }
-                    pending.push_back((None, Instant::now()));
+                    pending.push_back(Sent { reply: None, count: 1, at: Instant::now() });
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info() -> NodeInfo {
+        let spec = NodeSpec::parse("n=redis://127.0.0.1:1").unwrap();
+        NodeInfo::new(spec, &ProxyConfig::default())
+    }
+
+    fn sent(count: usize) -> (Sent, oneshot::Receiver<Replies>) {
+        let (tx, rx) = oneshot::channel();
+        let s = Sent {
+            reply: Some(tx),
+            count,
+            at: Instant::now(),
+        };
+        (s, rx)
+    }
+
+    /// Each request gets exactly its own replies, in one chunk, however the bytes arrive;
+    /// a reply nobody waits for (the health PING) is dropped in its place.
+    #[test]
+    fn replies_go_back_per_request_in_one_chunk() {
+        let stream: &[u8] = b"+OK\r\n$3\r\nabc\r\n-ERR x\r\n+PONG\r\n:1\r\n*2\r\n:1\r\n$-1\r\n";
+        for step in [1, 2, 7, stream.len()] {
+            let info = info();
+            let (s1, mut rx1) = sent(3);
+            let (s2, mut rx2) = sent(2);
+            let mut pending: VecDeque<Sent> = VecDeque::from([
+                s1,
+                Sent {
+                    reply: None,
+                    count: 1,
+                    at: Instant::now(),
+                },
+                s2,
+            ]);
+            let mut inbox = Inbox::new(BytesMut::new());
+            for piece in stream.chunks(step) {
+                inbox.buf.extend_from_slice(piece);
+                inbox.dispatch(&info, &mut pending, Instant::now()).unwrap();
+            }
+            let r1 = rx1.try_recv().unwrap();
+            assert_eq!(&r1.frames[..], b"+OK\r\n$3\r\nabc\r\n-ERR x\r\n");
+            assert!(r1.error.is_none());
+            let r2 = rx2.try_recv().unwrap();
+            assert_eq!(&r2.frames[..], b":1\r\n*2\r\n:1\r\n$-1\r\n");
+            assert!(pending.is_empty() && inbox.buf.is_empty());
+            assert_eq!(info.errors.load(Ordering::Relaxed), 1);
+            assert_eq!(info.latency.count(), 3);
+        }
+    }
+
+    /// Replies of a request still coming are held (and counted) until the last one: what a
+    /// failed connection hands out with its error.
+    #[test]
+    fn a_request_in_progress_keeps_what_came() {
+        let info = info();
+        let (s, mut rx) = sent(3);
+        let mut pending = VecDeque::from([s]);
+        let mut inbox = Inbox::new(BytesMut::from(&b"+OK\r\n:7\r\n$5\r\nab"[..]));
+        inbox.dispatch(&info, &mut pending, Instant::now()).unwrap();
+        assert!(rx.try_recv().is_err());
+        assert_eq!(
+            (inbox.got, &inbox.buf[..inbox.taken]),
+            (2, &b"+OK\r\n:7\r\n"[..])
+        );
+        // A bad reply poisons the connection.
+        inbox.buf.extend_from_slice(b"cde\r\n?\r\n");
+        assert!(inbox.dispatch(&info, &mut pending, Instant::now()).is_err());
+        assert_eq!(rx.try_recv().unwrap().frames.len(), 20);
+    }
+
+    /// A one-command request's reply, or its error, through `Wait`.
+    #[tokio::test]
+    async fn wait_gives_the_reply_or_the_error() {
+        let (tx, rx) = oneshot::channel();
+        tx.send(Replies {
+            frames: Bytes::from_static(b"+OK\r\n"),
+            error: None,
+        })
+        .unwrap();
+        assert_eq!(Wait(rx).await.unwrap().unwrap(), &b"+OK\r\n"[..]);
+        let (tx, rx) = oneshot::channel();
+        tx.send(Replies::failed("ERR node n is unavailable: x".into()))
+            .unwrap();
+        assert_eq!(
+            Wait(rx).await.unwrap(),
+            Err("ERR node n is unavailable: x".to_string())
+        );
+        let (tx, rx) = oneshot::channel::<Replies>();
+        drop(tx);
+        assert!(Wait(rx).await.is_err());
     }
 }

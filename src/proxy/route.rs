@@ -54,46 +54,51 @@ pub struct Part {
 }
 
 /// Commands the proxy answers itself (the rest of the client-state logic is in client.rs).
-const LOCAL: &[&str] = &[
-    "ping",
-    "echo",
-    "quit",
-    "hello",
-    "auth",
-    "select",
-    "client|setname",
-    "client|getname",
-    "client|setinfo",
-    "client|id",
-    "info",
-    "command",
-    "command|count",
-    "command|info",
-    "command|docs",
-    "command|list",
-    "command|getkeys",
-    "multi",
-    "exec",
-    "discard",
-    "watch",
-    "unwatch",
-    "dbsize",
-    "keys",
-    "scan",
-    "flushdb",
-    "flushall",
-    "script|load",
-    "script|exists",
-    "script|flush",
-    "reset",
-    "time",
-    "subscribe",
-    "unsubscribe",
-    "psubscribe",
-    "punsubscribe",
-    "ssubscribe",
-    "sunsubscribe",
-];
+/// A `match` (compiled to a switch on the length, then a compare), not a list scanned per
+/// command: it runs for every request.
+fn is_local(name: &str) -> bool {
+    matches!(
+        name,
+        "ping"
+            | "echo"
+            | "quit"
+            | "hello"
+            | "auth"
+            | "select"
+            | "client|setname"
+            | "client|getname"
+            | "client|setinfo"
+            | "client|id"
+            | "info"
+            | "command"
+            | "command|count"
+            | "command|info"
+            | "command|docs"
+            | "command|list"
+            | "command|getkeys"
+            | "multi"
+            | "exec"
+            | "discard"
+            | "watch"
+            | "unwatch"
+            | "dbsize"
+            | "keys"
+            | "scan"
+            | "flushdb"
+            | "flushall"
+            | "script|load"
+            | "script|exists"
+            | "script|flush"
+            | "reset"
+            | "time"
+            | "subscribe"
+            | "unsubscribe"
+            | "psubscribe"
+            | "punsubscribe"
+            | "ssubscribe"
+            | "sunsubscribe"
+    )
+}
 
 fn upper_name(spec: &CommandSpec) -> String {
     spec.name.replace('|', " ").to_ascii_uppercase()
@@ -111,8 +116,8 @@ pub fn route(args: &[Bytes], placement: &Placement) -> Route {
     if !spec.arity_ok(args.len()) {
         return Route::Reject(reply_text(crate::cmd::errors::wrong_args(spec.name)));
     }
-    if let Some(name) = LOCAL.iter().find(|&&n| n == spec.name) {
-        return Route::Local(name);
+    if is_local(spec.name) {
+        return Route::Local(spec.name);
     }
     let split = match spec.name {
         "mget" => Some((Split::Values, 1)),
@@ -130,6 +135,16 @@ pub fn route(args: &[Bytes], placement: &Placement) -> Route {
         return Route::Node {
             node: placement.owner(&args[1]),
             blocking: false,
+        };
+    }
+    // The common shape (one key, at position 1: GET, SET, INCR, HSET…) without building the
+    // key list (what `key_indices` gives for it: `[1]`).
+    if matches!(spec.keys, crate::cmd::table::KeySpec::Range(1, 1, step) if step > 0)
+        && args.len() > 1
+    {
+        return Route::Node {
+            node: placement.owner(&args[1]),
+            blocking: is_blocking(spec, args),
         };
     }
     let keys = spec.key_indices(args);

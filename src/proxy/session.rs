@@ -16,6 +16,8 @@ use std::sync::Arc;
 /// A reply on its way.
 pub enum Pending {
     Ready(Bytes),
+    /// The next reply of the client's batched commands to this node.
+    Batched(usize),
     Wait(Wait),
     /// A split command: each node's wait with the key slots it serves.
     Split(Split, usize, Vec<(Wait, Vec<usize>)>),
