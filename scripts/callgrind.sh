@@ -13,6 +13,8 @@
 # Usage: scripts/callgrind.sh                (builds release first; ~1-3 minutes)
 # Environment (defaults in brackets):
 #   REQUESTS [100000]  PIPELINE [16]  CLIENTS [50]  DATASIZE [100]  TESTS ["set get incr"]
+#                      (any redis-benchmark -t name: lpush lpop sadd hset zadd ...; plus
+#                      xadd = XADD bench:stream MAXLEN ~ 1000 * field value)
 #   KEYSPACE []        if set, -r KEYSPACE (random keys); unset = one key
 #   THREADS [1]        respite --threads (1 keeps the count free of cross-thread wake-ups;
 #                      valgrind runs threads one at a time anyway)
@@ -116,10 +118,13 @@ for server in $SERVERS; do
     for test in $TESTS; do
         extra=()
         [[ -n $KEYSPACE ]] && extra=(-r "$KEYSPACE")
+        # Any redis-benchmark -t name (lpush, sadd, hset, ...); xadd is a command of its own.
+        what=(-t "$test")
+        [[ $test == xadd ]] && what=(XADD bench:stream MAXLEN '~' 1000 '*' field value)
         callgrind_control --instr=on "$PID" >/dev/null 2>&1
         callgrind_control --zero "$PID" >/dev/null 2>&1
-        redis-benchmark -h $HOST -p "$port" -t "$test" -n "$REQUESTS" -c "$CLIENTS" -P "$PIPELINE" \
-            -d "$DATASIZE" "${extra[@]}" -q --csv >"$OUT/$server.$test.csv" 2>>"$OUT/benchmark.err"
+        redis-benchmark -h $HOST -p "$port" -n "$REQUESTS" -c "$CLIENTS" -P "$PIPELINE" \
+            -d "$DATASIZE" "${extra[@]}" -q --csv "${what[@]}" >"$OUT/$server.$test.csv" 2>>"$OUT/benchmark.err"
         callgrind_control --dump="$test" "$PID" >/dev/null 2>&1
         callgrind_control --instr=off "$PID" >/dev/null 2>&1
         # The dump lands next to the boot file with a numbered suffix; take the newest.

@@ -3,7 +3,8 @@
 //! FLUSHDB/FLUSHALL, SWAPDB and OBJECT.
 //!
 //! Nothing here matches on a value's type except through `Value` methods (`type_name`,
-//! `encoding`, `clone`), so new types need no change in this file.
+//! `encoding`, `clone`) and [`free_effort`]'s element counts, so a new type needs at most a
+//! line there.
 
 use super::args::{self, is};
 use super::errors;
@@ -429,10 +430,16 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
 ];
 
+/// DEL and UNLINK: a removed value of more than [`LAZYFREE_THRESHOLD`] elements is freed
+/// on the lazyfree thread (Redis's UNLINK, and DEL under `lazyfree-lazy-user-del`), so
+/// dropping a million-member set does not hold up the clients behind this command.
 fn del(cx: &mut Cx) -> Reply {
     let mut n = 0;
     for key in &cx.args[1..] {
-        if cx.ks.remove(key).is_some() {
+        if let Some(e) = cx.ks.remove(key) {
+            if free_effort(&e.value) > LAZYFREE_THRESHOLD {
+                lazy_free(e);
+            }
             cx.notify(notify::GENERIC, "del", key);
             n += 1;
         }
@@ -441,9 +448,44 @@ fn del(cx: &mut Cx) -> Reply {
     Reply::Int(n)
 }
 
-/// UNLINK: values are reference-counted bytes today, so freeing them inline is cheap.
 fn unlink(cx: &mut Cx) -> Reply {
     del(cx)
+}
+
+/// Redis's `LAZYFREE_THRESHOLD`: values whose drop walks more elements go off-thread.
+const LAZYFREE_THRESHOLD: usize = 64;
+
+/// How many elements dropping `v` walks (Redis `lazyfreeGetFreeEffort`, counted in
+/// elements).
+fn free_effort(v: &Value) -> usize {
+    match v {
+        Value::Str(_) => 1,
+        Value::List(l) => l.len(),
+        Value::Hash(h) => h.len(),
+        Value::Set(s) => s.len(),
+        Value::ZSet(z) => z.len(),
+        Value::Stream(s) => s.len(),
+    }
+}
+
+/// Drops `e` on the lazyfree thread (one for the process, started on first use), or here
+/// if that thread cannot be started.
+fn lazy_free(e: crate::types::value::Entry) {
+    use std::sync::{mpsc, OnceLock};
+    type Garbage = crate::types::value::Entry;
+    static FREER: OnceLock<Option<mpsc::Sender<Garbage>>> = OnceLock::new();
+    let freer = FREER.get_or_init(|| {
+        let (tx, rx) = mpsc::channel::<Garbage>();
+        std::thread::Builder::new()
+            .name("lazyfree".into())
+            .spawn(move || rx.into_iter().for_each(drop))
+            .ok()
+            .map(|_| tx)
+    });
+    if let Some(tx) = freer {
+        // A send fails only if the thread is gone; `e` is then dropped here.
+        let _ = tx.send(e);
+    }
 }
 
 fn exists(cx: &mut Cx) -> Reply {
@@ -1008,4 +1050,66 @@ fn object_help(_cx: &mut Cx) -> Reply {
         "    Prints this help.",
     ];
     Reply::Array(HELP.iter().map(|l| Reply::status(l)).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::instance::session::Session;
+    use crate::TestServer;
+
+    fn run(srv: &TestServer, sess: &mut Session, line: &[&str]) -> Reply {
+        let args = line
+            .iter()
+            .map(|a| Bytes::copy_from_slice(a.as_bytes()))
+            .collect();
+        crate::cmd::dispatch(&srv.shared(), sess, args)
+    }
+
+    #[test]
+    fn big_values_are_deleted_whatever_thread_frees_them() {
+        let srv = TestServer::start().expect("server");
+        let addr = "127.0.0.1:1".parse().expect("addr");
+        let mut sess = Session::new(srv.shared().clients.register(addr, addr, 0), true);
+        let members: Vec<String> = (0..1000).map(|i| format!("m{i}")).collect();
+        let mut fill = |cmd: &str, key: &str, pairs: bool| {
+            let mut line = vec![cmd, key];
+            for m in &members {
+                if pairs {
+                    line.push("1");
+                }
+                line.push(m);
+            }
+            run(&srv, &mut sess, &line);
+        };
+        fill("SADD", "s", false);
+        fill("RPUSH", "l", false);
+        fill("ZADD", "z", true);
+        fill("HSET", "h", true);
+        let mut sess = Session::new(srv.shared().clients.register(addr, addr, 0), true);
+        let small = run(&srv, &mut sess, &["SADD", "small", "1", "2"]);
+        assert_eq!(small, Reply::Int(2));
+        assert_eq!(
+            run(&srv, &mut sess, &["DEL", "s", "l", "nope", "small"]),
+            Reply::Int(3)
+        );
+        assert_eq!(run(&srv, &mut sess, &["UNLINK", "z", "h"]), Reply::Int(2));
+        assert_eq!(
+            run(&srv, &mut sess, &["EXISTS", "s", "l", "z", "h", "small"]),
+            Reply::Int(0)
+        );
+        // The key is free at once: a new value starts from scratch.
+        assert_eq!(run(&srv, &mut sess, &["SADD", "s", "7"]), Reply::Int(1));
+        assert_eq!(run(&srv, &mut sess, &["SCARD", "s"]), Reply::Int(1));
+    }
+
+    #[test]
+    fn effort_counts_elements() {
+        assert_eq!(free_effort(&Value::Str(StrVal::Int(5))), 1);
+        let mut list = crate::types::list::List::new();
+        for i in 0..=LAZYFREE_THRESHOLD {
+            list.push(Bytes::from(i.to_string()), crate::types::list::End::Tail);
+        }
+        assert_eq!(free_effort(&Value::List(list)), LAZYFREE_THRESHOLD + 1);
+    }
 }

@@ -96,8 +96,15 @@ fn range_end(arg: &[u8]) -> Result<StreamId, Reply> {
     Ok(id)
 }
 
+/// `<ms>-<seq>` as a bulk string (formatted on the stack: XADD replies with one per call).
 fn id_reply(id: StreamId) -> Reply {
-    Reply::Bulk(Bytes::from(id.to_string()))
+    let (mut ms, mut seq) = (itoa::Buffer::new(), itoa::Buffer::new());
+    let (ms, seq) = (ms.format(id.ms).as_bytes(), seq.format(id.seq).as_bytes());
+    let mut text = Vec::with_capacity(ms.len() + 1 + seq.len());
+    text.extend_from_slice(ms);
+    text.push(b'-');
+    text.extend_from_slice(seq);
+    Reply::Bulk(Bytes::from(text))
 }
 
 /// `[id, [f1, v1, ...]]`.

@@ -147,23 +147,18 @@ impl HashValue {
 
     /// Sets `field` to `value` (copying both); true if the field is new.
     pub fn set(&mut self, field: &[u8], value: &[u8], lim: Limits) -> bool {
-        self.set_with(field, value.len(), lim, || Bytes::copy_from_slice(value))
+        self.set_with(field, NewValue::Copy(value), lim)
     }
 
     /// Sets `field` to an owned value (HINCRBY* results); true if the field is new.
     pub fn set_bytes(&mut self, field: &[u8], value: Bytes, lim: Limits) -> bool {
-        self.set_with(field, value.len(), lim, || value)
+        self.set_with(field, NewValue::Owned(value), lim)
     }
 
     /// Redis `hashTypeSet`: a listpack converts before storing a field or value longer than
     /// `max_value`, and after growing past `max_entries`.
-    fn set_with(
-        &mut self,
-        field: &[u8],
-        value_len: usize,
-        lim: Limits,
-        value: impl FnOnce() -> Bytes,
-    ) -> bool {
+    fn set_with(&mut self, field: &[u8], value: NewValue, lim: Limits) -> bool {
+        let value_len = value.len();
         if let Repr::Listpack(_) = self.repr {
             if field.len() > lim.max_value || value_len > lim.max_value {
                 self.convert(0);
@@ -171,9 +166,9 @@ impl HashValue {
         }
         let (added, old_len) = match &mut self.repr {
             Repr::Listpack(v) => match v.iter_mut().find(|(f, _)| f[..] == *field) {
-                Some((_, slot)) => (false, std::mem::replace(slot, value()).len()),
+                Some((_, slot)) => (false, value.store_over(slot)),
                 None => {
-                    v.push((Bytes::copy_from_slice(field), value()));
+                    v.push((Bytes::copy_from_slice(field), value.into_bytes()));
                     (true, 0)
                 }
             },
@@ -283,6 +278,46 @@ impl<'a> Iterator for Iter<'a> {
     }
 }
 
+/// A value being stored: copied from a request, or already owned (HINCRBY* results).
+enum NewValue<'a> {
+    Copy(&'a [u8]),
+    Owned(Bytes),
+}
+
+impl NewValue<'_> {
+    fn len(&self) -> usize {
+        match self {
+            NewValue::Copy(s) => s.len(),
+            NewValue::Owned(b) => b.len(),
+        }
+    }
+
+    fn into_bytes(self) -> Bytes {
+        match self {
+            NewValue::Copy(s) => Bytes::copy_from_slice(s),
+            NewValue::Owned(b) => b,
+        }
+    }
+
+    /// Replaces `slot`'s value; returns the old value's length. A copied value of the old
+    /// one's length overwrites the old buffer when nothing else shares it (an HSET of a
+    /// field of fixed-width values then allocates and frees nothing).
+    fn store_over(self, slot: &mut Bytes) -> usize {
+        let old_len = slot.len();
+        *slot = match self {
+            NewValue::Copy(s) if s.len() == old_len => match std::mem::take(slot).try_into_mut() {
+                Ok(mut buf) => {
+                    buf.copy_from_slice(s);
+                    buf.freeze()
+                }
+                Err(_) => Bytes::copy_from_slice(s),
+            },
+            v => v.into_bytes(),
+        };
+        old_len
+    }
+}
+
 // ---- the hashtable encoding ----
 
 /// One position of the slot vector; `entry` is `None` once deleted (a hole).
@@ -352,17 +387,17 @@ impl Table {
 
     /// Returns (added, length of the replaced value).
     #[inline]
-    fn set(&mut self, field: &[u8], value: impl FnOnce() -> Bytes) -> (bool, usize) {
+    fn set(&mut self, field: &[u8], value: NewValue) -> (bool, usize) {
         match self.locate(field) {
             Ok((_, s)) => {
                 let old = self.slots[s]
                     .entry
                     .as_mut()
-                    .map(|(_, v)| std::mem::replace(v, value()));
-                (false, old.map_or(0, |o| o.len()))
+                    .map(|(_, v)| value.store_over(v));
+                (false, old.unwrap_or(0))
             }
             Err(key) => {
-                self.append(key, Bytes::copy_from_slice(field), value());
+                self.append(key, Bytes::copy_from_slice(field), value.into_bytes());
                 (true, 0)
             }
         }
@@ -616,6 +651,39 @@ mod tests {
         let after: Vec<_> = h.iter().map(|(f, v)| (f.clone(), v.clone())).collect();
         assert_eq!(&after[..4], &before[..]);
         assert_eq!(after[4], (b("f9"), b("x")));
+    }
+
+    #[test]
+    fn overwriting_a_value_never_changes_a_copy_held_elsewhere() {
+        for big in [false, true] {
+            let mut h = HashValue::new();
+            let lim = Limits::DEFAULT;
+            if big {
+                h.convert(0);
+            }
+            assert!(h.set(b"f", b"aaa", lim));
+            // Unshared: overwritten in place, same length.
+            assert!(!h.set(b"f", b"bbb", lim));
+            assert_eq!(h.get(b"f").map(|v| &v[..]), Some(&b"bbb"[..]));
+            // A reply still holding the value keeps what it read.
+            let held = h.get(b"f").cloned().expect("value");
+            assert!(!h.set(b"f", b"ccc", lim));
+            assert_eq!(&held[..], b"bbb");
+            assert_eq!(h.get(b"f").map(|v| &v[..]), Some(&b"ccc"[..]));
+            // Other lengths, empty values and owned values.
+            assert!(!h.set(b"f", b"", lim));
+            assert!(!h.set(b"f", b"", lim));
+            assert!(!h.set_bytes(b"f", Bytes::from_static(b"dddd"), lim));
+            assert!(!h.set(b"f", b"eeee", lim));
+            assert_eq!(h.get(b"f").map(|v| &v[..]), Some(&b"eeee"[..]));
+            // The byte accounting followed every overwrite.
+            let mut fresh = HashValue::new();
+            if big {
+                fresh.convert(0);
+            }
+            fresh.set(b"f", b"eeee", lim);
+            assert_eq!(h.approx_size(), fresh.approx_size());
+        }
     }
 
     #[test]

@@ -186,6 +186,17 @@ impl Stream {
         now_ms: u64,
         limits: NodeLimits,
     ) -> Result<StreamId, AppendError> {
+        self.append_fields(new_id, fields.into(), now_ms, limits)
+    }
+
+    /// [`Stream::append`] of fields the caller already owns (XADD: no second copy).
+    pub fn append_fields(
+        &mut self,
+        new_id: NewId,
+        fields: Fields,
+        now_ms: u64,
+        limits: NodeLimits,
+    ) -> Result<StreamId, AppendError> {
         let last = self.last_id;
         let id = match new_id {
             NewId::Auto => {
@@ -219,41 +230,22 @@ impl Stream {
         if max_bytes == 0 || max_bytes > LISTPACK_MAX_SIZE {
             max_bytes = LISTPACK_MAX_SIZE;
         }
-        let tail_fits = self.nodes.iter().next_back().is_some_and(|(_, n)| {
-            (n.bytes as u64).saturating_add(total) < max_bytes
-                && (limits.max_entries == 0 || n.count + n.deleted < limits.max_entries)
-        });
         let field_names = || fields.iter().step_by(2);
-        let (master, same_fields, before) = if tail_fits {
-            let (master, node) = self.nodes.iter_mut().next_back().expect("tail node");
-            let before = node.bytes;
-            node.bytes = node.bytes + lp::int(node.count as i64 + 1) - lp::int(node.count as i64);
-            node.count += 1;
-            let same = node.master_fields.len() == numfields
-                && node
-                    .master_fields
-                    .iter()
-                    .zip(field_names())
-                    .all(|(a, b)| a == b);
-            (*master, same, before)
-        } else {
-            let master_fields: Box<[Bytes]> = field_names().cloned().collect();
-            let bytes = lp::EMPTY
-                + lp::int(1)
-                + lp::int(0)
-                + lp::int(numfields as i64)
-                + master_fields.iter().map(|f| lp::string(f)).sum::<usize>()
-                + lp::int(0);
-            let node = Node {
-                count: 1,
-                deleted: 0,
-                bytes,
-                master_fields,
-                last: id,
+        // The tail node, if the entry fits it: its master ID and whether the entry has the
+        // master's field names.
+        let tail = self.nodes.last_key_value().and_then(|(master, n)| {
+            let fits = (n.bytes as u64).saturating_add(total) < max_bytes
+                && (limits.max_entries == 0 || n.count + n.deleted < limits.max_entries);
+            let same = || {
+                n.master_fields.len() == numfields
+                    && n.master_fields
+                        .iter()
+                        .zip(field_names())
+                        .all(|(a, b)| a == b)
             };
-            self.nodes.insert(id, node);
-            (id, true, 0)
-        };
+            fits.then(|| (*master, same()))
+        });
+        let (master, same_fields) = tail.unwrap_or((id, true));
         // flags, ms and seq deltas, [numfields + field names], values, lp-count.
         let mut add = lp::int(if same_fields { 2 } else { 0 })
             + lp::int(id.ms.wrapping_sub(master.ms) as i64)
@@ -271,11 +263,35 @@ impl Stream {
             .map(|v| lp::string(v))
             .sum::<usize>();
         add += lp::int(lp_count as i64);
-        let node = self.nodes.get_mut(&master).expect("node exists");
-        node.bytes += add;
-        node.last = id;
-        self.lp_bytes = self.lp_bytes - before + node.bytes;
-        self.entries.insert(id, fields.to_vec().into_boxed_slice());
+        if tail.is_some() {
+            let mut e = self.nodes.last_entry().expect("tail node");
+            let node = e.get_mut();
+            let before = node.bytes;
+            node.bytes =
+                node.bytes + lp::int(node.count as i64 + 1) - lp::int(node.count as i64) + add;
+            node.count += 1;
+            node.last = id;
+            self.lp_bytes = self.lp_bytes - before + node.bytes;
+        } else {
+            let master_fields: Box<[Bytes]> = field_names().cloned().collect();
+            let bytes = lp::EMPTY
+                + lp::int(1)
+                + lp::int(0)
+                + lp::int(numfields as i64)
+                + master_fields.iter().map(|f| lp::string(f)).sum::<usize>()
+                + lp::int(0)
+                + add;
+            let node = Node {
+                count: 1,
+                deleted: 0,
+                bytes,
+                master_fields,
+                last: id,
+            };
+            self.nodes.insert(id, node);
+            self.lp_bytes += bytes;
+        }
+        self.entries.insert(id, fields);
         self.entries_added += 1;
         self.last_id = id;
         if self.entries.len() == 1 {
@@ -358,15 +374,14 @@ impl Stream {
     /// Trims from the head (`streamTrim`); returns the number of entries removed.
     pub fn trim(&mut self, t: Trim) -> u64 {
         let mut deleted: u64 = 0;
-        let mut cursor = self.nodes.keys().next().copied();
-        while let Some(master) = cursor {
+        // Always the head node: every node before it is gone.
+        while let Some((&master, node)) = self.nodes.first_key_value() {
             let len = self.entries.len() as u64;
             if let TrimBy::MaxLen(max) = t.strategy {
                 if len <= max {
                     break;
                 }
             }
-            let node = &self.nodes[&master];
             let entries = node.count;
             if t.limit != 0 && deleted + entries > t.limit {
                 break;
@@ -375,25 +390,24 @@ impl Stream {
                 TrimBy::MaxLen(max) => len - entries >= max,
                 TrimBy::MinId(min) => node.last < min,
             };
-            let next = self
-                .nodes
-                .range((Bound::Excluded(master), Bound::Unbounded))
-                .next()
-                .map(|(k, _)| *k);
             if remove_node {
-                let node = self.nodes.remove(&master).expect("node exists");
+                let (_, node) = self.nodes.pop_first().expect("head node");
                 self.lp_bytes -= node.bytes;
-                let ids = self.node_ids(master, next);
-                for id in &ids {
-                    self.entries.remove(id);
+                // The node's entries are all the entries below the next node's master.
+                match self.nodes.first_key_value().map(|(k, _)| *k) {
+                    Some(next) => {
+                        let rest = self.entries.split_off(&next);
+                        drop(std::mem::replace(&mut self.entries, rest));
+                    }
+                    None => self.entries.clear(),
                 }
                 deleted += entries;
-                cursor = next;
                 continue;
             }
             if t.approx {
                 break;
             }
+            let next = self.nodes.keys().nth(1).copied();
             // Flag entries deleted inside this node until the target is met.
             let ids = self.node_ids(master, next);
             let mut from_node = 0u64;

@@ -106,6 +106,10 @@ impl LexRange {
     }
 }
 
+/// Where [`ZSet::lookup`] found a member (its slot) or would put it (its hash).
+#[derive(Clone, Copy, Debug)]
+pub struct Place(u64);
+
 #[derive(Clone, Debug, Default)]
 pub struct ZSet {
     /// Member → score: Redis's `zset->dict`, with its bucket walk for ZSCAN.
@@ -199,6 +203,33 @@ impl ZSet {
     #[inline]
     pub fn score(&self, member: &[u8]) -> Option<f64> {
         self.map.value(member).copied()
+    }
+
+    /// One member lookup for ZADD's read-then-write: `Ok((place, score))` if present,
+    /// `Err(place)` if not. A place is valid until the set next changes.
+    pub fn lookup(&self, member: &[u8]) -> Result<(Place, f64), Place> {
+        match self.map.lookup(member) {
+            Ok(slot) => {
+                let score = *self.map.value_at(slot);
+                Ok((Place(slot as u64), score))
+            }
+            Err(h) => Err(Place(h)),
+        }
+    }
+
+    /// [`ZSet::insert`] of a member [`ZSet::lookup`] found absent at `place`.
+    pub fn insert_at(&mut self, place: Place, member: Bytes, score: f64) {
+        let score = self.stored(score);
+        self.member_bytes += member.len();
+        self.map.insert_hashed(member.clone(), place.0, score);
+        self.tree.insert(Item { score, member });
+    }
+
+    /// [`ZSet::rescore`] of a member [`ZSet::lookup`] found at `place`, scored `old`.
+    pub fn rescore_at(&mut self, place: Place, member: &[u8], old: f64, new: f64) {
+        let new = self.stored(new);
+        *self.map.value_at_mut(place.0 as usize) = new;
+        self.tree.rescore(old, member, new);
     }
 
     /// Adds a member that is not in the set.

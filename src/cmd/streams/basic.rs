@@ -10,10 +10,10 @@ use crate::cmd::{errors, Cx};
 use crate::instance::notify;
 use crate::protocol::Reply;
 use crate::types::stream::{
-    id, AppendError, IdRules, NewId, ParsedId, Stream, StreamId, Trim, TrimBy,
+    id, AppendError, Fields, IdRules, NewId, ParsedId, Stream, StreamId, Trim, TrimBy,
 };
 use crate::types::value::Value;
-use bytes::{Bytes, BytesMut};
+use bytes::BytesMut;
 
 /// Parsed XADD/XTRIM options (`streamParseAddOrTrimArgsOrReply`).
 struct AddTrim {
@@ -140,22 +140,6 @@ fn xadd_inner(cx: &mut Cx) -> Result<Reply, Reply> {
     let ev = cx.events();
     // A stream created here is stored whole at the end of the command.
     let journaling = cx.ks.journaling();
-    let mut created = false;
-    if lookup_write(cx, key)?.is_none() {
-        if opts.nomkstream {
-            return Ok(Reply::Nil);
-        }
-        created = true;
-        cx.ks.set(key, Value::Stream(Box::default()), None);
-        // Redis's dbAdd publishes `new` at once, even if the append then fails.
-        if let Some(ev) = ev {
-            ev.created(true, key);
-        }
-    }
-    let s = lookup_write(cx, key)?.expect("stream exists");
-    if s.last_id == StreamId::MAX {
-        return Err(errors::err(errors::STREAM_EXHAUSTED));
-    }
     // One buffer for the whole entry; fields and values are slices of it.
     let total: usize = args[field_pos..].iter().map(|a| a.len()).sum();
     let mut buf = BytesMut::with_capacity(total);
@@ -164,7 +148,7 @@ fn xadd_inner(cx: &mut Cx) -> Result<Reply, Reply> {
     }
     let buf = buf.freeze();
     let mut at = 0;
-    let fields: Vec<Bytes> = args[field_pos..]
+    let fields: Fields = args[field_pos..]
         .iter()
         .map(|a| {
             at += a.len();
@@ -172,21 +156,44 @@ fn xadd_inner(cx: &mut Cx) -> Result<Reply, Reply> {
         })
         .collect();
     let new_id = opts.id.map_or(NewId::Auto, NewId::Explicit);
-    let id = match s.append(new_id, &fields, now, lim) {
-        Ok(id) => id,
-        Err(AppendError::NotGreater) => return Err(errors::err(errors::XADD_ID_SMALL)),
-        Err(AppendError::TooLarge) => return Err(errors::err(errors::STREAM_TOO_LARGE)),
-    };
-    let mut ids = Vec::new();
-    let trimmed = match opts.trim {
-        None => 0,
-        Some(t) if journaling && !created => {
-            ids = trim_candidates(cx, key, Some(t));
-            lookup_write(cx, key)?.map_or(0, |s| s.trim(t))
+    // The append, and the trim unless the journal must first learn which IDs it drops.
+    let add = |s: &mut Stream, trim_here: bool| -> Result<(StreamId, u64), Reply> {
+        if s.last_id == StreamId::MAX {
+            return Err(errors::err(errors::STREAM_EXHAUSTED));
         }
-        Some(t) => s.trim(t),
+        let id = match s.append_fields(new_id, fields, now, lim) {
+            Ok(id) => id,
+            Err(AppendError::NotGreater) => return Err(errors::err(errors::XADD_ID_SMALL)),
+            Err(AppendError::TooLarge) => return Err(errors::err(errors::STREAM_TOO_LARGE)),
+        };
+        let trimmed = match opts.trim {
+            Some(t) if trim_here => s.trim(t),
+            _ => 0,
+        };
+        Ok((id, trimmed))
+    };
+    // One lookup for an existing stream (the common case).
+    let (created, (id, mut trimmed)) = match lookup_write(cx, key)? {
+        Some(s) => (false, add(s, !journaling)?),
+        None => {
+            if opts.nomkstream {
+                return Ok(Reply::Nil);
+            }
+            cx.ks.set(key, Value::Stream(Box::default()), None);
+            // Redis's dbAdd publishes `new` at once, even if the append then fails.
+            if let Some(ev) = ev {
+                ev.created(true, key);
+            }
+            let s = lookup_write(cx, key)?.expect("stream exists");
+            (true, add(s, true)?)
+        }
     };
     if journaling && !created {
+        let mut ids = Vec::new();
+        if let Some(t) = opts.trim {
+            ids = trim_candidates(cx, key, Some(t));
+            trimmed = lookup_write(cx, key)?.map_or(0, |s| s.trim(t));
+        }
         ids.truncate(trimmed as usize);
         ids.push(id);
         journal(cx, key, &[Touched::Entries(&ids), Touched::Meta]);

@@ -197,9 +197,9 @@ fn apply(
     let mut out = Added::default();
     for (j, &score) in scores.iter().enumerate() {
         let member = &pairs[2 * j + 1][..];
-        match z.score(member) {
-            Some(_) if has(NX) => {}
-            Some(cur) => {
+        match z.lookup(member) {
+            Ok(_) if has(NX) => {}
+            Ok((place, cur)) => {
                 let mut s = score;
                 if has(INCR) {
                     s += cur;
@@ -213,7 +213,7 @@ fn apply(
                 out.processed += 1;
                 out.score = s;
                 if s != cur {
-                    z.rescore(member, cur, s);
+                    z.rescore_at(place, member, cur, s);
                     out.updated += 1;
                     if let Some(r) = rec.as_deref_mut() {
                         let stored = z.score(member).unwrap_or(s);
@@ -221,8 +221,8 @@ fn apply(
                     }
                 }
             }
-            None if has(XX) => {}
-            None => {
+            Err(_) if has(XX) => {}
+            Err(place) => {
                 if !z.is_skiplist() {
                     let l = *lim.get_or_insert_with(|| limits(srv));
                     if z.len() + 1 > l.entries || member.len() > l.value {
@@ -232,11 +232,11 @@ fn apply(
                 let m = Bytes::copy_from_slice(member);
                 match rec.as_deref_mut() {
                     Some(r) => {
-                        z.insert(m.clone(), score);
+                        z.insert_at(place, m.clone(), score);
                         // What it kept (a listpack stores -0 as 0).
                         r.push((m, z.score(member).unwrap_or(score)));
                     }
-                    None => z.insert(m, score),
+                    None => z.insert_at(place, m, score),
                 }
                 out.added += 1;
                 out.processed += 1;

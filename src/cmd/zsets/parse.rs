@@ -13,6 +13,9 @@ use bytes::Bytes;
 /// Redis `string2d`: the whole argument is one number, no leading space, no overflow or
 /// underflow to zero, not NaN.
 pub fn string2d(arg: &[u8]) -> Option<f64> {
+    if let Some(v) = plain_integer(arg) {
+        return Some(v);
+    }
     if arg.is_empty() || is_c_space(arg[0]) {
         return None;
     }
@@ -21,6 +24,23 @@ pub fn string2d(arg: &[u8]) -> Option<f64> {
         return None;
     }
     Some(r.value).filter(|v| !v.is_nan())
+}
+
+/// The common score: an optionally signed run of at most 15 decimal digits (leading zeros
+/// allowed, as redis-benchmark sends them), which strtod reads exactly (10^15 < 2^53), so
+/// the value is what strtod would return, `-0` giving -0.0 included.
+fn plain_integer(arg: &[u8]) -> Option<f64> {
+    let digits = match arg.first()? {
+        b'-' | b'+' => &arg[1..],
+        _ => arg,
+    };
+    if digits.is_empty() || digits.len() > 15 || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let v = digits
+        .iter()
+        .fold(0u64, |v, &d| v * 10 + u64::from(d - b'0')) as f64;
+    Some(if arg[0] == b'-' { -v } else { v })
 }
 
 /// A score argument (`getDoubleFromObjectOrReply`).
@@ -98,6 +118,38 @@ pub fn long_at_least_one(arg: &[u8], msg: &'static str) -> Result<i64, Reply> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn integer_fast_path_is_strtod() {
+        for arg in [
+            &b"0"[..],
+            b"-0",
+            b"+0",
+            b"-000",
+            b"000000012345",
+            b"-42",
+            b"+42",
+            b"999999999999999",
+            b"-999999999999999",
+        ] {
+            let fast = plain_integer(arg).expect("plain integer");
+            let slow = strtod(arg);
+            assert_eq!(slow.used, arg.len());
+            assert_eq!(fast.to_bits(), slow.value.to_bits(), "{arg:?}");
+            assert_eq!(string2d(arg).map(f64::to_bits), Some(slow.value.to_bits()));
+        }
+        for other in [
+            &b"-"[..],
+            b"+",
+            b"1000000000000000",
+            b"1.0",
+            b"1e3",
+            b"0x1",
+            b" 1",
+        ] {
+            assert_eq!(plain_integer(other), None, "{other:?}");
+        }
+    }
 
     #[test]
     fn string2d_like_redis() {

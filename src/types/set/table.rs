@@ -140,6 +140,28 @@ impl<V> Table<V> {
         self.find(m, hash(m)).map(|i| &mut self.slots[i].value)
     }
 
+    /// One lookup for a read-then-write: `Ok(slot)` of a present member, or `Err(hash)` to
+    /// pass to [`Table::insert_hashed`] (valid until the table next changes).
+    pub fn lookup(&self, m: &[u8]) -> Result<usize, u64> {
+        let h = hash(m);
+        self.find(m, h).ok_or(h)
+    }
+
+    /// The value in slot `i` (from [`Table::lookup`]).
+    pub fn value_at(&self, i: usize) -> &V {
+        &self.slots[i].value
+    }
+
+    pub fn value_at_mut(&mut self, i: usize) -> &mut V {
+        &mut self.slots[i].value
+    }
+
+    /// Adds a member that [`Table::lookup`] found absent, with the hash it returned.
+    pub fn insert_hashed(&mut self, m: Bytes, h: u64, value: V) {
+        debug_assert!(h == hash(&m) && self.find(&m, h).is_none());
+        self.push(m, h, value);
+    }
+
     /// Adds a member known to be absent, with its value.
     pub fn insert_new_with(&mut self, m: Bytes, value: V) {
         let h = hash(&m);
