@@ -17,7 +17,7 @@
 //! the store failed: write commands are refused with `-MISCONF` until an append succeeds
 //! again; reads go on. A failed checkpoint is retried; its batches stay queued (and logged).
 
-use super::coalesce::{coalesce, coalesced_in_key_order};
+use super::coalesce::Coalescer;
 use super::wal::Wal;
 use super::{PersistError, Store};
 use crate::config::ConfigStore;
@@ -148,6 +148,10 @@ pub struct Persistence {
     jobs: Mutex<Vec<Job>>,
     handoff: Mutex<Handoff>,
     handoff_cv: Condvar,
+    /// Batch vectors the checkpointer emptied, for the committer to hand over again (a
+    /// fresh vector per commit, freed on the other thread, kept the allocator faulting in
+    /// and zeroing fresh pages).
+    spare: Mutex<Vec<Vec<Change>>>,
     /// The last log record the store holds (set by the checkpointer).
     applied: AtomicU64,
     checkpoint_failing: AtomicBool,
@@ -182,6 +186,7 @@ impl Persistence {
             jobs: Mutex::new(Vec::new()),
             handoff: Mutex::new(Handoff::default()),
             handoff_cv: Condvar::new(),
+            spare: Mutex::new(Vec::new()),
             applied: AtomicU64::new(0),
             checkpoint_failing: AtomicBool::new(false),
         });
@@ -300,6 +305,7 @@ impl Persistence {
         let mut checkpointed = 0u64;
         let mut last_n = 0usize;
         let mut last_fsync = Duration::ZERO;
+        let mut coalescer = Coalescer::default();
         loop {
             let stopping = self.stop.load(Ordering::Acquire);
             let mode = self.mode();
@@ -358,7 +364,8 @@ impl Persistence {
             let appended = if injected {
                 Err(PersistError::Injected)
             } else if n > 0 {
-                coalesce(&mut batch);
+                coalescer.coalesce(&mut batch);
+                coalescer.shrink(KEEP_BATCH);
                 wal.append(&batch).map(Some)
             } else {
                 Ok(None)
@@ -390,7 +397,7 @@ impl Persistence {
                             .fetch_add(batch.len() as u64, Ordering::Relaxed);
                         // Handed over at its (coalesced) size: the big buffer stays here and
                         // cycles with the journal's, so neither regrows every commit.
-                        let mut full = Vec::with_capacity(batch.len());
+                        let mut full = self.spare.lock().pop().unwrap_or_default();
                         full.append(&mut batch);
                         if batch.capacity() > KEEP_BATCH {
                             batch = Vec::new();
@@ -436,6 +443,7 @@ impl Persistence {
 
     fn checkpoint_loop(&self, store: &Store) {
         let mut last = Instant::now();
+        let mut coalescer = Coalescer::default();
         loop {
             let (batches, last_rec, force, stop) = {
                 let mut h = self.handoff.lock();
@@ -472,7 +480,8 @@ impl Persistence {
             let count: usize = batches.iter().map(|(_, b)| b.len()).sum();
             if count > 0 || last_rec > self.applied.load(Ordering::Acquire) {
                 let (recs, changes): (Vec<u64>, Vec<Vec<Change>>) = batches.into_iter().unzip();
-                let applied = store.apply_logged(coalesced_in_key_order(&changes), last_rec);
+                let applied = store.apply_logged(coalescer.in_key_order(&changes), last_rec);
+                coalescer.shrink(4 * KEEP_BATCH);
                 match applied {
                     Ok(()) => {
                         last = Instant::now();
@@ -486,6 +495,7 @@ impl Persistence {
                             .store(store.rows_written(), Ordering::Relaxed);
                         // Connections held back by the backlog look again.
                         self.journal.wake_waiters();
+                        self.recycle(changes);
                         if self.checkpoint_failing.swap(false, Ordering::AcqRel) {
                             self.recovered();
                         }
@@ -529,6 +539,21 @@ impl Persistence {
                 return;
             }
         }
+    }
+
+    /// Empties applied batch vectors and keeps some (up to [`KEEP_BATCH`] changes of
+    /// capacity in all) for the committer's next hand-overs.
+    fn recycle(&self, batches: Vec<Vec<Change>>) {
+        let mut room = KEEP_BATCH.saturating_sub(self.spare.lock().iter().map(Vec::capacity).sum());
+        let mut keep = Vec::new();
+        for mut b in batches {
+            if b.capacity() <= room {
+                room -= b.capacity();
+                b.clear();
+                keep.push(b);
+            }
+        }
+        self.spare.lock().append(&mut keep);
     }
 
     fn recovered(&self) {
