@@ -298,4 +298,53 @@ mod tests {
         assert!(j.wait_durable(4, Duration::ZERO));
         assert!(!j.wait_durable(5, Duration::from_millis(1)));
     }
+
+    struct Count(std::sync::atomic::AtomicUsize);
+
+    impl std::task::Wake for Count {
+        fn wake(self: std::sync::Arc<Self>) {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Polls `f` once with a waker that counts its wake-ups.
+    fn poll_counted(f: &mut DurableWait<'_>) -> (bool, std::sync::Arc<Count>) {
+        let count = std::sync::Arc::new(Count(Default::default()));
+        (poll_with(f, &count), count)
+    }
+
+    fn poll_with(f: &mut DurableWait<'_>, count: &std::sync::Arc<Count>) -> bool {
+        let waker = Waker::from(count.clone());
+        Pin::new(f)
+            .poll(&mut Context::from_waker(&waker))
+            .is_ready()
+    }
+
+    #[test]
+    fn a_commit_wakes_only_the_waiters_it_made_durable() {
+        let j = Journal::new();
+        j.append([del("a"), del("b"), del("c")].into_iter());
+        let (mut w1, mut w3) = (j.durable(1), j.durable(3));
+        let (r1, c1) = poll_counted(&mut w1);
+        let (r3, c3) = poll_counted(&mut w3);
+        assert!(!r1 && !r3);
+        j.committed(2, false); // not durable: nobody wakes
+        assert_eq!(c1.0.load(Ordering::Relaxed), 0);
+        j.committed(2, true);
+        assert_eq!(c1.0.load(Ordering::Relaxed), 1);
+        assert_eq!(c3.0.load(Ordering::Relaxed), 0, "3 is not durable yet");
+        assert!(poll_counted(&mut w1).0);
+        // A spurious poll does not register twice; a general wake-up reaches everyone.
+        assert!(!poll_with(&mut w3, &c3));
+        assert_eq!(j.durable_waiters.lock().len(), 1);
+        j.wake_waiters();
+        assert_eq!(c3.0.load(Ordering::Relaxed), 1);
+        assert!(poll_counted(&mut w3).0, "woken by wake_waiters: the caller re-checks");
+        // Created after the wake-up and before the commit: waits for the commit.
+        let mut w3 = j.durable(3);
+        assert!(!poll_counted(&mut w3).0);
+        j.committed(3, true);
+        assert!(poll_counted(&mut w3).0);
+        assert!(j.durable_waiters.lock().is_empty());
+    }
 }

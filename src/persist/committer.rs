@@ -17,7 +17,7 @@
 //! the store failed: write commands are refused with `-MISCONF` until an append succeeds
 //! again; reads go on. A failed checkpoint is retried; its batches stay queued (and logged).
 
-use super::coalesce::Coalescer;
+use super::coalesce::{coalesce, coalesced_in_key_order};
 use super::wal::Wal;
 use super::{PersistError, Store};
 use crate::config::ConfigStore;
@@ -305,7 +305,6 @@ impl Persistence {
         let mut checkpointed = 0u64;
         let mut last_n = 0usize;
         let mut last_fsync = Duration::ZERO;
-        let mut coalescer = Coalescer::default();
         loop {
             let stopping = self.stop.load(Ordering::Acquire);
             let mode = self.mode();
@@ -364,8 +363,7 @@ impl Persistence {
             let appended = if injected {
                 Err(PersistError::Injected)
             } else if n > 0 {
-                coalescer.coalesce(&mut batch);
-                coalescer.shrink(KEEP_BATCH);
+                coalesce(&mut batch);
                 wal.append(&batch).map(Some)
             } else {
                 Ok(None)
@@ -443,7 +441,6 @@ impl Persistence {
 
     fn checkpoint_loop(&self, store: &Store) {
         let mut last = Instant::now();
-        let mut coalescer = Coalescer::default();
         loop {
             let (batches, last_rec, force, stop) = {
                 let mut h = self.handoff.lock();
@@ -480,8 +477,7 @@ impl Persistence {
             let count: usize = batches.iter().map(|(_, b)| b.len()).sum();
             if count > 0 || last_rec > self.applied.load(Ordering::Acquire) {
                 let (recs, changes): (Vec<u64>, Vec<Vec<Change>>) = batches.into_iter().unzip();
-                let applied = store.apply_logged(coalescer.in_key_order(&changes), last_rec);
-                coalescer.shrink(4 * KEEP_BATCH);
+                let applied = store.apply_logged(coalesced_in_key_order(&changes), last_rec);
                 match applied {
                     Ok(()) => {
                         last = Instant::now();
