@@ -341,7 +341,18 @@ fn build_config(a: ServeArgs) -> Result<Config, String> {
     Ok(cfg)
 }
 
+/// Transparent huge pages off for this process, as Redis does (`disable-thp yes`): mimalloc
+/// madvises its arenas for huge pages, and each purge and re-fault of a freed range then has
+/// the kernel zero a whole 2 MiB page. Measured (`--engine redb --appendfsync always`, SET
+/// P16, perf): `clear_page_erms` 13-28% of server CPU; with THP off (MIMALLOC_ALLOW_THP=0)
+/// CPU per request fell ~25%.
+fn disable_thp() {
+    #[cfg(target_os = "linux")]
+    let _ = unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0) }; // SAFETY: prctl with integer arguments only reads its flag; no memory of ours is passed
+}
+
 fn main() {
+    disable_thp();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("RESPITE_LOG")

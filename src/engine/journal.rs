@@ -6,7 +6,10 @@
 
 use super::change::Change;
 use parking_lot::{Condvar, Mutex};
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 #[derive(Default)]
@@ -17,11 +20,18 @@ pub struct Journal {
     /// Sequence number of the last change made durable-or-committed (see `Committed`).
     committed: AtomicU64,
     durable: AtomicU64,
-    /// Signalled after every commit (writers under `appendfsync always` wait on it).
+    /// Signalled after every commit (blocking waiters: SAVE, tests).
     commit_lock: Mutex<()>,
     commit_done: Condvar,
-    /// The same, for async waiters (connections under `appendfsync always`).
+    /// Signalled by [`Journal::wake_waiters`] (a checkpoint, a failure, a policy change):
+    /// async waiters for conditions other than durability (the checkpoint backlog).
     pub commit_notify: tokio::sync::Notify,
+    /// Connections under `appendfsync always` waiting for their writes to be durable:
+    /// (sequence number, waker). A commit wakes exactly those it made durable, not every
+    /// waiter (the others would only wake to wait again).
+    durable_waiters: Mutex<Vec<(u64, Waker)>>,
+    /// Bumped by [`Journal::wake_waiters`]: a [`DurableWait`] created before it resolves.
+    wake_gen: AtomicU64,
 }
 
 #[derive(Default)]
@@ -31,6 +41,9 @@ struct Pending {
     seq: u64,
     /// `poke` was called since the committer last took: do not wait.
     poked: bool,
+    /// The committer waits for this many pending changes (`gather`); appends below it do
+    /// not wake it. 0 = not gathering: any append wakes it (from `take`).
+    want: usize,
 }
 
 impl Journal {
@@ -44,8 +57,13 @@ impl Journal {
         p.seq += changes.len() as u64;
         p.changes.extend(changes);
         let seq = p.seq;
+        // While the committer gathers, only the append that completes its batch wakes it
+        // (a wake-up per command would cost a futex call and a context switch each).
+        let wake = p.changes.len() >= p.want;
         drop(p);
-        self.appended.notify_one();
+        if wake {
+            self.appended.notify_one();
+        }
         seq
     }
 
@@ -79,11 +97,13 @@ impl Journal {
     pub fn gather(&self, n: usize, timeout: Duration) {
         let deadline = std::time::Instant::now() + timeout;
         let mut p = self.pending.lock();
+        p.want = n;
         while p.changes.len() < n && !p.poked {
             if self.appended.wait_until(&mut p, deadline).timed_out() {
-                return;
+                break;
             }
         }
+        p.want = 0;
     }
 
     /// Puts back changes whose commit failed, ahead of anything appended since.
@@ -104,16 +124,53 @@ impl Journal {
         if durable {
             self.durable.store(seq, Ordering::Release);
         }
+        if durable {
+            self.wake_durable(|s| s <= seq);
+        }
+        let _g = self.commit_lock.lock();
+        self.commit_done.notify_all();
+    }
+
+    /// Wakes everyone waiting for a commit (`wait_for` conditions that changed elsewhere):
+    /// blocking waiters, `commit_notify` and every [`DurableWait`].
+    pub fn wake_waiters(&self) {
+        self.wake_gen.fetch_add(1, Ordering::AcqRel);
+        self.wake_durable(|_| true);
         let _g = self.commit_lock.lock();
         self.commit_done.notify_all();
         self.commit_notify.notify_waiters();
     }
 
-    /// Wakes everyone waiting for a commit (`wait_for` conditions that changed elsewhere).
-    pub fn wake_waiters(&self) {
-        let _g = self.commit_lock.lock();
-        self.commit_done.notify_all();
-        self.commit_notify.notify_waiters();
+    /// Wakes (and forgets) the durability waiters whose sequence number passes `done`.
+    fn wake_durable(&self, done: impl Fn(u64) -> bool) {
+        let mut ready: smallvec::SmallVec<[Waker; 16]> = smallvec::SmallVec::new();
+        {
+            let mut w = self.durable_waiters.lock();
+            let mut i = 0;
+            while i < w.len() {
+                if done(w[i].0) {
+                    ready.push(w.swap_remove(i).1);
+                } else {
+                    i += 1;
+                }
+            }
+        }
+        // Outside the lock: a woken task polled at once on another thread registers again.
+        for waker in ready {
+            waker.wake();
+        }
+    }
+
+    /// A future that resolves once everything up to `seq` is durable, or at the next
+    /// [`Journal::wake_waiters`] after it was created (the caller re-checks what changed:
+    /// a failure, the policy). Create it before checking those conditions, then await it.
+    pub fn durable(&self, seq: u64) -> DurableWait<'_> {
+        DurableWait {
+            journal: self,
+            seq,
+            gen: self.wake_gen.load(Ordering::Acquire),
+            registered: false,
+        }
     }
 
     pub fn durable_seq(&self) -> u64 {
@@ -157,6 +214,55 @@ impl Journal {
     }
 }
 
+/// See [`Journal::durable`].
+pub struct DurableWait<'a> {
+    journal: &'a Journal,
+    seq: u64,
+    gen: u64,
+    registered: bool,
+}
+
+impl DurableWait<'_> {
+    fn done(&self) -> bool {
+        self.journal.durable_seq() >= self.seq
+            || self.journal.wake_gen.load(Ordering::Acquire) != self.gen
+    }
+}
+
+impl Future for DurableWait<'_> {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.done() {
+            return Poll::Ready(());
+        }
+        let j = self.journal;
+        let mut w = j.durable_waiters.lock();
+        // Checked again under the lock: the committer publishes the durable sequence number
+        // (and `wake_waiters` its generation) before it takes the lock to wake waiters, so
+        // either this sees it or that wake-up sees this waiter.
+        if self.done() {
+            return Poll::Ready(());
+        }
+        let seq = self.seq;
+        // Polled again without being woken (a spurious poll): refresh, do not duplicate.
+        let known = self.registered
+            && w.iter_mut().any(|(s, wk)| {
+                let same = wk.will_wake(cx.waker());
+                if same {
+                    *s = seq;
+                }
+                same
+            });
+        if !known {
+            w.push((seq, cx.waker().clone()));
+        }
+        drop(w);
+        self.registered = true;
+        Poll::Pending
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -191,5 +297,54 @@ mod tests {
         j.committed(4, true);
         assert!(j.wait_durable(4, Duration::ZERO));
         assert!(!j.wait_durable(5, Duration::from_millis(1)));
+    }
+
+    struct Count(std::sync::atomic::AtomicUsize);
+
+    impl std::task::Wake for Count {
+        fn wake(self: std::sync::Arc<Self>) {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Polls `f` once with a waker that counts its wake-ups.
+    fn poll_counted(f: &mut DurableWait<'_>) -> (bool, std::sync::Arc<Count>) {
+        let count = std::sync::Arc::new(Count(Default::default()));
+        (poll_with(f, &count), count)
+    }
+
+    fn poll_with(f: &mut DurableWait<'_>, count: &std::sync::Arc<Count>) -> bool {
+        let waker = Waker::from(count.clone());
+        Pin::new(f)
+            .poll(&mut Context::from_waker(&waker))
+            .is_ready()
+    }
+
+    #[test]
+    fn a_commit_wakes_only_the_waiters_it_made_durable() {
+        let j = Journal::new();
+        j.append([del("a"), del("b"), del("c")].into_iter());
+        let (mut w1, mut w3) = (j.durable(1), j.durable(3));
+        let (r1, c1) = poll_counted(&mut w1);
+        let (r3, c3) = poll_counted(&mut w3);
+        assert!(!r1 && !r3);
+        j.committed(2, false); // not durable: nobody wakes
+        assert_eq!(c1.0.load(Ordering::Relaxed), 0);
+        j.committed(2, true);
+        assert_eq!(c1.0.load(Ordering::Relaxed), 1);
+        assert_eq!(c3.0.load(Ordering::Relaxed), 0, "3 is not durable yet");
+        assert!(poll_counted(&mut w1).0);
+        // A spurious poll does not register twice; a general wake-up reaches everyone.
+        assert!(!poll_with(&mut w3, &c3));
+        assert_eq!(j.durable_waiters.lock().len(), 1);
+        j.wake_waiters();
+        assert_eq!(c3.0.load(Ordering::Relaxed), 1);
+        assert!(poll_counted(&mut w3).0, "woken by wake_waiters: the caller re-checks");
+        // Created after the wake-up and before the commit: waits for the commit.
+        let mut w3 = j.durable(3);
+        assert!(!poll_counted(&mut w3).0);
+        j.committed(3, true);
+        assert!(poll_counted(&mut w3).0);
+        assert!(j.durable_waiters.lock().is_empty());
     }
 }

@@ -138,7 +138,9 @@ fn encode_one(w: &mut W, c: &Change) {
         } => {
             w.key(code::STR_SET, *db, key);
             w.opt(*expire_at);
-            w.bytes(&super::store::str_header(value));
+            // As `w.bytes(&str_header(value))`, without the intermediate vector.
+            w.uv(super::store::str_header_len(value) as u64);
+            super::store::str_header_into(value, w.0);
         }
         HashPut { db, key, pairs } => {
             w.key(code::HASH_PUT, *db, key);

@@ -148,6 +148,10 @@ pub struct Persistence {
     jobs: Mutex<Vec<Job>>,
     handoff: Mutex<Handoff>,
     handoff_cv: Condvar,
+    /// Batch vectors the checkpointer emptied, for the committer to hand over again (a
+    /// fresh vector per commit, freed on the other thread, kept the allocator faulting in
+    /// and zeroing fresh pages).
+    spare: Mutex<Vec<Vec<Change>>>,
     /// The last log record the store holds (set by the checkpointer).
     applied: AtomicU64,
     checkpoint_failing: AtomicBool,
@@ -182,6 +186,7 @@ impl Persistence {
             jobs: Mutex::new(Vec::new()),
             handoff: Mutex::new(Handoff::default()),
             handoff_cv: Condvar::new(),
+            spare: Mutex::new(Vec::new()),
             applied: AtomicU64::new(0),
             checkpoint_failing: AtomicBool::new(false),
         });
@@ -390,7 +395,7 @@ impl Persistence {
                             .fetch_add(batch.len() as u64, Ordering::Relaxed);
                         // Handed over at its (coalesced) size: the big buffer stays here and
                         // cycles with the journal's, so neither regrows every commit.
-                        let mut full = Vec::with_capacity(batch.len());
+                        let mut full = self.spare.lock().pop().unwrap_or_default();
                         full.append(&mut batch);
                         if batch.capacity() > KEEP_BATCH {
                             batch = Vec::new();
@@ -486,6 +491,7 @@ impl Persistence {
                             .store(store.rows_written(), Ordering::Relaxed);
                         // Connections held back by the backlog look again.
                         self.journal.wake_waiters();
+                        self.recycle(changes);
                         if self.checkpoint_failing.swap(false, Ordering::AcqRel) {
                             self.recovered();
                         }
@@ -529,6 +535,21 @@ impl Persistence {
                 return;
             }
         }
+    }
+
+    /// Empties applied batch vectors and keeps some (up to [`KEEP_BATCH`] changes of
+    /// capacity in all) for the committer's next hand-overs.
+    fn recycle(&self, batches: Vec<Vec<Change>>) {
+        let mut room = KEEP_BATCH.saturating_sub(self.spare.lock().iter().map(Vec::capacity).sum());
+        let mut keep = Vec::new();
+        for mut b in batches {
+            if b.capacity() <= room {
+                room -= b.capacity();
+                b.clear();
+                keep.push(b);
+            }
+        }
+        self.spare.lock().append(&mut keep);
     }
 
     fn recovered(&self) {

@@ -95,10 +95,15 @@ pub const STREAM_HEADER: usize = 56;
 /// A key row: tag, expiry and per-type header.
 pub fn key_row(tag: u8, expire_at: Option<u64>, header: &[u8]) -> Vec<u8> {
     let mut v = Vec::with_capacity(KEY_FIXED + header.len());
-    v.push(tag);
-    v.extend_from_slice(&expire_at.unwrap_or(0).to_be_bytes());
+    key_row_start(tag, expire_at, &mut v);
     v.extend_from_slice(header);
     v
+}
+
+/// The fixed part of a key row (the header is appended after it), into `out`.
+pub fn key_row_start(tag: u8, expire_at: Option<u64>, out: &mut Vec<u8>) {
+    out.push(tag);
+    out.extend_from_slice(&expire_at.unwrap_or(0).to_be_bytes());
 }
 
 /// Splits a key row into (tag, expiry, header); `None` if too short.

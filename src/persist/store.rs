@@ -228,6 +228,8 @@ struct Tx<'t> {
     ns: NsMap,
     /// Single rows written or deleted so far.
     rows: u64,
+    /// A row being built (reused: a checkpoint writes ~10^5 string rows).
+    scratch: Vec<u8>,
 }
 
 fn after(key: &[u8]) -> Vec<u8> {
@@ -245,6 +247,7 @@ impl<'t> Tx<'t> {
             elems: txn.open_table(ELEMS)?,
             ns,
             rows: 0,
+            scratch: Vec::new(),
         })
     }
 
@@ -377,7 +380,10 @@ impl<'t> Tx<'t> {
                 // One tree walk: the insert hands back the old row, whose tag says whether a
                 // collection's elements must go.
                 self.rows += 1;
-                let row = l::key_row(tag::STRING, *expire_at, &str_header(value));
+                let row = &mut self.scratch;
+                row.clear();
+                l::key_row_start(tag::STRING, *expire_at, row);
+                str_header_into(value, row);
                 let old = self
                     .keys
                     .insert((ns, key.as_ref()), row.as_slice())?
@@ -764,22 +770,36 @@ pub(super) fn value_rows(v: &Value, mut elem: impl FnMut(&[u8], &[u8])) -> (u8, 
 }
 
 pub(super) fn str_header(s: &StrVal) -> Vec<u8> {
+    let mut v = Vec::new();
+    str_header_into(s, &mut v);
+    v
+}
+
+/// Appends a string's stored header (encoding byte, then its bytes) to `out`, without the
+/// intermediate vector of [`str_header`] (the per-SET paths: log encoding, checkpoint row).
+pub(super) fn str_header_into(s: &StrVal, out: &mut Vec<u8>) {
     match s {
         StrVal::Int(i) => {
-            let mut v = vec![l::str_enc::INT];
-            v.extend_from_slice(itoa::Buffer::new().format(*i).as_bytes());
-            v
+            out.push(l::str_enc::INT);
+            out.extend_from_slice(itoa::Buffer::new().format(*i).as_bytes());
         }
         StrVal::Bytes { data, raw } => {
-            let mut v = Vec::with_capacity(1 + data.len());
-            v.push(if *raw {
+            out.reserve(1 + data.len());
+            out.push(if *raw {
                 l::str_enc::RAW
             } else {
                 l::str_enc::EMBSTR
             });
-            v.extend_from_slice(data);
-            v
+            out.extend_from_slice(data);
         }
+    }
+}
+
+/// The length [`str_header_into`] appends.
+pub(super) fn str_header_len(s: &StrVal) -> usize {
+    match s {
+        StrVal::Int(i) => 1 + itoa::Buffer::new().format(*i).len(),
+        StrVal::Bytes { data, .. } => 1 + data.len(),
     }
 }
 

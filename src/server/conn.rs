@@ -187,19 +187,18 @@ async fn wait_durable(srv: &Shared) -> std::io::Result<()> {
     }
     let j = &p.journal;
     let target = j.appended_seq();
-    // No timer: the committer wakes waiters after every commit, on a failure and when the
-    // policy changes.
+    // No timer: the commit that makes `target` durable wakes this connection (and only
+    // those it made durable); a failure or a policy change wakes every waiter.
     loop {
-        let notified = j.commit_notify.notified();
-        tokio::pin!(notified);
-        notified.as_mut().enable();
+        // Created before the checks, so a failure or policy change between them wakes it.
+        let durable = j.durable(target);
         if j.durable_seq() >= target || p.mode() != Fsync::Always {
             return Ok(());
         }
         if let Some(e) = p.failure() {
             return Err(std::io::Error::other(format!("write not persisted: {e}")));
         }
-        notified.await;
+        durable.await;
     }
 }
 
