@@ -13,6 +13,7 @@
 # Usage: scripts/callgrind.sh                (builds release first; ~1-3 minutes)
 # Environment (defaults in brackets):
 #   REQUESTS [100000]  PIPELINE [16]  CLIENTS [50]  DATASIZE [100]  TESTS ["set get incr"]
+#                      also evalsha_incr and publish (one subscriber), as in scripts/bench.sh
 #   KEYSPACE []        if set, -r KEYSPACE (random keys); unset = one key
 #   THREADS [1]        respite --threads (1 keeps the count free of cross-thread wake-ups;
 #                      valgrind runs threads one at a time anyway)
@@ -116,10 +117,32 @@ for server in $SERVERS; do
     for test in $TESTS; do
         extra=()
         [[ -n $KEYSPACE ]] && extra=(-r "$KEYSPACE")
+        # Tests that are not redis-benchmark -t names (same loads as scripts/bench.sh).
+        sub=""
+        case $test in
+        evalsha_incr)
+            sha=$(redis-cli -h $HOST -p "$port" SCRIPT LOAD "return redis.call('INCR', KEYS[1])")
+            what=(EVALSHA "$sha" 1 bench:counter)
+            ;;
+        publish)
+            python3 -c '
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.sendall(b"*2\r\n$9\r\nSUBSCRIBE\r\n$10\r\nbench:chan\r\n")
+while s.recv(1 << 20):
+    pass
+' "$port" &
+            sub=$!
+            sleep 0.5
+            what=(PUBLISH bench:chan hello-subscriber)
+            ;;
+        *) what=(-t "$test") ;;
+        esac
         callgrind_control --instr=on "$PID" >/dev/null 2>&1
         callgrind_control --zero "$PID" >/dev/null 2>&1
-        redis-benchmark -h $HOST -p "$port" -t "$test" -n "$REQUESTS" -c "$CLIENTS" -P "$PIPELINE" \
-            -d "$DATASIZE" "${extra[@]}" -q --csv >"$OUT/$server.$test.csv" 2>>"$OUT/benchmark.err"
+        redis-benchmark -h $HOST -p "$port" -n "$REQUESTS" -c "$CLIENTS" -P "$PIPELINE" \
+            -d "$DATASIZE" "${extra[@]}" -q --csv "${what[@]}" >"$OUT/$server.$test.csv" 2>>"$OUT/benchmark.err"
+        if [[ -n $sub ]]; then kill "$sub" 2>/dev/null || true; wait "$sub" 2>/dev/null || true; fi
         callgrind_control --dump="$test" "$PID" >/dev/null 2>&1
         callgrind_control --instr=off "$PID" >/dev/null 2>&1
         # The dump lands next to the boot file with a numbered suffix; take the newest.

@@ -343,13 +343,16 @@ type CompiledLib = (u64, HashMap<String, Function>);
 pub(super) struct Interp {
     lua: Lua,
     env: Table,
-    run: Function,
+    /// lib.lua's error handler, which scripts and functions run under.
+    handler: Function,
     load_library: Function,
-    run_fn: Function,
+    /// `run_script_c`, made once: how every script starts.
+    runner: Function,
     libs: RefCell<HashMap<String, CompiledLib>>,
     /// Set while library code runs: FUNCTION LOAD's 500 ms budget.
     load_deadline: Rc<Cell<Option<Instant>>>,
-    funcs: RefCell<HashMap<String, Compiled>>,
+    /// By SHA1: looked up on every EVALSHA (ahash; `Rc` so a hit copies no Lua reference).
+    funcs: RefCell<HashMap<String, Rc<Compiled>, ahash::RandomState>>,
     /// The SCRIPT / FUNCTION FLUSH generation this interpreter was built for: a flush
     /// replaces it with a fresh one (`interp`), as Redis recreates its Lua state.
     generation: u64,
@@ -476,11 +479,19 @@ impl Interp {
                 mlua::ffi::lua_pushcfunction(state, set_readonly_c);
             })
         }?;
+        // SAFETY: pushes one C closure over the two global names it sets (one stack slot).
+        let runner = unsafe {
+            lua.exec_raw::<Function>((), |state| {
+                mlua::ffi::lua_pushstring(state, c"KEYS".as_ptr());
+                mlua::ffi::lua_pushstring(state, c"ARGV".as_ptr());
+                mlua::ffi::lua_pushcclosure(state, run_script_c, 2);
+            })
+        }?;
         let version_num = crate::REDIS_VERSION
             .split('.')
             .filter_map(|p| p.parse::<i64>().ok())
             .fold(0i64, |acc, p| acc * 256 + p);
-        let (env, run, load_library, run_fn): (Table, Function, Function, Function) = lua
+        let (env, handler, load_library): (Table, Function, Function) = lua
             .load(include_str!("lib.lua"))
             .set_name("=redis_lib")
             .call((
@@ -519,12 +530,12 @@ impl Interp {
         Ok(Interp {
             lua,
             env,
-            run,
+            handler,
             load_library,
-            run_fn,
+            runner,
             libs: RefCell::new(HashMap::new()),
             load_deadline,
-            funcs: RefCell::new(HashMap::new()),
+            funcs: RefCell::new(HashMap::default()),
             generation,
             gc_count: Cell::new(0),
             rearmed: Cell::new(false),
@@ -535,7 +546,7 @@ impl Interp {
     }
 
     /// The compiled function of a script, compiling and caching it on first use.
-    fn function(&self, sha: &str, body: Option<&[u8]>) -> Result<Option<Compiled>, Reply> {
+    fn function(&self, sha: &str, body: Option<&[u8]>) -> Result<Option<Rc<Compiled>>, Reply> {
         if let Some(f) = self.funcs.borrow().get(sha) {
             return Ok(Some(f.clone()));
         }
@@ -547,10 +558,10 @@ impl Interp {
             },
         };
         let shebang = shebang::parse(&body).map_err(|e| Reply::error(format!("ERR {e}")))?;
-        let f = Compiled {
+        let f = Rc::new(Compiled {
             func: self.compile(&body[shebang.len..])?,
             flags: shebang.flags,
-        };
+        });
         self.scripts
             .bodies
             .lock()
@@ -901,9 +912,8 @@ pub fn eval(
         Ok(m) => m,
         Err(e) => return e,
     };
-    let func = script.func;
     let split = 3 + keys;
-    match call(host, args, &it, &func, split, mode, None) {
+    match call(host, args, &it, &script.func, split, mode, None) {
         Ok(Ok(v)) => {
             mark_counted(host, &v);
             lua_to_reply(&v, it.resp3.get())
@@ -965,7 +975,8 @@ fn call(
 ) -> mlua::Result<Result<Value, Value>> {
     it.resp3.set(false);
 
-    let scripts = it.scripts.clone();
+    // Borrowed, not cloned: the count of a shared `Arc` would bounce between cores.
+    let scripts = &*it.scripts;
     scripts.wrote.store(false, Ordering::Release);
     scripts.kill.store(false, Ordering::Release);
     scripts.handed_off_at.store(0, Ordering::Release);
@@ -979,7 +990,7 @@ fn call(
     let result = {
         let mut bridge = Bridge {
             host,
-            scripts: &scripts,
+            scripts,
             mode,
             resp3: &it.resp3,
         };
@@ -996,42 +1007,22 @@ fn call(
             it.gc_count.set(if n >= GC_EVERY { 0 } else { n });
             n >= GC_EVERY
         };
-        // One protected raw call builds KEYS and ARGV and runs the script: through
-        // mlua's safe API (with a memory limit set) every table and string would cost a
-        // protected call of its own, more than the script itself for small scripts.
-        // SAFETY: the closure only uses the Lua C API on the stack `exec_raw` gives it
-        // (run and func pushed as arguments), within the stack space it checks; Lua errors
-        // raised here (out of memory) are caught by `exec_raw`'s protection.
-        unsafe {
-            match function {
-                None => it
-                    .lua
-                    .exec_raw::<MultiValue>((it.run.clone(), func.clone()), |state| {
-                        before_run(it, state, rearmed);
-                        set_array_global(state, c"KEYS", Some(&args[3..split]));
-                        set_array_global(state, c"ARGV", Some(&args[split..]));
-                        mlua::ffi::lua_call(state, 1, 2);
-                        after_run(state, gc_step);
-                    }),
-                // Functions get KEYS and ARGV as their two arguments, not as globals.
-                Some(_) => {
-                    it.lua
-                        .exec_raw::<MultiValue>((it.run_fn.clone(), func.clone()), |state| {
-                            mlua::ffi::luaL_checkstack(state, 4, std::ptr::null());
-                            before_run(it, state, rearmed);
-                            // The last EVAL's KEYS and ARGV stay in the globals (the next
-                            // EVAL replaces them); a function could read them through a
-                            // loadstring chunk, whose environment is the globals.
-                            set_array_global(state, c"KEYS", None);
-                            set_array_global(state, c"ARGV", None);
-                            push_array(state, &args[3..split]);
-                            push_array(state, &args[split..]);
-                            mlua::ffi::lua_call(state, 3, 2);
-                            after_run(state, gc_step);
-                        })
-                }
-            }
-        }
+        // One protected call of a C function (made once per interpreter) builds KEYS and
+        // ARGV and runs the script: through mlua's safe API (with a memory limit set)
+        // every table and string would cost a protected call of its own, and
+        // `Lua::exec_raw` makes two C closures per call in Lua 5.1 (Lua garbage: ~5% of
+        // an EVALSHA under callgrind). `Function::call` reuses its error handler.
+        let params = RunParams {
+            it,
+            keys: &args[3..split],
+            argv: &args[split..],
+            rearmed,
+            gc_step,
+            function: function.is_some(),
+        };
+        let params_ptr = std::ptr::from_ref(&params).cast_mut().cast();
+        it.runner
+            .call::<(Value, Value)>((&it.handler, func, mlua::LightUserData(params_ptr)))
     };
     let heap = it.lua.used_memory() as u64;
     let kind = match function {
@@ -1046,10 +1037,62 @@ fn call(
     }
     RUNNING.fetch_sub(1, Ordering::AcqRel);
     scripts.kill.store(false, Ordering::Release);
-    let mut vals = result?.into_iter();
-    let ok = matches!(vals.next(), Some(Value::Boolean(true)));
-    let v = vals.next().unwrap_or(Value::Nil);
-    Ok(if ok { Ok(v) } else { Err(v) })
+    let (ok, v) = result?;
+    Ok(if matches!(ok, Value::Boolean(true)) {
+        Ok(v)
+    } else {
+        Err(v)
+    })
+}
+
+/// What [`run_script_c`] runs: a script's arguments and the interpreter's per-run state.
+struct RunParams<'a> {
+    it: &'a Interp,
+    keys: &'a [Bytes],
+    argv: &'a [Bytes],
+    rearmed: bool,
+    gc_step: bool,
+    /// A function (FCALL): KEYS and ARGV are its arguments, not globals.
+    function: bool,
+}
+
+/// Runs `func()` (EVAL) or `func(keys, args)` (FCALL) as `xpcall(func, handler)` does,
+/// with the globals and the collector set up around it; called as
+/// `run_script_c(handler, func, params)` and returns xpcall's first two results (ok, and
+/// the script's first value or the handler's error value). Its upvalues are the strings
+/// "KEYS" and "ARGV".
+///
+/// # Safety
+/// Called only by Lua, through `Interp::runner`, with a light userdata pointing at a
+/// `RunParams` that outlives the call as its third argument. Only the Lua C API is used
+/// (it may raise, out of memory, by longjmp): no Rust value needing a destructor is live.
+unsafe extern "C-unwind" fn run_script_c(state: *mut mlua::ffi::lua_State) -> c_int {
+    use mlua::ffi;
+    // SAFETY: the caller passes a pointer to a live RunParams (see above).
+    let p = &*(ffi::lua_touserdata(state, 3) as *const RunParams);
+    ffi::lua_settop(state, 2);
+    ffi::luaL_checkstack(state, 5, std::ptr::null());
+    before_run(p.it, state, p.rearmed);
+    let (keys, argv) = (ffi::lua_upvalueindex(1), ffi::lua_upvalueindex(2));
+    let nargs = if p.function {
+        // The last EVAL's KEYS and ARGV are not left in the globals, where a function
+        // could read them through a loadstring chunk (whose environment is the globals).
+        set_array_global(state, keys, None);
+        set_array_global(state, argv, None);
+        push_array(state, p.keys);
+        push_array(state, p.argv);
+        2
+    } else {
+        set_array_global(state, keys, Some(p.keys));
+        set_array_global(state, argv, Some(p.argv));
+        0
+    };
+    // Stack: handler (1), func (2), its arguments.
+    let status = ffi::lua_pcall(state, nargs, 1, 1);
+    after_run(state, p.gc_step);
+    ffi::lua_pushboolean(state, c_int::from(status == 0));
+    ffi::lua_replace(state, 1);
+    2
 }
 
 /// Pushes a new array of `items` (Lua strings).
@@ -1065,18 +1108,15 @@ unsafe fn push_array(state: *mut mlua::ffi::lua_State, items: &[Bytes]) {
     }
 }
 
-/// Sets global `name` to a new array of `items` (Lua strings), or removes it (`None`),
+/// Sets the global named by the string at stack index `name` to a new array of `items`
+/// (Lua strings), or removes it (`None`),
 /// with the globals' read-only flag lifted for the write, as Redis does for KEYS/ARGV.
 ///
 /// # Safety
 /// `state` must be a valid Lua state inside a protected call with 3 free stack slots.
-unsafe fn set_array_global(
-    state: *mut mlua::ffi::lua_State,
-    name: &std::ffi::CStr,
-    items: Option<&[Bytes]>,
-) {
+unsafe fn set_array_global(state: *mut mlua::ffi::lua_State, name: c_int, items: Option<&[Bytes]>) {
     use mlua::ffi;
-    ffi::lua_pushstring(state, name.as_ptr());
+    ffi::lua_pushvalue(state, name);
     match items {
         Some(items) => {
             ffi::lua_createtable(state, items.len().min(i32::MAX as usize) as c_int, 0);
