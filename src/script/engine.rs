@@ -298,9 +298,8 @@ thread_local! {
     static INTERPS: RefCell<Vec<(Weak<Shared>, Rc<Interp>)>> = const { RefCell::new(Vec::new()) };
     /// The running script's command bridge, set only while a script runs on this thread.
     static CURRENT: Cell<Option<*mut Bridge<'static>>> = const { Cell::new(None) };
-    /// The command line `redis_call_c` read off the Lua stack, for `redis_call` to run.
-    static PENDING_ARGV: RefCell<Option<Result<Vec<Bytes>, &'static str>>> =
-        const { RefCell::new(None) };
+    /// What `redis_call_c` leaves for `redis_call` to finish (see [`Pending`]).
+    static PENDING: RefCell<Option<Pending>> = const { RefCell::new(None) };
     /// The interpreter running Lua code on this thread, for `script_hook`; null when none.
     static HOOKED: Cell<*const Interp> = const { Cell::new(std::ptr::null()) };
 }
@@ -1300,17 +1299,53 @@ fn command_line(args: Variadic<Value>) -> Result<Vec<Bytes>, &'static str> {
     Ok(argv)
 }
 
+/// What `redis_call_c` hands over to `redis_call` (through `PENDING`), which finishes
+/// the call with mlua's safe API.
+enum Pending {
+    /// The command line could not be read (Redis's error text).
+    BadArgs(&'static str),
+    /// No script runs on this thread.
+    NoScript,
+    /// The command ran (or was refused): its reply still to be converted.
+    Ran(Result<Reply, String>),
+    /// Running it panicked: resumed inside the mlua callback, which turns it into the
+    /// error mlua propagates to the script's caller, as for a panic in any callback.
+    Panicked(Box<dyn std::any::Any + Send>),
+}
+
 /// `redis.call` (upvalue 2 true) and `redis.pcall`: reads the command line and pops it
-/// itself, as Redis's `luaArgsToRedisArgv` does, then runs it through upvalue 1
-/// (`redis_call`) on an empty frame. A callback through mlua would need free slots that
-/// a call with ~8000 arguments (`unpack` of a big table) leaves none of: Lua 5.1 caps a
-/// C function's frame at 8000 slots.
+/// itself, as Redis's `luaArgsToRedisArgv` does, and runs the command. A reply that needs
+/// no Lua allocation (an integer, a nil) is pushed here; anything else is converted by
+/// upvalue 1 (`redis_call`), called on an empty frame: a callback through mlua would need
+/// free slots that a call with ~8000 arguments (`unpack` of a big table) leaves none of
+/// (Lua 5.1 caps a C function's frame at 8000 slots), and mlua's callback machinery costs
+/// ~5% of a one-line EVALSHA, which the common integer reply now skips.
 unsafe extern "C-unwind" fn redis_call_c(state: *mut mlua::ffi::lua_State) -> c_int {
     use mlua::ffi;
     let n = ffi::lua_gettop(state);
     let argv = args_from_stack(state, n);
-    PENDING_ARGV.with(|p| *p.borrow_mut() = Some(argv));
     ffi::lua_settop(state, 0);
+    let pending = match argv {
+        Err(e) => Pending::BadArgs(e),
+        Ok(argv) => match run_command(argv) {
+            // No Rust value needing a destructor is live past these pushes, which cannot
+            // raise (no allocation; an empty frame has LUA_MINSTACK free slots).
+            Ok((Ok(Reply::Int(i)), _)) => {
+                ffi::lua_pushnumber(state, i as f64);
+                return 1;
+            }
+            Ok((Ok(Reply::Nil | Reply::NilArray), resp3)) => {
+                match resp3 {
+                    true => ffi::lua_pushnil(state),
+                    false => ffi::lua_pushboolean(state, 0),
+                }
+                return 1;
+            }
+            Ok((out, _)) => Pending::Ran(out),
+            Err(p) => p,
+        },
+    };
+    PENDING.with(|p| *p.borrow_mut() = Some(pending));
     ffi::lua_pushvalue(state, ffi::lua_upvalueindex(1));
     ffi::lua_pushvalue(state, ffi::lua_upvalueindex(2));
     ffi::lua_call(state, 1, 2);
@@ -1321,6 +1356,25 @@ unsafe extern "C-unwind" fn redis_call_c(state: *mut mlua::ffi::lua_State) -> c_
     }
     ffi::lua_pop(state, 1);
     1
+}
+
+/// Runs one `redis.call` command line through the running script's bridge: its outcome
+/// and the script's protocol, or what `redis_call` must finish with instead (no script
+/// runs; the command panicked).
+fn run_command(argv: Vec<Bytes>) -> Result<(Result<Reply, String>, bool), Pending> {
+    let Some(ptr) = CURRENT.with(|c| c.get()) else {
+        return Err(Pending::NoScript);
+    };
+    // SAFETY: see `call`: the pointer is live while the script runs, and taken again
+    // (no aliasing) only after this borrow ends; commands cannot re-enter a script.
+    let bridge = unsafe { &mut *ptr }; // SAFETY: as stated just above.
+    CURRENT.with(|c| c.set(None));
+    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let out = bridge.run(argv);
+        (out, bridge.resp3.get())
+    }));
+    CURRENT.with(|c| c.set(Some(ptr)));
+    out.map_err(Pending::Panicked)
 }
 
 /// The arguments `1..=n` of a C function as a command line (`luaArgsToRedisArgv`).
@@ -1356,29 +1410,20 @@ unsafe fn args_from_stack(
     Ok(argv)
 }
 
-/// `redis.call` / `redis.pcall` core, on the command line `redis_call_c` left: returns
-/// the reply, and whether it must be raised (an error under `redis.call`).
+/// `redis.call` / `redis.pcall` core, on what `redis_call_c` left: returns the reply
+/// as a Lua value, and whether it must be raised (an error under `redis.call`).
 fn redis_call(lua: &Lua, raise: bool, resp3: bool) -> mlua::Result<(Value, bool)> {
     let fail = |text: &str| -> mlua::Result<(Value, bool)> {
         Ok((Value::Table(error_table(lua, text)?), raise))
     };
-    let argv = match PENDING_ARGV.with(|p| p.borrow_mut().take()) {
-        Some(Ok(argv)) => argv,
-        Some(Err(e)) => return fail(e),
-        None => return fail("ERR redis.call is only available while a script runs"),
-    };
-    let Some(ptr) = CURRENT.with(|c| c.get()) else {
-        return fail("ERR redis.call is only available while a script runs");
-    };
-    // SAFETY: see `call`: the pointer is live while the script runs, and taken again
-    // (no aliasing) only after this borrow ends; commands cannot re-enter a script.
-    let bridge = unsafe { &mut *ptr }; // SAFETY: as stated just above.
-    CURRENT.with(|c| c.set(None));
-    let out = bridge.run(argv);
-    CURRENT.with(|c| c.set(Some(ptr)));
-    match out {
-        Err(text) => fail(&text),
-        Ok(r) => {
+    match PENDING.with(|p| p.borrow_mut().take()) {
+        Some(Pending::BadArgs(e)) => fail(e),
+        None | Some(Pending::NoScript) => {
+            fail("ERR redis.call is only available while a script runs")
+        }
+        Some(Pending::Panicked(p)) => std::panic::resume_unwind(p),
+        Some(Pending::Ran(Err(text))) => fail(&text),
+        Some(Pending::Ran(Ok(r))) => {
             let is_err = r.is_error();
             let v = reply_to_lua(lua, r, resp3)?;
             Ok((v, is_err && raise))
