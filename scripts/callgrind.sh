@@ -14,7 +14,8 @@
 # Environment (defaults in brackets):
 #   REQUESTS [100000]  PIPELINE [16]  CLIENTS [50]  DATASIZE [100]  TESTS ["set get incr"]
 #                      (any redis-benchmark -t name: lpush lpop sadd hset zadd ...; plus
-#                      xadd = XADD bench:stream MAXLEN ~ 1000 * field value)
+#                      xadd = XADD bench:stream MAXLEN ~ 1000 * field value, evalsha_incr
+#                      and publish (one subscriber), as in scripts/bench.sh)
 #   KEYSPACE []        if set, -r KEYSPACE (random keys); unset = one key
 #   THREADS [1]        respite --threads (1 keeps the count free of cross-thread wake-ups;
 #                      valgrind runs threads one at a time anyway)
@@ -118,13 +119,33 @@ for server in $SERVERS; do
     for test in $TESTS; do
         extra=()
         [[ -n $KEYSPACE ]] && extra=(-r "$KEYSPACE")
-        # Any redis-benchmark -t name (lpush, sadd, hset, ...); xadd is a command of its own.
-        what=(-t "$test")
-        [[ $test == xadd ]] && what=(XADD bench:stream MAXLEN '~' 1000 '*' field value)
+        # Tests that are not redis-benchmark -t names (same loads as scripts/bench.sh).
+        sub=""
+        case $test in
+        evalsha_incr)
+            sha=$(redis-cli -h $HOST -p "$port" SCRIPT LOAD "return redis.call('INCR', KEYS[1])")
+            what=(EVALSHA "$sha" 1 bench:counter)
+            ;;
+        publish)
+            python3 -c '
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.sendall(b"*2\r\n$9\r\nSUBSCRIBE\r\n$10\r\nbench:chan\r\n")
+while s.recv(1 << 20):
+    pass
+' "$port" &
+            sub=$!
+            sleep 0.5
+            what=(PUBLISH bench:chan hello-subscriber)
+            ;;
+        xadd) what=(XADD bench:stream MAXLEN '~' 1000 '*' field value) ;;
+        *) what=(-t "$test") ;;
+        esac
         callgrind_control --instr=on "$PID" >/dev/null 2>&1
         callgrind_control --zero "$PID" >/dev/null 2>&1
         redis-benchmark -h $HOST -p "$port" -n "$REQUESTS" -c "$CLIENTS" -P "$PIPELINE" \
             -d "$DATASIZE" "${extra[@]}" -q --csv "${what[@]}" >"$OUT/$server.$test.csv" 2>>"$OUT/benchmark.err"
+        if [[ -n $sub ]]; then kill "$sub" 2>/dev/null || true; wait "$sub" 2>/dev/null || true; fi
         callgrind_control --dump="$test" "$PID" >/dev/null 2>&1
         callgrind_control --instr=off "$PID" >/dev/null 2>&1
         # The dump lands next to the boot file with a numbered suffix; take the newest.

@@ -298,9 +298,8 @@ thread_local! {
     static INTERPS: RefCell<Vec<(Weak<Shared>, Rc<Interp>)>> = const { RefCell::new(Vec::new()) };
     /// The running script's command bridge, set only while a script runs on this thread.
     static CURRENT: Cell<Option<*mut Bridge<'static>>> = const { Cell::new(None) };
-    /// The command line `redis_call_c` read off the Lua stack, for `redis_call` to run.
-    static PENDING_ARGV: RefCell<Option<Result<Vec<Bytes>, &'static str>>> =
-        const { RefCell::new(None) };
+    /// What `redis_call_c` leaves for `redis_call` to finish (see [`Pending`]).
+    static PENDING: RefCell<Option<Pending>> = const { RefCell::new(None) };
     /// The interpreter running Lua code on this thread, for `script_hook`; null when none.
     static HOOKED: Cell<*const Interp> = const { Cell::new(std::ptr::null()) };
 }
@@ -343,13 +342,16 @@ type CompiledLib = (u64, HashMap<String, Function>);
 pub(super) struct Interp {
     lua: Lua,
     env: Table,
-    run: Function,
+    /// lib.lua's error handler, which scripts and functions run under.
+    handler: Function,
     load_library: Function,
-    run_fn: Function,
+    /// `run_script_c`, made once: how every script starts.
+    runner: Function,
     libs: RefCell<HashMap<String, CompiledLib>>,
     /// Set while library code runs: FUNCTION LOAD's 500 ms budget.
     load_deadline: Rc<Cell<Option<Instant>>>,
-    funcs: RefCell<HashMap<String, Compiled>>,
+    /// By SHA1: looked up on every EVALSHA (ahash; `Rc` so a hit copies no Lua reference).
+    funcs: RefCell<HashMap<String, Rc<Compiled>, ahash::RandomState>>,
     /// The SCRIPT / FUNCTION FLUSH generation this interpreter was built for: a flush
     /// replaces it with a fresh one (`interp`), as Redis recreates its Lua state.
     generation: u64,
@@ -476,11 +478,19 @@ impl Interp {
                 mlua::ffi::lua_pushcfunction(state, set_readonly_c);
             })
         }?;
+        // SAFETY: pushes one C closure over the two global names it sets (one stack slot).
+        let runner = unsafe {
+            lua.exec_raw::<Function>((), |state| {
+                mlua::ffi::lua_pushstring(state, c"KEYS".as_ptr());
+                mlua::ffi::lua_pushstring(state, c"ARGV".as_ptr());
+                mlua::ffi::lua_pushcclosure(state, run_script_c, 2);
+            })
+        }?;
         let version_num = crate::REDIS_VERSION
             .split('.')
             .filter_map(|p| p.parse::<i64>().ok())
             .fold(0i64, |acc, p| acc * 256 + p);
-        let (env, run, load_library, run_fn): (Table, Function, Function, Function) = lua
+        let (env, handler, load_library): (Table, Function, Function) = lua
             .load(include_str!("lib.lua"))
             .set_name("=redis_lib")
             .call((
@@ -519,12 +529,12 @@ impl Interp {
         Ok(Interp {
             lua,
             env,
-            run,
+            handler,
             load_library,
-            run_fn,
+            runner,
             libs: RefCell::new(HashMap::new()),
             load_deadline,
-            funcs: RefCell::new(HashMap::new()),
+            funcs: RefCell::new(HashMap::default()),
             generation,
             gc_count: Cell::new(0),
             rearmed: Cell::new(false),
@@ -535,7 +545,7 @@ impl Interp {
     }
 
     /// The compiled function of a script, compiling and caching it on first use.
-    fn function(&self, sha: &str, body: Option<&[u8]>) -> Result<Option<Compiled>, Reply> {
+    fn function(&self, sha: &str, body: Option<&[u8]>) -> Result<Option<Rc<Compiled>>, Reply> {
         if let Some(f) = self.funcs.borrow().get(sha) {
             return Ok(Some(f.clone()));
         }
@@ -547,10 +557,10 @@ impl Interp {
             },
         };
         let shebang = shebang::parse(&body).map_err(|e| Reply::error(format!("ERR {e}")))?;
-        let f = Compiled {
+        let f = Rc::new(Compiled {
             func: self.compile(&body[shebang.len..])?,
             flags: shebang.flags,
-        };
+        });
         self.scripts
             .bodies
             .lock()
@@ -901,9 +911,8 @@ pub fn eval(
         Ok(m) => m,
         Err(e) => return e,
     };
-    let func = script.func;
     let split = 3 + keys;
-    match call(host, args, &it, &func, split, mode, None) {
+    match call(host, args, &it, &script.func, split, mode, None) {
         Ok(Ok(v)) => {
             mark_counted(host, &v);
             lua_to_reply(&v, it.resp3.get())
@@ -965,7 +974,8 @@ fn call(
 ) -> mlua::Result<Result<Value, Value>> {
     it.resp3.set(false);
 
-    let scripts = it.scripts.clone();
+    // Borrowed, not cloned: the count of a shared `Arc` would bounce between cores.
+    let scripts = &*it.scripts;
     scripts.wrote.store(false, Ordering::Release);
     scripts.kill.store(false, Ordering::Release);
     scripts.handed_off_at.store(0, Ordering::Release);
@@ -979,7 +989,7 @@ fn call(
     let result = {
         let mut bridge = Bridge {
             host,
-            scripts: &scripts,
+            scripts,
             mode,
             resp3: &it.resp3,
         };
@@ -996,42 +1006,22 @@ fn call(
             it.gc_count.set(if n >= GC_EVERY { 0 } else { n });
             n >= GC_EVERY
         };
-        // One protected raw call builds KEYS and ARGV and runs the script: through
-        // mlua's safe API (with a memory limit set) every table and string would cost a
-        // protected call of its own, more than the script itself for small scripts.
-        // SAFETY: the closure only uses the Lua C API on the stack `exec_raw` gives it
-        // (run and func pushed as arguments), within the stack space it checks; Lua errors
-        // raised here (out of memory) are caught by `exec_raw`'s protection.
-        unsafe {
-            match function {
-                None => it
-                    .lua
-                    .exec_raw::<MultiValue>((it.run.clone(), func.clone()), |state| {
-                        before_run(it, state, rearmed);
-                        set_array_global(state, c"KEYS", Some(&args[3..split]));
-                        set_array_global(state, c"ARGV", Some(&args[split..]));
-                        mlua::ffi::lua_call(state, 1, 2);
-                        after_run(state, gc_step);
-                    }),
-                // Functions get KEYS and ARGV as their two arguments, not as globals.
-                Some(_) => {
-                    it.lua
-                        .exec_raw::<MultiValue>((it.run_fn.clone(), func.clone()), |state| {
-                            mlua::ffi::luaL_checkstack(state, 4, std::ptr::null());
-                            before_run(it, state, rearmed);
-                            // The last EVAL's KEYS and ARGV stay in the globals (the next
-                            // EVAL replaces them); a function could read them through a
-                            // loadstring chunk, whose environment is the globals.
-                            set_array_global(state, c"KEYS", None);
-                            set_array_global(state, c"ARGV", None);
-                            push_array(state, &args[3..split]);
-                            push_array(state, &args[split..]);
-                            mlua::ffi::lua_call(state, 3, 2);
-                            after_run(state, gc_step);
-                        })
-                }
-            }
-        }
+        // One protected call of a C function (made once per interpreter) builds KEYS and
+        // ARGV and runs the script: through mlua's safe API (with a memory limit set)
+        // every table and string would cost a protected call of its own, and
+        // `Lua::exec_raw` makes two C closures per call in Lua 5.1 (Lua garbage: ~5% of
+        // an EVALSHA under callgrind). `Function::call` reuses its error handler.
+        let params = RunParams {
+            it,
+            keys: &args[3..split],
+            argv: &args[split..],
+            rearmed,
+            gc_step,
+            function: function.is_some(),
+        };
+        let params_ptr = std::ptr::from_ref(&params).cast_mut().cast();
+        it.runner
+            .call::<(Value, Value)>((&it.handler, func, mlua::LightUserData(params_ptr)))
     };
     let heap = it.lua.used_memory() as u64;
     let kind = match function {
@@ -1046,10 +1036,62 @@ fn call(
     }
     RUNNING.fetch_sub(1, Ordering::AcqRel);
     scripts.kill.store(false, Ordering::Release);
-    let mut vals = result?.into_iter();
-    let ok = matches!(vals.next(), Some(Value::Boolean(true)));
-    let v = vals.next().unwrap_or(Value::Nil);
-    Ok(if ok { Ok(v) } else { Err(v) })
+    let (ok, v) = result?;
+    Ok(if matches!(ok, Value::Boolean(true)) {
+        Ok(v)
+    } else {
+        Err(v)
+    })
+}
+
+/// What [`run_script_c`] runs: a script's arguments and the interpreter's per-run state.
+struct RunParams<'a> {
+    it: &'a Interp,
+    keys: &'a [Bytes],
+    argv: &'a [Bytes],
+    rearmed: bool,
+    gc_step: bool,
+    /// A function (FCALL): KEYS and ARGV are its arguments, not globals.
+    function: bool,
+}
+
+/// Runs `func()` (EVAL) or `func(keys, args)` (FCALL) as `xpcall(func, handler)` does,
+/// with the globals and the collector set up around it; called as
+/// `run_script_c(handler, func, params)` and returns xpcall's first two results (ok, and
+/// the script's first value or the handler's error value). Its upvalues are the strings
+/// "KEYS" and "ARGV".
+///
+/// # Safety
+/// Called only by Lua, through `Interp::runner`, with a light userdata pointing at a
+/// `RunParams` that outlives the call as its third argument. Only the Lua C API is used
+/// (it may raise, out of memory, by longjmp): no Rust value needing a destructor is live.
+unsafe extern "C-unwind" fn run_script_c(state: *mut mlua::ffi::lua_State) -> c_int {
+    use mlua::ffi;
+    // SAFETY: the caller passes a pointer to a live RunParams (see above).
+    let p = &*(ffi::lua_touserdata(state, 3) as *const RunParams);
+    ffi::lua_settop(state, 2);
+    ffi::luaL_checkstack(state, 5, std::ptr::null());
+    before_run(p.it, state, p.rearmed);
+    let (keys, argv) = (ffi::lua_upvalueindex(1), ffi::lua_upvalueindex(2));
+    let nargs = if p.function {
+        // The last EVAL's KEYS and ARGV are not left in the globals, where a function
+        // could read them through a loadstring chunk (whose environment is the globals).
+        set_array_global(state, keys, None);
+        set_array_global(state, argv, None);
+        push_array(state, p.keys);
+        push_array(state, p.argv);
+        2
+    } else {
+        set_array_global(state, keys, Some(p.keys));
+        set_array_global(state, argv, Some(p.argv));
+        0
+    };
+    // Stack: handler (1), func (2), its arguments.
+    let status = ffi::lua_pcall(state, nargs, 1, 1);
+    after_run(state, p.gc_step);
+    ffi::lua_pushboolean(state, c_int::from(status == 0));
+    ffi::lua_replace(state, 1);
+    2
 }
 
 /// Pushes a new array of `items` (Lua strings).
@@ -1065,18 +1107,15 @@ unsafe fn push_array(state: *mut mlua::ffi::lua_State, items: &[Bytes]) {
     }
 }
 
-/// Sets global `name` to a new array of `items` (Lua strings), or removes it (`None`),
+/// Sets the global named by the string at stack index `name` to a new array of `items`
+/// (Lua strings), or removes it (`None`),
 /// with the globals' read-only flag lifted for the write, as Redis does for KEYS/ARGV.
 ///
 /// # Safety
 /// `state` must be a valid Lua state inside a protected call with 3 free stack slots.
-unsafe fn set_array_global(
-    state: *mut mlua::ffi::lua_State,
-    name: &std::ffi::CStr,
-    items: Option<&[Bytes]>,
-) {
+unsafe fn set_array_global(state: *mut mlua::ffi::lua_State, name: c_int, items: Option<&[Bytes]>) {
     use mlua::ffi;
-    ffi::lua_pushstring(state, name.as_ptr());
+    ffi::lua_pushvalue(state, name);
     match items {
         Some(items) => {
             ffi::lua_createtable(state, items.len().min(i32::MAX as usize) as c_int, 0);
@@ -1260,17 +1299,53 @@ fn command_line(args: Variadic<Value>) -> Result<Vec<Bytes>, &'static str> {
     Ok(argv)
 }
 
+/// What `redis_call_c` hands over to `redis_call` (through `PENDING`), which finishes
+/// the call with mlua's safe API.
+enum Pending {
+    /// The command line could not be read (Redis's error text).
+    BadArgs(&'static str),
+    /// No script runs on this thread.
+    NoScript,
+    /// The command ran (or was refused): its reply still to be converted.
+    Ran(Result<Reply, String>),
+    /// Running it panicked: resumed inside the mlua callback, which turns it into the
+    /// error mlua propagates to the script's caller, as for a panic in any callback.
+    Panicked(Box<dyn std::any::Any + Send>),
+}
+
 /// `redis.call` (upvalue 2 true) and `redis.pcall`: reads the command line and pops it
-/// itself, as Redis's `luaArgsToRedisArgv` does, then runs it through upvalue 1
-/// (`redis_call`) on an empty frame. A callback through mlua would need free slots that
-/// a call with ~8000 arguments (`unpack` of a big table) leaves none of: Lua 5.1 caps a
-/// C function's frame at 8000 slots.
+/// itself, as Redis's `luaArgsToRedisArgv` does, and runs the command. A reply that needs
+/// no Lua allocation (an integer, a nil) is pushed here; anything else is converted by
+/// upvalue 1 (`redis_call`), called on an empty frame: a callback through mlua would need
+/// free slots that a call with ~8000 arguments (`unpack` of a big table) leaves none of
+/// (Lua 5.1 caps a C function's frame at 8000 slots), and mlua's callback machinery costs
+/// ~5% of a one-line EVALSHA, which the common integer reply now skips.
 unsafe extern "C-unwind" fn redis_call_c(state: *mut mlua::ffi::lua_State) -> c_int {
     use mlua::ffi;
     let n = ffi::lua_gettop(state);
     let argv = args_from_stack(state, n);
-    PENDING_ARGV.with(|p| *p.borrow_mut() = Some(argv));
     ffi::lua_settop(state, 0);
+    let pending = match argv {
+        Err(e) => Pending::BadArgs(e),
+        Ok(argv) => match run_command(argv) {
+            // No Rust value needing a destructor is live past these pushes, which cannot
+            // raise (no allocation; an empty frame has LUA_MINSTACK free slots).
+            Ok((Ok(Reply::Int(i)), _)) => {
+                ffi::lua_pushnumber(state, i as f64);
+                return 1;
+            }
+            Ok((Ok(Reply::Nil | Reply::NilArray), resp3)) => {
+                match resp3 {
+                    true => ffi::lua_pushnil(state),
+                    false => ffi::lua_pushboolean(state, 0),
+                }
+                return 1;
+            }
+            Ok((out, _)) => Pending::Ran(out),
+            Err(p) => p,
+        },
+    };
+    PENDING.with(|p| *p.borrow_mut() = Some(pending));
     ffi::lua_pushvalue(state, ffi::lua_upvalueindex(1));
     ffi::lua_pushvalue(state, ffi::lua_upvalueindex(2));
     ffi::lua_call(state, 1, 2);
@@ -1281,6 +1356,25 @@ unsafe extern "C-unwind" fn redis_call_c(state: *mut mlua::ffi::lua_State) -> c_
     }
     ffi::lua_pop(state, 1);
     1
+}
+
+/// Runs one `redis.call` command line through the running script's bridge: its outcome
+/// and the script's protocol, or what `redis_call` must finish with instead (no script
+/// runs; the command panicked).
+fn run_command(argv: Vec<Bytes>) -> Result<(Result<Reply, String>, bool), Pending> {
+    let Some(ptr) = CURRENT.with(|c| c.get()) else {
+        return Err(Pending::NoScript);
+    };
+    // SAFETY: see `call`: the pointer is live while the script runs, and taken again
+    // (no aliasing) only after this borrow ends; commands cannot re-enter a script.
+    let bridge = unsafe { &mut *ptr }; // SAFETY: as stated just above.
+    CURRENT.with(|c| c.set(None));
+    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let out = bridge.run(argv);
+        (out, bridge.resp3.get())
+    }));
+    CURRENT.with(|c| c.set(Some(ptr)));
+    out.map_err(Pending::Panicked)
 }
 
 /// The arguments `1..=n` of a C function as a command line (`luaArgsToRedisArgv`).
@@ -1316,29 +1410,20 @@ unsafe fn args_from_stack(
     Ok(argv)
 }
 
-/// `redis.call` / `redis.pcall` core, on the command line `redis_call_c` left: returns
-/// the reply, and whether it must be raised (an error under `redis.call`).
+/// `redis.call` / `redis.pcall` core, on what `redis_call_c` left: returns the reply
+/// as a Lua value, and whether it must be raised (an error under `redis.call`).
 fn redis_call(lua: &Lua, raise: bool, resp3: bool) -> mlua::Result<(Value, bool)> {
     let fail = |text: &str| -> mlua::Result<(Value, bool)> {
         Ok((Value::Table(error_table(lua, text)?), raise))
     };
-    let argv = match PENDING_ARGV.with(|p| p.borrow_mut().take()) {
-        Some(Ok(argv)) => argv,
-        Some(Err(e)) => return fail(e),
-        None => return fail("ERR redis.call is only available while a script runs"),
-    };
-    let Some(ptr) = CURRENT.with(|c| c.get()) else {
-        return fail("ERR redis.call is only available while a script runs");
-    };
-    // SAFETY: see `call`: the pointer is live while the script runs, and taken again
-    // (no aliasing) only after this borrow ends; commands cannot re-enter a script.
-    let bridge = unsafe { &mut *ptr }; // SAFETY: as stated just above.
-    CURRENT.with(|c| c.set(None));
-    let out = bridge.run(argv);
-    CURRENT.with(|c| c.set(Some(ptr)));
-    match out {
-        Err(text) => fail(&text),
-        Ok(r) => {
+    match PENDING.with(|p| p.borrow_mut().take()) {
+        Some(Pending::BadArgs(e)) => fail(e),
+        None | Some(Pending::NoScript) => {
+            fail("ERR redis.call is only available while a script runs")
+        }
+        Some(Pending::Panicked(p)) => std::panic::resume_unwind(p),
+        Some(Pending::Ran(Err(text))) => fail(&text),
+        Some(Pending::Ran(Ok(r))) => {
             let is_err = r.is_error();
             let v = reply_to_lua(lua, r, resp3)?;
             Ok((v, is_err && raise))

@@ -297,7 +297,6 @@ local function handler(err)
   return err
 end
 
-local xpcall = xpcall
 
 -- Seal: the globals, everything reachable from them (libraries and their metatables)
 -- and the basic types' metatables (the string one's __index is the string library:
@@ -313,8 +312,6 @@ if type(dbg.getmetatable(nil)) == 'table' then protect(dbg.getmetatable(nil), se
 protect(load_redis_t, seen)
 protect(load_redis, seen)
 protect(dbg.getmetatable(load_redis), seen)
-local function run(f) return xpcall(f, handler) end
-local function run_fn(f, keys, args)
-  return xpcall(function() return f(keys, args) end, handler)
-end
-return env, run, load_library, run_fn
+-- Scripts and functions run under `handler` from engine.rs (`run_script_c`), as
+-- `xpcall(f, handler)` would run them, without a runner frame or closure per call.
+return env, handler, load_library
