@@ -55,36 +55,6 @@ impl Key {
             Key::Heap(b) => b,
         }
     }
-
-    /// Whether this is the key `p` was prepared from. A short key is inline exactly when
-    /// the probe is, so inline keys compare as fixed-size arrays (no `memcmp` call).
-    #[inline]
-    fn matches(&self, p: &Probe) -> bool {
-        match (self, p) {
-            (Key::Inline { len, buf }, Probe::Inline(l, b)) => len == l && buf == b,
-            (Key::Heap(h), Probe::Long(k)) => **h == **k,
-            _ => false,
-        }
-    }
-}
-
-/// A key being looked up, laid out once like a stored [`Key`] for cheap comparisons.
-enum Probe<'a> {
-    Inline(u8, [u8; INLINE_KEY]),
-    Long(&'a [u8]),
-}
-
-impl Probe<'_> {
-    #[inline]
-    fn new(k: &[u8]) -> Probe<'_> {
-        if k.len() <= INLINE_KEY {
-            let mut buf = [0; INLINE_KEY];
-            buf[..k.len()].copy_from_slice(k);
-            Probe::Inline(k.len() as u8, buf)
-        } else {
-            Probe::Long(k)
-        }
-    }
 }
 
 /// One key and its entry, in the dense slot array.
@@ -117,9 +87,9 @@ impl Keys {
     #[inline]
     fn find(&self, key: &[u8]) -> Option<usize> {
         let h = self.hash(key);
-        let (slots, p) = (&self.slots, Probe::new(key));
+        let slots = &self.slots;
         self.index
-            .find(h, |&i| slots[i as usize].key.matches(&p))
+            .find(h, |&i| slots[i as usize].key.as_slice() == key)
             .map(|&i| i as usize)
     }
 
@@ -127,8 +97,11 @@ impl Keys {
     fn insert(&mut self, key: &[u8], entry: Entry) -> Option<Entry> {
         let new_at = entry.expire_at();
         let h = self.hash(key);
-        let (slots, p) = (&self.slots, Probe::new(key));
-        if let Some(&i) = self.index.find(h, |&i| slots[i as usize].key.matches(&p)) {
+        let slots = &self.slots;
+        if let Some(&i) = self
+            .index
+            .find(h, |&i| slots[i as usize].key.as_slice() == key)
+        {
             let old = std::mem::replace(&mut self.slots[i as usize].entry, entry);
             self.reindex(i, old.expire_at(), new_at);
             return Some(old);

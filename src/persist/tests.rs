@@ -659,7 +659,7 @@ fn random_change(rng: &mut SmallRng, model: &mut [BTreeMap<Bytes, Value>]) -> Ch
             let l = match m.get_mut(&key) {
                 Some(Value::List(l)) => l,
                 _ => {
-                    m.insert(key.clone(), Value::List(Box::new(List::new())));
+                    m.insert(key.clone(), Value::List(Box::default()));
                     let Some(Value::List(l)) = m.get_mut(&key) else {
                         unreachable!()
                     };
@@ -694,7 +694,7 @@ fn random_change(rng: &mut SmallRng, model: &mut [BTreeMap<Bytes, Value>]) -> Ch
         5 => {
             let pairs = vec![(elem(rng), elem(rng))];
             if !matches!(m.get(&key), Some(Value::Hash(_))) {
-                m.insert(key.clone(), Value::Hash(Box::new(HashValue::new())));
+                m.insert(key.clone(), Value::Hash(Box::default()));
             }
             if let Some(Value::Hash(h)) = m.get_mut(&key) {
                 h.set(&pairs[0].0, &pairs[0].1, hash::Limits::DEFAULT);
