@@ -13,7 +13,7 @@ use crate::protocol::Reply;
 use crate::types::value::sds_reserve;
 use crate::types::value::{StrVal, Value};
 use bits::BitOp;
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 
 pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec {
@@ -136,7 +136,7 @@ fn read(cx: &mut Cx, key: &[u8]) -> Result<Option<Bytes>, Reply> {
 
 /// Zero-pads `buf` to `len` bytes, growing greedily as `sdsgrowzero` does, so bit-by-bit
 /// growth stays amortised O(1).
-pub(super) fn grow_zero(buf: &mut BytesMut, len: usize) {
+pub(super) fn grow_zero(buf: &mut Vec<u8>, len: usize) {
     if buf.len() < len {
         sds_reserve(buf, len);
         buf.resize(len, 0);
@@ -215,7 +215,7 @@ fn setbit(cx: &mut Cx) -> Reply {
             let mut buf = s.take_mut();
             grow_zero(&mut buf, byte + 1);
             buf[byte] = (buf[byte] & !(1 << shift)) | (on << shift);
-            *s = StrVal::raw(buf.freeze());
+            *s = StrVal::raw_vec(buf);
             cur
         }
     };
@@ -365,7 +365,7 @@ mod tests {
             grow_zero(&mut buf, byte + 1);
             buf[byte] |= 1;
             last = buf.as_ptr();
-            s = StrVal::raw(buf.freeze());
+            s = StrVal::raw_vec(buf);
         }
         assert!(reallocs < 20, "{reallocs} reallocations");
         assert_eq!(s.len(), 200_000);

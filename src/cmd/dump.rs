@@ -149,7 +149,7 @@ fn restore(cx: &mut Cx) -> Reply {
         if !lfu {
             let idle = lru_idle(idle);
             if let Some(e) = cx.ks.get_mut(key) {
-                e.lru_ms = now.saturating_sub(idle.saturating_mul(1000));
+                e.touch(now.saturating_sub(idle.saturating_mul(1000)));
             }
         }
     }

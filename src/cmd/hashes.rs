@@ -310,7 +310,7 @@ fn update<T>(
             let mut h = HashValue::new();
             let out = f(&mut h, srv)?;
             if !h.is_empty() {
-                cx.ks.set(key, Value::Hash(h), None);
+                cx.ks.set(key, Value::Hash(Box::new(h)), None);
                 cx.notify(notify::NEW, "new", key);
             }
             Ok(out)
@@ -416,7 +416,7 @@ fn hsetnx(cx: &mut Cx) -> Reply {
         Ok(None) => {
             let mut h = HashValue::new();
             set(&mut h);
-            cx.ks.set(key, Value::Hash(h), None);
+            cx.ks.set(key, Value::Hash(Box::new(h)), None);
             if let Some(ev) = cx.events() {
                 ev.emit(notify::NEW, "new", key);
                 ev.emit(notify::HASH, "hset", key);

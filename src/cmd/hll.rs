@@ -77,7 +77,7 @@ fn corrupt() -> Reply {
 /// The string's bytes for in-place editing (no copy when not shared).
 fn take(s: &mut StrVal) -> Vec<u8> {
     match std::mem::replace(s, StrVal::Int(0)) {
-        StrVal::Bytes { data, .. } => Vec::from(data),
+        StrVal::Bytes { data, .. } => data,
         StrVal::Int(i) => itoa::Buffer::new().format(i).as_bytes().to_vec(),
     }
 }

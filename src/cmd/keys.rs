@@ -1010,7 +1010,7 @@ fn object_idletime(cx: &mut Cx) -> Reply {
     match cx.ks.get_notouch(&cx.args[2]) {
         None => Reply::Nil,
         Some(_) if lfu => errors::err(errors::LFU_SELECTED),
-        Some(e) => Reply::Int(idle_seconds(now, e.lru_ms) as i64),
+        Some(e) => Reply::Int(idle_seconds(now, e.lru_ms()) as i64),
     }
 }
 
@@ -1025,7 +1025,7 @@ fn object_freq(cx: &mut Cx) -> Reply {
         None => Reply::Nil,
         Some(_) if !lfu => errors::err(errors::LFU_NOT_SELECTED),
         Some(e) => {
-            let idle_min = idle_seconds(now, e.lru_ms) / 60;
+            let idle_min = idle_seconds(now, e.lru_ms()) / 60;
             Reply::Int(LFU_INIT_VAL.saturating_sub(idle_min) as i64)
         }
     }

@@ -467,7 +467,7 @@ fn push_generic(cx: &mut Cx, end: End, xx: bool) -> Reply {
         Ok(None) => {
             let mut l = List::new();
             let n = push_all(&mut l);
-            cx.ks.set(key, Value::List(l), None);
+            cx.ks.set(key, Value::List(Box::new(l)), None);
             cx.notify(notify::NEW, "new", key);
             n
         }
@@ -824,7 +824,7 @@ fn lmove_generic(cx: &mut Cx, from: End, to: End) -> Result<Reply, Reply> {
         None => {
             let mut d = List::new();
             push(&mut d);
-            cx.ks.set(dst, Value::List(d), None);
+            cx.ks.set(dst, Value::List(Box::new(d)), None);
             cx.notify(notify::NEW, "new", dst);
         }
     }

@@ -370,7 +370,7 @@ fn with_sets<R>(
     f: impl FnOnce(&[Option<&SetValue>], &mut ConfigLimits) -> R,
 ) -> Result<R, Reply> {
     let db = cx.ks.db;
-    let mut taken: Vec<(usize, SetValue)> = Vec::new();
+    let mut taken: Vec<(usize, Box<SetValue>)> = Vec::new();
     let mut slots: Vec<Option<usize>> = Vec::with_capacity(keys.len());
     let mut failed = false;
     let firsts = first_occurrences(keys);
@@ -406,7 +406,7 @@ fn with_sets<R>(
     let out = if failed {
         None
     } else {
-        let sets: Vec<Option<&SetValue>> = slots.iter().map(|s| s.map(|i| &taken[i].1)).collect();
+        let sets: Vec<Option<&SetValue>> = slots.iter().map(|s| s.map(|i| &*taken[i].1)).collect();
         let mut lim = ConfigLimits::new(&cx.srv.config);
         Some(f(&sets, &mut lim))
     };
@@ -450,7 +450,7 @@ fn store(cx: &mut Cx, dst: &[u8], result: SetValue, event: &str) -> Reply {
             cx.changes(0);
         }
     } else {
-        let created = cx.ks.set(dst, Value::Set(result), None).is_none();
+        let created = cx.ks.set(dst, Value::Set(Box::new(result)), None).is_none();
         if let Some(ev) = cx.events() {
             ev.created(created, dst);
             ev.emit(notify::SET, event, dst);
@@ -504,7 +504,7 @@ fn sadd(cx: &mut Cx) -> Reply {
         None => {
             let mut s = SetValue::create(&members[0], members.len(), &mut lim);
             let added = members.iter().filter(|m| s.add(m, &mut lim)).count();
-            cx.ks.set(key, Value::Set(s), None);
+            cx.ks.set(key, Value::Set(Box::new(s)), None);
             cx.notify(notify::NEW, "new", key);
             added
         }
@@ -764,7 +764,7 @@ fn smove(cx: &mut Cx) -> Reply {
         cx.changes(2);
         let mut s = SetValue::create(member, 1, &mut lim);
         s.add(member, &mut lim);
-        cx.ks.set(dst, Value::Set(s), None);
+        cx.ks.set(dst, Value::Set(Box::new(s)), None);
         if let Some(ev) = cx.events() {
             ev.emit(notify::NEW, "new", dst);
             ev.emit(notify::SET, "sadd", dst);

@@ -272,7 +272,9 @@ fn lookup(cx: &mut Cx, pattern: &[u8], elem: &Bytes) -> Option<Found> {
     match (&entry.value, field) {
         (Value::Hash(h), Some(f)) => h.get(&f).map(|v| Found::Bytes(v.clone())),
         (Value::Str(StrVal::Int(i)), None) => Some(Found::Int(*i)),
-        (Value::Str(StrVal::Bytes { data, .. }), None) => Some(Found::Bytes(data.clone())),
+        (Value::Str(StrVal::Bytes { data, .. }), None) => {
+            Some(Found::Bytes(Bytes::copy_from_slice(data)))
+        }
         _ => None,
     }
 }
@@ -517,7 +519,7 @@ fn store(cx: &mut Cx, dst: &[u8], vals: Vec<Bytes>) -> Reply {
     for v in vals {
         l.push(v, End::Tail);
     }
-    let created = cx.ks.set(dst, Value::List(l), None).is_none();
+    let created = cx.ks.set(dst, Value::List(Box::new(l)), None).is_none();
     if let Some(ev) = cx.events() {
         ev.created(created, dst);
         ev.emit(notify::LIST, "sortstore", dst);

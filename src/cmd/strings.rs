@@ -11,7 +11,7 @@ use crate::instance::notify;
 use crate::protocol::Reply;
 use crate::types::value::sds_reserve;
 use crate::types::value::{Entry, StrVal, Value};
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 
 pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec {
@@ -349,7 +349,7 @@ fn max_string_len(cx: &Cx) -> u64 {
 }
 
 fn new_value(data: &[u8]) -> Value {
-    Value::Str(StrVal::from_set(Bytes::copy_from_slice(data)))
+    Value::Str(StrVal::from_set_slice(data))
 }
 
 // ---- GET / SET family ----
@@ -665,14 +665,14 @@ fn append(cx: &mut Cx) -> Reply {
 
 /// Applies an in-place edit to the existing string at `key`; the result is `raw`, as Redis
 /// unshares and decodes it. Replies with the new length.
-fn edit(cx: &mut Cx, key: &[u8], f: impl FnOnce(&mut BytesMut)) -> Reply {
+fn edit(cx: &mut Cx, key: &[u8], f: impl FnOnce(&mut Vec<u8>)) -> Reply {
     let Some(s) = cx.ks.get_mut(key).and_then(|e| as_str_mut(&mut e.value)) else {
         return errors::wrongtype();
     };
     let mut buf = s.take_mut();
     f(&mut buf);
     let len = buf.len();
-    *s = StrVal::raw(buf.freeze());
+    *s = StrVal::raw_vec(buf);
     Reply::Int(len as i64)
 }
 
@@ -702,7 +702,7 @@ fn setrange(cx: &mut Cx) -> Reply {
         return errors::err(errors::STRING_TOO_LONG);
     }
     let (offset, end) = (offset as usize, end as usize);
-    let write = |buf: &mut BytesMut| {
+    let write = |buf: &mut Vec<u8>| {
         if buf.len() < end {
             sds_reserve(buf, end);
             buf.resize(end, 0);
@@ -714,9 +714,9 @@ fn setrange(cx: &mut Cx) -> Reply {
         cx.notify(notify::STRING, "setrange", key);
         return reply;
     }
-    let mut buf = BytesMut::with_capacity(end);
+    let mut buf = Vec::with_capacity(end);
     write(&mut buf);
-    cx.ks.set(key, Value::Str(StrVal::raw(buf.freeze())), None);
+    cx.ks.set(key, Value::Str(StrVal::raw_vec(buf)), None);
     if let Some(ev) = cx.events() {
         ev.emit(notify::NEW, "new", key);
         ev.emit(notify::STRING, "setrange", key);
@@ -1028,18 +1028,20 @@ mod tests {
         let mut buf = s.take_mut();
         sds_reserve(&mut buf, 4);
         assert_eq!(buf.capacity(), 8);
-        let mut big = BytesMut::from(&vec![0u8; 2 << 20][..]);
+        let mut big = vec![0u8; 2 << 20];
         sds_reserve(&mut big, (2 << 20) + 1);
         assert_eq!(big.capacity(), (2 << 20) + 1 + (1 << 20));
         assert_eq!(big.len(), 2 << 20);
-        // An unshared buffer is reused, a shared one copied.
-        let frozen = buf.freeze();
-        let ptr = frozen.as_ptr();
-        let mut unique = StrVal::raw(frozen);
-        assert_eq!(unique.take_mut().as_ptr(), ptr);
+        // The edited buffer is stored back and taken again without a copy, capacity kept.
+        let ptr = buf.as_ptr();
+        let mut edited = StrVal::raw_vec(buf);
+        let again = edited.take_mut();
+        assert_eq!((again.as_ptr(), again.capacity()), (ptr, 8));
+        // A value from a shared buffer is copied, never kept as a view of it.
         let shared = Bytes::copy_from_slice(b"xyz");
         let mut held = StrVal::raw(shared.clone());
-        assert_ne!(held.take_mut().as_ptr(), shared.as_ptr());
+        let copied = held.take_mut();
+        assert_ne!(copied.as_ptr(), shared.as_ptr());
         assert_eq!(StrVal::Int(-42).take_mut(), &b"-42"[..]);
     }
 }

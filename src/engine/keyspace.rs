@@ -274,7 +274,7 @@ impl Keyspace {
                 let mut sh = self.dbs[db][s].lock();
                 let gone = sh.sweep_noting(now, per_shard, |k, v| {
                     if blocked && v.is_stream() {
-                        ready.push((db, k.clone()));
+                        ready.push((db, Bytes::copy_from_slice(k)));
                     }
                 });
                 for k in &gone {
@@ -375,13 +375,13 @@ impl<'a> Access<'a> {
                     db,
                     key,
                     value: v.clone(),
-                    expire_at: e.expire_at,
+                    expire_at: e.expire_at(),
                 },
                 other => Change::Put {
                     db,
                     key,
                     value: Box::new(other.clone()),
-                    expire_at: e.expire_at,
+                    expire_at: e.expire_at(),
                 },
             },
         }
@@ -514,7 +514,7 @@ impl<'a> Access<'a> {
             Some(e) => {
                 stats.hits.fetch_add(1, Ordering::Relaxed);
                 if !no_touch {
-                    e.lru_ms = now;
+                    e.touch(now);
                 }
                 Some(e)
             }
@@ -552,7 +552,7 @@ impl<'a> Access<'a> {
         self.mark_dirty(db, key);
         let e = self.get_in(db, key)?;
         if !no_touch {
-            e.lru_ms = now;
+            e.touch(now);
         }
         Some(e)
     }
@@ -563,7 +563,7 @@ impl<'a> Access<'a> {
         let (now, no_touch) = (self.now, self.no_touch);
         let e = self.get_in(db, key)?;
         if !no_touch {
-            e.lru_ms = now;
+            e.touch(now);
         }
         Some(e)
     }
@@ -621,7 +621,7 @@ impl<'a> Access<'a> {
         sh.signal(key);
         let e = sh.peek_mut(key)?;
         if !no_touch {
-            e.lru_ms = now;
+            e.touch(now);
         }
         Some(e)
     }
@@ -652,7 +652,7 @@ impl<'a> Access<'a> {
         sh.signal(key);
         let e = sh.peek_mut(key)?;
         if !no_touch {
-            e.lru_ms = now;
+            e.touch(now);
         }
         Some(e)
     }
@@ -680,7 +680,7 @@ impl<'a> Access<'a> {
         self.mark_dirty(db, key);
         let sh = self.shard_in(db, key);
         sh.signal(key);
-        let old = sh.insert_slice(key, value, expire_at, now);
+        let old = sh.insert(key, value, expire_at, now);
         if !wakes && old.as_ref().is_some_and(|e| e.value.is_stream()) {
             self.signal_ready_in(db, key);
         }
@@ -698,7 +698,7 @@ impl<'a> Access<'a> {
         self.mark_dirty(db, key);
         let sh = self.shard_in(db, key);
         sh.signal(key);
-        let old = sh.insert_entry(Bytes::copy_from_slice(key), entry);
+        let old = sh.insert_entry(key, entry);
         if !wakes && old.as_ref().is_some_and(|e| e.value.is_stream()) {
             self.signal_ready_in(db, key);
         }
@@ -707,7 +707,7 @@ impl<'a> Access<'a> {
 
     /// Replaces the value but keeps the key's deadline (KEEPTTL, in-place edits).
     pub fn set_keep_ttl(&mut self, key: &[u8], value: Value) {
-        let ttl = self.peek(key).and_then(|e| e.expire_at);
+        let ttl = self.peek(key).and_then(|e| e.expire_at());
         self.set(key, value, ttl);
     }
 
@@ -769,7 +769,7 @@ impl<'a> Access<'a> {
                 out.extend(
                     sh.keys()
                         .filter(|(_, e)| !e.is_expired(now))
-                        .map(|(k, _)| k.clone()),
+                        .map(|(k, _)| Bytes::copy_from_slice(k)),
                 )
             });
         }
@@ -870,7 +870,8 @@ impl<'a> Access<'a> {
                 }
             })?;
             let (key, expired) = self.visit_shard(db, s, |sh| {
-                sh.nth(r).map(|(k, e)| (k.clone(), e.is_expired(now)))
+                sh.nth(r)
+                    .map(|(k, e)| (Bytes::copy_from_slice(k), e.is_expired(now)))
             })?;
             if !expired {
                 return Some(key);
@@ -1290,9 +1291,9 @@ mod tests {
         a.now = 5000;
         assert!(a.get_notouch(b"k").is_some());
         assert!(a.get_notouch(b"missing").is_none());
-        assert_eq!(a.peek(b"k").map(|e| e.lru_ms), Some(100));
+        assert_eq!(a.peek(b"k").map(|e| e.lru_ms()), Some(0));
         assert!(a.lookup_write_in(0, b"k").is_some());
-        assert_eq!(a.peek(b"k").map(|e| e.lru_ms), Some(5000));
+        assert_eq!(a.peek(b"k").map(|e| e.lru_ms()), Some(5000));
         assert_eq!(ks.stats.hits.load(Ordering::Relaxed), 1);
         assert_eq!(ks.stats.misses.load(Ordering::Relaxed), 1);
     }

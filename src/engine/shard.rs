@@ -1,8 +1,9 @@
 //! One shard of one database: the key map, its expiry index and WATCH registrations.
 //!
-//! Invariant (checked by `check_invariants` in tests): `expires` holds exactly one
-//! `(deadline, key)` pair for every entry whose `expire_at` is `Some(deadline)`, and nothing
-//! else. Every mutation of a deadline goes through this type so the two never drift.
+//! Invariant (checked by `check_invariants` in tests): the slot table indexes every slot
+//! exactly once, and `expires` holds exactly one `(deadline, slot)` pair for every entry
+//! whose `expire_at` is `Some(deadline)`, and nothing else. Every mutation of a deadline or
+//! of a slot's position goes through this type so they never drift.
 //!
 //! This file sits below `keyspace.rs` (which owns the databases of shards and the SCAN
 //! cursor layout) and imports nothing from it: a key's position inside a shard
@@ -12,19 +13,160 @@ use crate::types::placement::{fnv1a64, mix64};
 use crate::types::value::{Entry, Value};
 use ahash::RandomState;
 use bytes::Bytes;
+use hashbrown::HashTable;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+mod slots;
+
+use slots::Chunked;
+
 pub type WatchFlag = Arc<AtomicBool>;
 
-type Map = HashMap<Bytes, Entry, RandomState>;
+/// Longest key stored inside its slot; longer ones get one exact-size allocation.
+const INLINE_KEY: usize = 22;
+
+/// A key's bytes: inline when short (most keys), else boxed. 24 bytes either way.
+#[derive(Clone)]
+enum Key {
+    Inline { len: u8, buf: [u8; INLINE_KEY] },
+    Heap(Box<[u8]>),
+}
+
+impl Key {
+    fn new(k: &[u8]) -> Key {
+        if k.len() <= INLINE_KEY {
+            let mut buf = [0; INLINE_KEY];
+            buf[..k.len()].copy_from_slice(k);
+            Key::Inline {
+                len: k.len() as u8,
+                buf,
+            }
+        } else {
+            Key::Heap(k.into())
+        }
+    }
+
+    #[inline]
+    fn as_slice(&self) -> &[u8] {
+        match self {
+            Key::Inline { len, buf } => &buf[..usize::from(*len)],
+            Key::Heap(b) => b,
+        }
+    }
+}
+
+/// One key and its entry, in the dense slot array.
+#[derive(Clone)]
+struct Slot {
+    key: Key,
+    entry: Entry,
+}
+
+/// The key map: entries in a dense array, found through a table of 4-byte slot numbers
+/// (one probe, key compared in place: no per-key allocation, no per-bucket padding of a
+/// fat entry at low load factors). Removal moves the last slot into the hole and renumbers
+/// it. The expiry index holds `(deadline, slot number)`, so it never copies a key.
+#[derive(Default)]
+struct Keys {
+    index: HashTable<u32>,
+    slots: Chunked<Slot>,
+    /// Ordered (deadline, slot) index so the active sweep finds due keys without scanning.
+    expires: BTreeSet<(u64, u32)>,
+    /// Travels with the table it built (SWAPDB, lazy flush).
+    hasher: RandomState,
+}
+
+impl Keys {
+    #[inline]
+    fn hash(&self, key: &[u8]) -> u64 {
+        self.hasher.hash_one(key)
+    }
+
+    #[inline]
+    fn find(&self, key: &[u8]) -> Option<usize> {
+        let h = self.hash(key);
+        let slots = &self.slots;
+        self.index
+            .find(h, |&i| slots[i as usize].key.as_slice() == key)
+            .map(|&i| i as usize)
+    }
+
+    /// Stores `entry` under `key`, replacing (and returning) any previous entry.
+    fn insert(&mut self, key: &[u8], entry: Entry) -> Option<Entry> {
+        let new_at = entry.expire_at();
+        let h = self.hash(key);
+        let slots = &self.slots;
+        if let Some(&i) = self
+            .index
+            .find(h, |&i| slots[i as usize].key.as_slice() == key)
+        {
+            let old = std::mem::replace(&mut self.slots[i as usize].entry, entry);
+            self.reindex(i, old.expire_at(), new_at);
+            return Some(old);
+        }
+        let i = u32::try_from(self.slots.len()).expect("fewer than 2^32 keys per shard");
+        self.slots.push(Slot {
+            key: Key::new(key),
+            entry,
+        });
+        let (slots, hasher) = (&self.slots, &self.hasher);
+        self.index
+            .insert_unique(h, i, |&j| hasher.hash_one(slots[j as usize].key.as_slice()));
+        if let Some(t) = new_at {
+            self.expires.insert((t, i));
+        }
+        None
+    }
+
+    /// Moves slot `i`'s index entry from deadline `old` to `new` (the slot already has `new`).
+    fn reindex(&mut self, i: u32, old: Option<u64>, new: Option<u64>) {
+        if old == new {
+            return;
+        }
+        if let Some(t) = old {
+            self.expires.remove(&(t, i));
+        }
+        if let Some(t) = new {
+            self.expires.insert((t, i));
+        }
+    }
+
+    /// Removes slot `i`, moving the last slot into its place.
+    fn remove_at(&mut self, i: usize) -> Slot {
+        let h = self.hash(self.slots[i].key.as_slice());
+        let n = i as u32;
+        match self.index.find_entry(h, |&j| j == n) {
+            Ok(e) => {
+                e.remove();
+            }
+            Err(_) => unreachable!("every slot is indexed"),
+        }
+        let slot = self.slots.swap_remove(i);
+        if let Some(t) = slot.entry.expire_at() {
+            self.expires.remove(&(t, n));
+        }
+        if let Some(moved) = self.slots.get(i) {
+            let last = self.slots.len() as u32;
+            let h = self.hash(moved.key.as_slice());
+            let at = moved.entry.expire_at();
+            *self
+                .index
+                .find_mut(h, |&j| j == last)
+                .expect("the moved slot is indexed") = n;
+            if let Some(t) = at {
+                self.expires.remove(&(t, last));
+                self.expires.insert((t, n));
+            }
+        }
+        slot
+    }
+}
 
 #[derive(Default)]
 pub struct Shard {
-    map: Map,
-    /// Ordered (deadline, key) index so the active sweep finds due keys without scanning.
-    expires: BTreeSet<(u64, Bytes)>,
+    keys: Keys,
     /// Clients watching a key: their dirty flags are raised on every modification.
     watchers: HashMap<Bytes, Vec<WatchFlag>, RandomState>,
 }
@@ -32,8 +174,7 @@ pub struct Shard {
 /// A shard's former contents, detached by `take_data` so a lazy flush can free them on
 /// another thread (`FLUSHALL ASYNC`).
 pub struct ShardData {
-    _map: Map,
-    _expires: BTreeSet<(u64, Bytes)>,
+    _keys: Keys,
 }
 
 /// A key's SCAN position in its shard: a hash of the whole key (not its tag), so keys of
@@ -54,125 +195,71 @@ pub struct ScanStep {
 
 impl Shard {
     pub fn len(&self) -> usize {
-        self.map.len()
+        self.keys.slots.len()
     }
     pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
+        self.keys.slots.is_empty()
     }
     pub fn expires_len(&self) -> usize {
-        self.expires.len()
+        self.keys.expires.len()
     }
 
     /// Raw lookup, ignoring expiry.
+    #[inline]
     pub fn peek(&self, key: &[u8]) -> Option<&Entry> {
-        self.map.get(key)
+        self.keys.find(key).map(|i| &self.keys.slots[i].entry)
     }
 
+    #[inline]
     pub fn peek_mut(&mut self, key: &[u8]) -> Option<&mut Entry> {
-        self.map.get_mut(key)
+        let i = self.keys.find(key)?;
+        Some(&mut self.keys.slots[i].entry)
     }
 
     /// True if `key` is present but its deadline has passed (`now > deadline`).
     #[inline]
     pub fn is_expired(&self, key: &[u8], now: u64) -> bool {
         // Most shards of most workloads hold no deadline at all: skip the lookup.
-        if self.expires.is_empty() {
+        if self.keys.expires.is_empty() {
             return false;
         }
-        matches!(self.map.get(key), Some(e) if e.is_expired(now))
+        matches!(self.peek(key), Some(e) if e.is_expired(now))
     }
 
-    /// Inserts or replaces a value, setting its deadline; returns the previous entry.
-    pub fn insert(
-        &mut self,
-        key: Bytes,
-        value: Value,
-        expire_at: Option<u64>,
-        now: u64,
-    ) -> Option<Entry> {
-        self.insert_entry(
-            key,
-            Entry {
-                value,
-                expire_at,
-                lru_ms: now,
-            },
-        )
-    }
-
-    /// Like `insert`, but copies the key only when it is new: replacing the value of an
+    /// Inserts or replaces a value, setting its deadline and access time; returns the
+    /// previous entry. The key is copied only when it is new: replacing the value of an
     /// existing key (the common `SET` case) allocates nothing.
-    pub fn insert_slice(
+    #[inline]
+    pub fn insert(
         &mut self,
         key: &[u8],
         value: Value,
         expire_at: Option<u64>,
         now: u64,
     ) -> Option<Entry> {
-        let Some(e) = self.map.get_mut(key) else {
-            return self.insert(Bytes::copy_from_slice(key), value, expire_at, now);
-        };
-        let old = Entry {
-            value: std::mem::replace(&mut e.value, value),
-            expire_at: e.expire_at,
-            lru_ms: e.lru_ms,
-        };
-        e.lru_ms = now;
-        if old.expire_at != expire_at {
-            e.expire_at = expire_at;
-            self.reindex(key, old.expire_at, expire_at);
-        }
-        Some(old)
+        self.keys.insert(key, Entry::new(value, expire_at, now))
     }
 
     /// Inserts or replaces a whole entry (value, deadline and access time kept as given:
     /// RENAME and MOVE carry an entry over); returns the previous entry.
-    pub fn insert_entry(&mut self, key: Bytes, entry: Entry) -> Option<Entry> {
-        if let Some(t) = entry.expire_at {
-            self.expires.insert((t, key.clone()));
-        }
-        let new_at = entry.expire_at;
-        let old = self.map.insert(key.clone(), entry);
-        if let Some(t) = old.as_ref().and_then(|o| o.expire_at) {
-            if Some(t) != new_at {
-                self.expires.remove(&(t, key));
-            }
-        }
-        old
-    }
-
-    /// Moves `key`'s index entry from deadline `old` to `new` (the map is already updated).
-    fn reindex(&mut self, key: &[u8], old: Option<u64>, new: Option<u64>) {
-        let Some((k, _)) = self.map.get_key_value(key) else {
-            return;
-        };
-        let k = k.clone();
-        if let Some(t) = old {
-            self.expires.remove(&(t, k.clone()));
-        }
-        if let Some(t) = new {
-            self.expires.insert((t, k));
-        }
+    pub fn insert_entry(&mut self, key: &[u8], entry: Entry) -> Option<Entry> {
+        self.keys.insert(key, entry)
     }
 
     pub fn remove(&mut self, key: &[u8]) -> Option<Entry> {
-        let (k, e) = self.map.remove_entry(key)?;
-        if let Some(t) = e.expire_at {
-            self.expires.remove(&(t, k));
-        }
-        Some(e)
+        let i = self.keys.find(key)?;
+        Some(self.keys.remove_at(i).entry)
     }
 
     /// Sets or clears a key's deadline. Returns false if the key is absent.
     pub fn set_expire(&mut self, key: &[u8], at: Option<u64>) -> bool {
-        let Some(e) = self.map.get_mut(key) else {
+        let Some(i) = self.keys.find(key) else {
             return false;
         };
-        let old = e.expire_at;
-        if old != at {
-            e.expire_at = at;
-            self.reindex(key, old, at);
-        }
+        let e = &mut self.keys.slots[i].entry;
+        let old = e.expire_at();
+        e.set_expire_at(at);
+        self.keys.reindex(i as u32, old, at);
         true
     }
 
@@ -186,19 +273,18 @@ impl Shard {
         &mut self,
         now: u64,
         limit: usize,
-        mut removed: impl FnMut(&Bytes, &Value),
+        mut removed: impl FnMut(&[u8], &Value),
     ) -> Vec<Bytes> {
         let mut out = Vec::new();
         while out.len() < limit {
-            match self.expires.first() {
-                Some((t, _)) if *t < now => {}
+            let i = match self.keys.expires.first() {
+                Some(&(t, i)) if t < now => i,
                 _ => break,
-            }
-            let (_, k) = self.expires.pop_first().expect("non-empty");
-            if let Some(e) = self.map.remove(&k) {
-                removed(&k, &e.value);
-            }
-            out.push(k);
+            };
+            let slot = self.keys.remove_at(i as usize);
+            let k = slot.key.as_slice();
+            removed(k, &slot.entry.value);
+            out.push(Bytes::copy_from_slice(k));
         }
         out
     }
@@ -214,11 +300,12 @@ impl Shard {
         now: u64,
         out: &mut Vec<(Bytes, &'static str)>,
     ) -> ScanStep {
-        let mut found: Vec<(u32, &Bytes, &Entry)> = self
-            .map
+        let slots = &self.keys.slots;
+        let mut found: Vec<(u32, u32)> = slots
             .iter()
-            .map(|(k, e)| (scan_pos(k), k, e))
-            .filter(|(p, _, _)| *p >= from)
+            .enumerate()
+            .map(|(i, s)| (scan_pos(s.key.as_slice()), i as u32))
+            .filter(|(p, _)| *p >= from)
             .collect();
         let want = want.max(1);
         let mut next_pos = None;
@@ -231,11 +318,13 @@ impl Shard {
         }
         let visited = found.len();
         let mut expired = Vec::new();
-        for (_, k, e) in found {
-            if e.is_expired(now) {
-                expired.push(k.clone());
+        for (_, i) in found {
+            let s = &slots[i as usize];
+            let k = Bytes::copy_from_slice(s.key.as_slice());
+            if s.entry.is_expired(now) {
+                expired.push(k);
             } else {
-                out.push((k.clone(), e.value.type_name()));
+                out.push((k, s.entry.value.type_name()));
             }
         }
         for k in &expired {
@@ -249,35 +338,32 @@ impl Shard {
         }
     }
 
-    pub fn keys(&self) -> impl Iterator<Item = (&Bytes, &Entry)> {
-        self.map.iter()
+    pub fn keys(&self) -> impl Iterator<Item = (&[u8], &Entry)> {
+        self.keys.slots.iter().map(|s| (s.key.as_slice(), &s.entry))
     }
 
-    /// The `n`th entry in iteration order (for RANDOMKEY).
-    pub fn nth(&self, n: usize) -> Option<(&Bytes, &Entry)> {
-        self.map.iter().nth(n)
+    /// The `n`th entry (for RANDOMKEY): slots are dense, so this is O(1).
+    pub fn nth(&self, n: usize) -> Option<(&[u8], &Entry)> {
+        self.keys.slots.get(n).map(|s| (s.key.as_slice(), &s.entry))
     }
 
     pub fn clear(&mut self) -> usize {
-        let n = self.map.len();
-        self.map = HashMap::default();
-        self.expires.clear();
+        let n = self.len();
+        self.keys = Keys::default();
         n
     }
 
     /// Empties the shard, handing back its contents to be dropped elsewhere.
     pub fn take_data(&mut self) -> ShardData {
         ShardData {
-            _map: std::mem::take(&mut self.map),
-            _expires: std::mem::take(&mut self.expires),
+            _keys: std::mem::take(&mut self.keys),
         }
     }
 
     /// Exchanges contents (for SWAPDB), leaving WATCH registrations with the shard so
     /// watchers of the db index are the ones signalled.
     pub fn swap_data(&mut self, other: &mut Shard) {
-        std::mem::swap(&mut self.map, &mut other.map);
-        std::mem::swap(&mut self.expires, &mut other.expires);
+        std::mem::swap(&mut self.keys, &mut other.keys);
     }
 
     pub fn watch(&mut self, key: Bytes, flag: WatchFlag) {
@@ -315,7 +401,7 @@ impl Shard {
     /// keys that exist on one side; touching all watched keys here errs on aborting.
     pub fn signal_all(&mut self, only_existing: bool) {
         for (k, v) in &self.watchers {
-            if !only_existing || self.map.contains_key(k) {
+            if !only_existing || self.keys.find(k).is_some() {
                 for f in v {
                     f.store(true, Ordering::Release);
                 }
@@ -323,22 +409,30 @@ impl Shard {
         }
     }
 
-    /// Panics if the expiry index and the map disagree (tests only).
+    /// Panics if the slot table, the slots and the expiry index disagree (tests only).
     #[cfg(test)]
     pub fn check_invariants(&self) {
+        let k = &self.keys;
+        assert_eq!(
+            k.index.len(),
+            k.slots.len(),
+            "index and slots differ in size"
+        );
         let mut with_ttl = 0;
-        for (k, e) in &self.map {
-            if let Some(t) = e.expire_at {
+        for (i, s) in k.slots.iter().enumerate() {
+            let key = s.key.as_slice();
+            assert_eq!(k.find(key), Some(i), "key {key:?} not indexed at its slot");
+            if let Some(t) = s.entry.expire_at() {
                 with_ttl += 1;
                 assert!(
-                    self.expires.contains(&(t, k.clone())),
-                    "key {k:?} with deadline {t} missing from the index"
+                    k.expires.contains(&(t, i as u32)),
+                    "key {key:?} with deadline {t} missing from the index"
                 );
             }
         }
         assert_eq!(
             with_ttl,
-            self.expires.len(),
+            k.expires.len(),
             "stale entries in the expiry index"
         );
     }
@@ -360,21 +454,21 @@ mod tests {
     #[test]
     fn expiry_index_follows_insert_replace_remove() {
         let mut sh = Shard::default();
-        sh.insert(b("a"), v("1"), Some(100), 0);
-        sh.insert(b("b"), v("1"), None, 0);
+        sh.insert(b"a", v("1"), Some(100), 0);
+        sh.insert(b"b", v("1"), None, 0);
         sh.check_invariants();
         // Replace with another deadline, the same deadline, then none.
-        sh.insert(b("a"), v("2"), Some(200), 0);
+        sh.insert(b"a", v("2"), Some(200), 0);
         sh.check_invariants();
-        sh.insert(b("a"), v("3"), Some(200), 0);
+        sh.insert(b"a", v("3"), Some(200), 0);
         sh.check_invariants();
-        sh.insert_slice(b"a", v("4"), Some(300), 0);
+        sh.insert(b"a", v("4"), Some(300), 0);
         sh.check_invariants();
-        sh.insert_slice(b"a", v("4"), None, 0);
+        sh.insert(b"a", v("4"), None, 0);
         sh.check_invariants();
         assert_eq!(sh.expires_len(), 0);
-        sh.insert_slice(b"c", v("x"), Some(5), 0);
-        sh.insert_slice(b"b", v("y"), Some(7), 0);
+        sh.insert(b"c", v("x"), Some(5), 0);
+        sh.insert(b"b", v("y"), Some(7), 0);
         sh.check_invariants();
         assert_eq!(sh.expires_len(), 2);
         assert!(sh.remove(b"c").is_some());
@@ -386,11 +480,13 @@ mod tests {
     #[test]
     fn insert_slice_returns_previous_entry() {
         let mut sh = Shard::default();
-        assert!(sh.insert_slice(b"k", v("1"), Some(9), 3).is_none());
-        let old = sh.insert_slice(b"k", v("2"), None, 4).expect("old");
+        assert!(sh.insert(b"k", v("1"), Some(9), 3000).is_none());
+        let old = sh.insert(b"k", v("2"), None, 4999).expect("old");
         assert_eq!(old.value, v("1"));
         assert_eq!(old.expire_at(), Some(9));
-        assert_eq!(sh.peek(b"k").map(|e| e.lru_ms), Some(4));
+        assert_eq!(old.lru_ms(), 3000);
+        // Access times keep whole seconds (Redis's LRU clock resolution).
+        assert_eq!(sh.peek(b"k").map(|e| e.lru_ms()), Some(4000));
         sh.check_invariants();
     }
 
@@ -398,7 +494,7 @@ mod tests {
     fn set_expire_keeps_index_consistent() {
         let mut sh = Shard::default();
         assert!(!sh.set_expire(b"nope", Some(1)));
-        sh.insert(b("k"), v("1"), None, 0);
+        sh.insert(b"k", v("1"), None, 0);
         assert!(sh.set_expire(b"k", Some(10)));
         sh.check_invariants();
         assert!(sh.set_expire(b"k", Some(20)));
@@ -413,13 +509,9 @@ mod tests {
     #[test]
     fn insert_entry_carries_deadline() {
         let mut sh = Shard::default();
-        sh.insert(b("dst"), v("old"), Some(50), 0);
-        let e = Entry {
-            value: v("new"),
-            expire_at: Some(70),
-            lru_ms: 1,
-        };
-        let old = sh.insert_entry(b("dst"), e).expect("replaced");
+        sh.insert(b"dst", v("old"), Some(50), 0);
+        let e = Entry::new(v("new"), Some(70), 1000);
+        let old = sh.insert_entry(b"dst", e).expect("replaced");
         assert_eq!(old.expire_at(), Some(50));
         sh.check_invariants();
         assert_eq!(sh.peek(b"dst").and_then(|e| e.expire_at()), Some(70));
@@ -428,8 +520,8 @@ mod tests {
     #[test]
     fn swap_keeps_each_side_consistent() {
         let (mut a, mut b2) = (Shard::default(), Shard::default());
-        a.insert(b("x"), v("1"), Some(10), 0);
-        b2.insert(b("y"), v("1"), None, 0);
+        a.insert(b"x", v("1"), Some(10), 0);
+        b2.insert(b"y", v("1"), None, 0);
         a.swap_data(&mut b2);
         a.check_invariants();
         b2.check_invariants();
@@ -440,10 +532,10 @@ mod tests {
     #[test]
     fn sweep_removes_only_past_deadlines() {
         let mut sh = Shard::default();
-        sh.insert(b("due"), v("1"), Some(99), 0);
-        sh.insert(b("edge"), v("1"), Some(100), 0);
-        sh.insert(b("later"), v("1"), Some(101), 0);
-        sh.insert(b("keep"), v("1"), None, 0);
+        sh.insert(b"due", v("1"), Some(99), 0);
+        sh.insert(b"edge", v("1"), Some(100), 0);
+        sh.insert(b"later", v("1"), Some(101), 0);
+        sh.insert(b"keep", v("1"), None, 0);
         // A key is expired when now > deadline: at now=100, only "due".
         assert!(!sh.is_expired(b"edge", 100));
         assert!(sh.is_expired(b"due", 100));
@@ -464,7 +556,7 @@ mod tests {
         let mut sh = Shard::default();
         for i in 0..200 {
             let deadline = (i % 10 == 0).then_some(5);
-            sh.insert(b(&format!("k{i}")), v("1"), deadline, 0);
+            sh.insert(format!("k{i}").as_bytes(), v("1"), deadline, 0);
         }
         let mut out = Vec::new();
         let mut from = 0;
@@ -496,5 +588,67 @@ mod tests {
         assert_eq!(names.len(), 180);
         assert_eq!(sh.len(), 180);
         sh.check_invariants();
+    }
+}
+
+#[cfg(test)]
+mod model_tests {
+    use super::*;
+    use crate::types::value::StrVal;
+    use rand::{rngs::SmallRng, Rng, SeedableRng};
+
+    /// Random inserts, removals, deadline moves and sweeps against a plain map: the slot
+    /// renumbering on removal must keep the table, the slots and the expiry index in step.
+    #[test]
+    fn slots_follow_a_model_map() {
+        let mut rng = SmallRng::seed_from_u64(17);
+        let mut sh = Shard::default();
+        let mut model: std::collections::HashMap<Vec<u8>, (i64, Option<u64>)> = Default::default();
+        for step in 0..20_000u64 {
+            // Short keys stay inline, long ones go to the heap: use both.
+            let n = rng.gen_range(0..300);
+            let key = if n % 3 == 0 {
+                format!("a-rather-long-key-name-that-is-boxed:{n}").into_bytes()
+            } else {
+                format!("k{n}").into_bytes()
+            };
+            let at = rng.gen_bool(0.5).then(|| rng.gen_range(0..1000));
+            match rng.gen_range(0..10) {
+                0..=4 => {
+                    let v = step as i64;
+                    let old = sh.insert(&key, Value::Str(StrVal::Int(v)), at, step * 1000);
+                    let was = model.insert(key.clone(), (v, at));
+                    assert_eq!(old.map(|e| e.expire_at()), was.map(|w| w.1));
+                }
+                5..=6 => {
+                    let old = sh.remove(&key).map(|e| e.expire_at());
+                    assert_eq!(old, model.remove(&key).map(|w| w.1));
+                }
+                7..=8 => {
+                    let present = sh.set_expire(&key, at);
+                    assert_eq!(present, model.contains_key(&key));
+                    if let Some(m) = model.get_mut(&key) {
+                        m.1 = at;
+                    }
+                }
+                _ => {
+                    let now = rng.gen_range(0..1000);
+                    for k in sh.sweep(now, 5) {
+                        let (_, at) = model.remove(&k[..]).expect("swept key existed");
+                        assert!(at.is_some_and(|t| t < now));
+                    }
+                }
+            }
+            if step % 1000 == 0 {
+                sh.check_invariants();
+            }
+        }
+        sh.check_invariants();
+        assert_eq!(sh.len(), model.len());
+        for (k, (v, at)) in &model {
+            let e = sh.peek(k).expect("model key present");
+            assert_eq!(e.value, Value::Str(StrVal::Int(*v)));
+            assert_eq!(e.expire_at(), *at);
+        }
     }
 }

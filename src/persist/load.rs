@@ -179,8 +179,14 @@ pub(super) fn build_value(
                     Some(i) => StrVal::Int(i),
                     None => return Err(corrupt("int string")),
                 },
-                l::str_enc::EMBSTR => StrVal::Bytes { data, raw: false },
-                l::str_enc::RAW => StrVal::Bytes { data, raw: true },
+                l::str_enc::EMBSTR => StrVal::Bytes {
+                    data: data.into(),
+                    raw: false,
+                },
+                l::str_enc::RAW => StrVal::Bytes {
+                    data: data.into(),
+                    raw: true,
+                },
                 _ => return Err(corrupt("string encoding")),
             };
             return Ok(Some(Value::Str(s)));
@@ -194,7 +200,7 @@ pub(super) fn build_value(
             for (_, v) in rows {
                 list.push(Bytes::from(v), End::Tail);
             }
-            Value::List(list)
+            Value::List(Box::new(list))
         }
         tag::HASH => {
             let mut pairs = Vec::with_capacity(rows.len());
@@ -207,7 +213,7 @@ pub(super) fn build_value(
             for (_, f, v) in pairs {
                 h.set_bytes(&f, Bytes::copy_from_slice(&v[8..]), o.hash);
             }
-            Value::Hash(h)
+            Value::Hash(Box::new(h))
         }
         tag::SET => {
             let mut members = Vec::with_capacity(rows.len());
@@ -220,7 +226,7 @@ pub(super) fn build_value(
             for (_, m) in members {
                 s.add(&m, &mut lim);
             }
-            Value::Set(s)
+            Value::Set(Box::new(s))
         }
         tag::ZSET => {
             let longest = rows.iter().map(|(m, _)| m.len()).max().unwrap_or(0);

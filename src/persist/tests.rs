@@ -34,7 +34,7 @@ fn list(items: &[&[u8]]) -> Value {
     for i in items {
         l.push(b(i), End::Tail);
     }
-    Value::List(l)
+    Value::List(Box::new(l))
 }
 
 fn hashv(pairs: &[(&[u8], &[u8])]) -> Value {
@@ -42,7 +42,7 @@ fn hashv(pairs: &[(&[u8], &[u8])]) -> Value {
     for (f, v) in pairs {
         h.set(f, v, hash::Limits::DEFAULT);
     }
-    Value::Hash(h)
+    Value::Hash(Box::new(h))
 }
 
 fn setv(members: &[&[u8]]) -> Value {
@@ -50,7 +50,7 @@ fn setv(members: &[&[u8]]) -> Value {
     for m in members {
         s.add(m, &mut { Fixed::DEFAULT });
     }
-    Value::Set(s)
+    Value::Set(Box::new(s))
 }
 
 fn zsetv(members: &[(&[u8], f64)]) -> Value {
@@ -164,7 +164,7 @@ pub(super) fn every_type_puts() -> Vec<Change> {
                 for m in [b"3", b"1", b"2"] {
                     s.add(m, &mut { Fixed::DEFAULT });
                 }
-                Value::Set(s)
+                Value::Set(Box::new(s))
             },
             None,
         ),
@@ -659,7 +659,7 @@ fn random_change(rng: &mut SmallRng, model: &mut [BTreeMap<Bytes, Value>]) -> Ch
             let l = match m.get_mut(&key) {
                 Some(Value::List(l)) => l,
                 _ => {
-                    m.insert(key.clone(), Value::List(List::new()));
+                    m.insert(key.clone(), Value::List(Box::default()));
                     let Some(Value::List(l)) = m.get_mut(&key) else {
                         unreachable!()
                     };
@@ -694,7 +694,7 @@ fn random_change(rng: &mut SmallRng, model: &mut [BTreeMap<Bytes, Value>]) -> Ch
         5 => {
             let pairs = vec![(elem(rng), elem(rng))];
             if !matches!(m.get(&key), Some(Value::Hash(_))) {
-                m.insert(key.clone(), Value::Hash(HashValue::new()));
+                m.insert(key.clone(), Value::Hash(Box::default()));
             }
             if let Some(Value::Hash(h)) = m.get_mut(&key) {
                 h.set(&pairs[0].0, &pairs[0].1, hash::Limits::DEFAULT);
@@ -724,7 +724,7 @@ fn random_change(rng: &mut SmallRng, model: &mut [BTreeMap<Bytes, Value>]) -> Ch
         7 => {
             let member = elem(rng);
             if !matches!(m.get(&key), Some(Value::Set(_))) {
-                m.insert(key.clone(), Value::Set(SetValue::new_listpack()));
+                m.insert(key.clone(), Value::Set(Box::new(SetValue::new_listpack())));
             }
             if let Some(Value::Set(s)) = m.get_mut(&key) {
                 s.add(&member, &mut { Fixed::DEFAULT });
@@ -782,7 +782,7 @@ fn random_change(rng: &mut SmallRng, model: &mut [BTreeMap<Bytes, Value>]) -> Ch
                 for i in &items {
                     nl.push(i.clone(), End::Tail);
                 }
-                *l = nl;
+                **l = nl;
                 Change::ListRewrite {
                     db,
                     key,

@@ -208,7 +208,7 @@ fn generic(cx: &mut Cx, read_only: bool) -> Reply {
             let grown = buf.len() < need;
             grow_zero(&mut buf, need);
             let (replies, changes) = run_all(&mut buf, grown);
-            *s = StrVal::raw(buf.freeze());
+            *s = StrVal::raw_vec(buf);
             (replies, changes)
         }
     };

@@ -194,7 +194,7 @@ fn load(ty: u8, r: &mut Reader, lim: &Limits) -> Result<Value, Bad> {
             for _ in 0..n {
                 elems.push(Bytes::from(r.string()?));
             }
-            Value::List(List::from_pushes(elems, lim.list_fill))
+            Value::List(Box::new(List::from_pushes(elems, lim.list_fill)))
         }
         t::LIST_QUICKLIST | t::LIST_QUICKLIST_2 => {
             let n = r.count(1)?;
@@ -219,13 +219,13 @@ fn load(ty: u8, r: &mut Reader, lim: &Limits) -> Result<Value, Bad> {
                 };
                 groups.push(group);
             }
-            Value::List(List::from_nodes(groups, lim.list_fill))
+            Value::List(Box::new(List::from_nodes(groups, lim.list_fill)))
         }
         t::LIST_ZIPLIST => {
             let blob = r.string()?;
             // Redis pushes a ziplist list's elements one by one into a fresh quicklist.
             let elems = entries_to_bytes(&ziplist::parse(&blob)?);
-            Value::List(List::from_pushes(elems, lim.list_fill))
+            Value::List(Box::new(List::from_pushes(elems, lim.list_fill)))
         }
         t::SET => {
             let n = r.count(1)?;
@@ -239,7 +239,7 @@ fn load(ty: u8, r: &mut Reader, lim: &Limits) -> Result<Value, Bad> {
                     return Err(Bad); // duplicate member
                 }
             }
-            Value::Set(s)
+            Value::Set(Box::new(s))
         }
         t::SET_INTSET => {
             let ints = intset::decode(&r.string()?)?;
@@ -248,7 +248,7 @@ fn load(ty: u8, r: &mut Reader, lim: &Limits) -> Result<Value, Bad> {
             for i in ints {
                 s.add_member(Member::Int(i), &mut l);
             }
-            Value::Set(s)
+            Value::Set(Box::new(s))
         }
         t::SET_LISTPACK => {
             let blob = r.string()?;
@@ -259,7 +259,7 @@ fn load(ty: u8, r: &mut Reader, lim: &Limits) -> Result<Value, Bad> {
                     return Err(Bad);
                 }
             }
-            Value::Set(s)
+            Value::Set(Box::new(s))
         }
         t::HASH => {
             let n = r.count(2)?;
@@ -272,7 +272,7 @@ fn load(ty: u8, r: &mut Reader, lim: &Limits) -> Result<Value, Bad> {
                     return Err(Bad); // duplicate field
                 }
             }
-            Value::Hash(h)
+            Value::Hash(Box::new(h))
         }
         t::HASH_LISTPACK | t::HASH_ZIPLIST => {
             let blob = r.string()?;
@@ -317,7 +317,7 @@ fn load(ty: u8, r: &mut Reader, lim: &Limits) -> Result<Value, Bad> {
             for (f, v) in pairs {
                 h.set_bytes(&f, Bytes::from(v), unlimited);
             }
-            Value::Hash(h)
+            Value::Hash(Box::new(h))
         }
         t::HASH_ZIPMAP => {
             let blob = r.string()?;
@@ -350,7 +350,7 @@ fn load(ty: u8, r: &mut Reader, lim: &Limits) -> Result<Value, Bad> {
             for (f, v) in pairs {
                 h.set(f, v, unlimited);
             }
-            Value::Hash(h)
+            Value::Hash(Box::new(h))
         }
         t::ZSET | t::ZSET_2 => {
             let n = r.count(2)?;

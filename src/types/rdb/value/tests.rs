@@ -41,7 +41,7 @@ fn hashes_keep_encoding() {
     let mut h = HashValue::new();
     h.set(b"a", b"1", lim().hash);
     h.set(b"b", b"hello", lim().hash);
-    let v = Value::Hash(h);
+    let v = Value::Hash(Box::new(h));
     // redis-server 7.0: HSET h a 1 b hello; DUMP h.
     assert_eq!(
         dump(&v),
@@ -52,7 +52,7 @@ fn hashes_keep_encoding() {
     for i in 0..600 {
         big.set(format!("f{i}").as_bytes(), b"v", lim().hash);
     }
-    let v = Value::Hash(big);
+    let v = Value::Hash(Box::new(big));
     let back = round_trip(&v);
     assert_eq!(back, v);
     assert_eq!(back.encoding(), "hashtable");
@@ -68,7 +68,9 @@ fn hashes_keep_encoding() {
     h.set(b"a", b"1", lim().hash);
     h.set(b"b", b"2", lim().hash);
     assert_eq!(
-        restore(&dump(&Value::Hash(h)), &tight).unwrap().encoding(),
+        restore(&dump(&Value::Hash(Box::new(h))), &tight)
+            .unwrap()
+            .encoding(),
         "hashtable"
     );
 }
@@ -80,14 +82,14 @@ fn sets_keep_encoding() {
     for i in [3, 1, 2, -70000] {
         ints.add(i.to_string().as_bytes(), &mut l);
     }
-    let v = Value::Set(ints);
+    let v = Value::Set(Box::new(ints));
     assert_eq!(dump(&v)[0], t::SET_INTSET);
     assert_eq!(round_trip(&v).encoding(), "intset");
     let mut strs = SetValue::new_listpack();
     for m in ["a", "b", "7"] {
         strs.add(m.as_bytes(), &mut l);
     }
-    let v = Value::Set(strs);
+    let v = Value::Set(Box::new(strs));
     assert_eq!(dump(&v)[0], t::SET);
     let back = round_trip(&v);
     assert_eq!(back, v);
@@ -96,7 +98,7 @@ fn sets_keep_encoding() {
     for i in 0..1000 {
         big.add(format!("m{i}").as_bytes(), &mut l);
     }
-    let v = Value::Set(big);
+    let v = Value::Set(Box::new(big));
     let back = round_trip(&v);
     assert_eq!(back, v);
     assert_eq!(back.encoding(), "hashtable");
@@ -134,7 +136,7 @@ fn lists_keep_nodes() {
         l.push(Bytes::from(format!("e{i}")), End::Tail);
     }
     assert_eq!(l.encoding(), "quicklist");
-    let v = Value::List(l.clone());
+    let v = Value::List(Box::new(l.clone()));
     let back = round_trip(&v);
     let Value::List(bl) = back.clone() else {
         panic!()
@@ -143,7 +145,7 @@ fn lists_keep_nodes() {
     assert_eq!(bl.node_counts(), l.node_counts());
     let mut small = List::new();
     small.push(b("x"), End::Tail);
-    let back = round_trip(&Value::List(small));
+    let back = round_trip(&Value::List(Box::new(small)));
     assert_eq!(back.encoding(), "listpack");
 }
 
@@ -187,7 +189,7 @@ fn truncations_never_panic() {
     }
     let values = [
         Value::ZSet(Box::new(z)),
-        Value::Hash(h),
+        Value::Hash(Box::new(h)),
         Value::Str(StrVal::from_set(b(&"q".repeat(300)))),
     ];
     for v in &values {
