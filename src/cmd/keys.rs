@@ -1110,6 +1110,9 @@ mod tests {
         for i in 0..=LAZYFREE_THRESHOLD {
             list.push(Bytes::from(i.to_string()), crate::types::list::End::Tail);
         }
-        assert_eq!(free_effort(&Value::List(list)), LAZYFREE_THRESHOLD + 1);
+        assert_eq!(
+            free_effort(&Value::List(Box::new(list))),
+            LAZYFREE_THRESHOLD + 1
+        );
     }
 }

@@ -339,7 +339,10 @@ mod tests {
         assert_eq!(j.durable_waiters.lock().len(), 1);
         j.wake_waiters();
         assert_eq!(c3.0.load(Ordering::Relaxed), 1);
-        assert!(poll_counted(&mut w3).0, "woken by wake_waiters: the caller re-checks");
+        assert!(
+            poll_counted(&mut w3).0,
+            "woken by wake_waiters: the caller re-checks"
+        );
         // Created after the wake-up and before the commit: waits for the commit.
         let mut w3 = j.durable(3);
         assert!(!poll_counted(&mut w3).0);
