@@ -12,6 +12,7 @@ use crate::instance::state::Shared;
 use crate::num::dtoa::fpconv;
 use crate::protocol::Reply;
 use bytes::Bytes;
+use mlua::ffi::lua_State as LuaState;
 use mlua::{Function, Lua, LuaOptions, MultiValue, StdLib, Table, Value, Variadic};
 use parking_lot::Mutex;
 use std::cell::{Cell, RefCell};
@@ -478,8 +479,7 @@ impl Interp {
                 mlua::ffi::lua_pushcfunction(state, set_readonly_c);
             })
         }?;
-        // SAFETY: pushes one C closure over the two global names it sets (one stack slot).
-        let runner = unsafe {
+        let runner = unsafe /* SAFETY: pushes one C closure over KEYS/ARGV (one slot) */ {
             lua.exec_raw::<Function>((), |state| {
                 mlua::ffi::lua_pushstring(state, c"KEYS".as_ptr());
                 mlua::ffi::lua_pushstring(state, c"ARGV".as_ptr());
@@ -1065,7 +1065,7 @@ struct RunParams<'a> {
 /// Called only by Lua, through `Interp::runner`, with a light userdata pointing at a
 /// `RunParams` that outlives the call as its third argument. Only the Lua C API is used
 /// (it may raise, out of memory, by longjmp): no Rust value needing a destructor is live.
-unsafe extern "C-unwind" fn run_script_c(state: *mut mlua::ffi::lua_State) -> c_int {
+unsafe extern "C-unwind" fn run_script_c(state: *mut LuaState) -> c_int /* SAFETY: above */ {
     use mlua::ffi;
     // SAFETY: the caller passes a pointer to a live RunParams (see above).
     let p = &*(ffi::lua_touserdata(state, 3) as *const RunParams);
@@ -1112,9 +1112,11 @@ unsafe fn push_array(state: *mut mlua::ffi::lua_State, items: &[Bytes]) {
 /// with the globals' read-only flag lifted for the write, as Redis does for KEYS/ARGV.
 ///
 /// # Safety
-/// `state` must be a valid Lua state inside a protected call with 3 free stack slots.
-unsafe fn set_array_global(state: *mut mlua::ffi::lua_State, name: c_int, items: Option<&[Bytes]>) {
+/// `s` must be a valid Lua state inside a protected call with 3 free stack slots.
+unsafe fn set_array_global(s: *mut LuaState, name: c_int, v: Option<&[Bytes]>) /* SAFETY: doc */
+{
     use mlua::ffi;
+    let (state, items) = (s, v);
     ffi::lua_pushvalue(state, name);
     match items {
         Some(items) => {
