@@ -8,7 +8,7 @@
 //!
 //! | rank | module | holds |
 //! |---|---|---|
-//! | 0 | [`num`] | number ⇄ text as Redis reads and writes it (`string2ll`, `d2string`) |
+//! | 0 | [`num`], [`alloc`] | number ⇄ text as Redis reads and writes it (`string2ll`, `d2string`); the counting allocator behind `used_memory` |
 //! | 1 | [`protocol`], [`types`] | RESP parser, `Reply` and its writer; pure data structures and the value types (`Value`, `Entry`, `StrVal`), RDB encoding |
 //! | 2 | [`clock`], [`config`], [`background`] | time source; settings and `CONFIG`'s parameter table; a service on its own thread |
 //! | 3 | [`engine`] | sharded keyspace, expiry, locking, the changes each write makes and their journal |
@@ -25,6 +25,7 @@
 //! For tests, [`testing::TestServer`] starts an in-process server on an ephemeral loopback
 //! port with the memory engine, an optional manual clock and seed, and inspection helpers.
 
+pub mod alloc;
 pub mod background;
 pub mod clock;
 pub mod cmd;

@@ -3,9 +3,11 @@
 
 use clap::{Parser, Subcommand};
 
-// malloc/free were ~20% of instructions per request with glibc (DESIGN.md §9 lever).
+// malloc/free were ~20% of instructions per request with glibc (DESIGN.md §9 lever). The
+// counting wrapper gives `used_memory` and `maxmemory` the live heap bytes (src/alloc.rs).
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: respite::alloc::Counting<mimalloc::MiMalloc> =
+    respite::alloc::Counting(mimalloc::MiMalloc);
 use respite::Config;
 
 #[derive(Parser)]
