@@ -1,10 +1,11 @@
 //! Databases, shard selection and the per-command [`Access`] view.
 
 use super::change::Change;
+use super::evict::Evictor;
 use super::journal::Journal;
 use super::shard::{Shard, ShardData, WatchFlag};
 use crate::types::placement::{mix64, tag_hash};
-use crate::types::value::{Entry, Value};
+use crate::types::value::{Entry, Lfu, Value, LFU_INIT_VAL};
 use bytes::Bytes;
 use parking_lot::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use smallvec::SmallVec;
@@ -24,6 +25,16 @@ pub struct KeyspaceStats {
     pub hits: AtomicU64,
     pub misses: AtomicU64,
     pub expired: AtomicU64,
+    /// Keys removed by `maxmemory` eviction (INFO `evicted_keys`).
+    pub evicted: AtomicU64,
+    /// Microseconds spent over `maxmemory` in finished episodes (INFO
+    /// `total_eviction_exceeded_time`), and when the current one began (process-monotonic
+    /// microseconds + 1; 0 while under the limit).
+    pub eviction_exceeded_total_us: AtomicU64,
+    pub eviction_exceeded_since_us: AtomicU64,
+    /// Whether the last command's eviction check ended out of memory (Redis
+    /// `pre_command_oom_state`, which scripts consult rather than evicting themselves).
+    pub oom_before_command: std::sync::atomic::AtomicBool,
 }
 
 pub struct Keyspace {
@@ -37,6 +48,36 @@ pub struct Keyspace {
     expiry_listener: OnceLock<ExpiryListener>,
     /// Set when the keyspace is durable: every write appends its changes here.
     journal: OnceLock<Arc<Journal>>,
+    /// 0 under LRU policies; under LFU ones `1 << 63 | decay_min << 32 | log_factor`, so
+    /// an access reads the policy with one relaxed load ([`Keyspace::set_lfu`]).
+    lfu: AtomicU64,
+    /// Eviction's state between calls (pool, counts); `try_lock`ed, so one thread evicts
+    /// at a time and the others carry on.
+    pub evictor: Mutex<Evictor>,
+    /// Live heap bytes when the keyspace was made (Redis `used_memory_startup`); 0 when the
+    /// counting allocator is not installed.
+    pub startup_memory: u64,
+}
+
+const LFU_ON: u64 = 1 << 63;
+
+/// A uniform draw in [0, 1) for LFU's logarithmic increment (Redis uses `rand()`): a
+/// per-thread xorshift, no lock, no shared state.
+fn lfu_rand() -> f64 {
+    thread_local! {
+        static STATE: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    }
+    STATE.with(|st| {
+        let mut x = st.get();
+        if x == 0 {
+            x = rand::random::<u64>() | 1;
+        }
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        st.set(x);
+        (x >> 11) as f64 / (1u64 << 53) as f64
+    })
 }
 
 /// Called with `(db, key)` for each key removed because its deadline passed, by lazy expiry
@@ -61,7 +102,78 @@ impl Keyspace {
             blocked_clients: std::sync::atomic::AtomicUsize::new(0),
             expiry_listener: OnceLock::new(),
             journal: OnceLock::new(),
+            lfu: AtomicU64::new(0),
+            evictor: Mutex::new(Evictor::new(rand::random())),
+            startup_memory: crate::alloc::used().unwrap_or(0),
         }
+    }
+
+    /// Switches access tracking between LRU (`None`) and LFU with its parameters (the
+    /// `maxmemory-policy`, `lfu-log-factor` and `lfu-decay-time` settings).
+    pub fn set_lfu(&self, lfu: Option<Lfu>) {
+        let v = lfu.map_or(0, |l| {
+            LFU_ON | (u64::from(l.decay_min.min(i32::MAX as u32)) << 32) | u64::from(l.log_factor)
+        });
+        self.lfu.store(v, Ordering::Relaxed);
+    }
+
+    pub fn lfu(&self) -> Option<Lfu> {
+        let v = self.lfu.load(Ordering::Relaxed);
+        (v != 0).then_some(Lfu {
+            log_factor: v as u32,
+            decay_min: ((v >> 32) as u32) & (i32::MAX as u32),
+        })
+    }
+
+    /// Records an access to `e` under the current policy (Redis `lookupKey`'s LRU or
+    /// `updateLFU`).
+    #[inline]
+    fn touch(&self, e: &mut Entry, now: u64) {
+        if self.lfu.load(Ordering::Relaxed) == 0 {
+            e.touch(now);
+        } else if let Some(l) = self.lfu() {
+            e.touch_lfu(now, l, lfu_rand());
+        }
+    }
+
+    /// A new or replaced entry's access data under LFU (Redis: a new object starts at
+    /// `LFU_INIT_VAL`; a replaced one's counter carries over, `dbSetValue`, counting the
+    /// access the writing command's `lookupKeyWrite` made, which plain SET skips here). LRU
+    /// needs nothing: the entry was stamped with `now`, as that lookup would have.
+    #[inline]
+    fn stamp_new(&self, sh: &mut Shard, key: &[u8], old: Option<&Entry>, now: u64) {
+        let Some(lfu) = self.lfu() else {
+            return;
+        };
+        if let Some(e) = sh.peek_mut(key) {
+            match old {
+                Some(o) => {
+                    e.set_lru_raw(o.lru_raw());
+                    e.touch_lfu(now, lfu, lfu_rand());
+                }
+                None => e.lfu_init(now, LFU_INIT_VAL),
+            }
+        }
+    }
+
+    /// The gate, shared, if no exclusive holder has it (eviction never waits).
+    pub(super) fn try_gate(&self) -> Option<RwLockReadGuard<'_, ()>> {
+        self.gate.try_read()
+    }
+
+    pub(super) fn shards_of(&self, db: usize) -> &[Mutex<Shard>] {
+        &self.dbs[db]
+    }
+
+    /// A one-key view under a gate guard the caller already took.
+    pub(super) fn shared_gated<'a>(
+        &'a self,
+        g: RwLockReadGuard<'a, ()>,
+        db: usize,
+        key: &[u8],
+        now: u64,
+    ) -> Access<'a> {
+        self.shared_with(Gate::Shared(g), db, &[key], now)
     }
 
     /// Makes the keyspace durable: from now on every write appends its changes to `j`.
@@ -509,12 +621,13 @@ impl<'a> Access<'a> {
             return self.get_in(db, key).map(|e| &*e);
         }
         self.expire_if_needed(db, key);
-        let stats = &self.ks.stats;
+        let ks = self.ks;
+        let stats = &ks.stats;
         match self.shard_in(db, key).peek_mut(key) {
             Some(e) => {
                 stats.hits.fetch_add(1, Ordering::Relaxed);
                 if !no_touch {
-                    e.touch(now);
+                    ks.touch(e, now);
                 }
                 Some(e)
             }
@@ -550,9 +663,10 @@ impl<'a> Access<'a> {
         // Callers may modify the entry in place: the durable engine records its final state
         // (commands that record element-level changes use `lookup_elems_in` instead).
         self.mark_dirty(db, key);
+        let ks = self.ks;
         let e = self.get_in(db, key)?;
         if !no_touch {
-            e.touch(now);
+            ks.touch(e, now);
         }
         Some(e)
     }
@@ -561,9 +675,10 @@ impl<'a> Access<'a> {
     /// itself with [`Access::elems`]: the key is not journaled as a whole.
     pub fn lookup_elems_in(&mut self, db: usize, key: &[u8]) -> Option<&mut Entry> {
         let (now, no_touch) = (self.now, self.no_touch);
+        let ks = self.ks;
         let e = self.get_in(db, key)?;
         if !no_touch {
-            e.touch(now);
+            ks.touch(e, now);
         }
         Some(e)
     }
@@ -617,11 +732,12 @@ impl<'a> Access<'a> {
     pub fn get_mut_elems(&mut self, key: &[u8]) -> Option<&mut Entry> {
         let (db, now, no_touch) = (self.db, self.now, self.no_touch);
         self.expire_if_needed(db, key);
+        let ks = self.ks;
         let sh = self.shard_in(db, key);
         sh.signal(key);
         let e = sh.peek_mut(key)?;
         if !no_touch {
-            e.touch(now);
+            ks.touch(e, now);
         }
         Some(e)
     }
@@ -648,11 +764,12 @@ impl<'a> Access<'a> {
         let (db, now, no_touch) = (self.db, self.now, self.no_touch);
         self.expire_if_needed(db, key);
         self.mark_dirty(db, key);
+        let ks = self.ks;
         let sh = self.shard_in(db, key);
         sh.signal(key);
         let e = sh.peek_mut(key)?;
         if !no_touch {
-            e.touch(now);
+            ks.touch(e, now);
         }
         Some(e)
     }
@@ -678,9 +795,11 @@ impl<'a> Access<'a> {
         }
         self.expire_if_needed(db, key);
         self.mark_dirty(db, key);
+        let ks = self.ks;
         let sh = self.shard_in(db, key);
         sh.signal(key);
         let old = sh.insert(key, value, expire_at, now);
+        ks.stamp_new(sh, key, old.as_ref(), now);
         if !wakes && old.as_ref().is_some_and(|e| e.value.is_stream()) {
             self.signal_ready_in(db, key);
         }

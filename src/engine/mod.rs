@@ -7,6 +7,7 @@
 //! commands hold the gate exclusively and may touch any shard.
 
 pub mod change;
+pub mod evict;
 pub mod journal;
 mod keyspace;
 pub mod shard;

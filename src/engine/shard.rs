@@ -342,6 +342,60 @@ impl Shard {
         self.keys.slots.iter().map(|s| (s.key.as_slice(), &s.entry))
     }
 
+    /// Up to `n` entries drawn for eviction (Redis `dictGetSomeKeys` on the main or the
+    /// expires dict), shown to `f`. `volatile`: only keys with a deadline, drawn at a random
+    /// point of the deadline range (O(log n) each; denser deadline ranges are favoured, an
+    /// approximation as Redis's sampling is); `soonest`: the keys with the nearest
+    /// deadlines instead (`volatile-ttl`, whose best candidates those are). Otherwise
+    /// uniform over the dense slots. Draws may repeat a key.
+    pub fn sample(
+        &self,
+        n: usize,
+        volatile: bool,
+        soonest: bool,
+        rng: &mut dyn FnMut() -> u64,
+        f: &mut dyn FnMut(&[u8], &Entry),
+    ) {
+        let k = &self.keys;
+        let mut show = |i: u32| {
+            let s = &k.slots[i as usize];
+            f(s.key.as_slice(), &s.entry);
+        };
+        if soonest {
+            for &(_, i) in k.expires.iter().take(n) {
+                show(i);
+            }
+        } else if volatile {
+            let (Some(&(lo, _)), Some(&(hi, _))) = (k.expires.first(), k.expires.last()) else {
+                return;
+            };
+            for _ in 0..n {
+                let t = lo + rng() % (hi - lo).saturating_add(1).max(1);
+                let at = k.expires.range((t, 0)..).next().or(k.expires.first());
+                if let Some(&(_, i)) = at {
+                    show(i);
+                }
+            }
+        } else if !k.slots.is_empty() {
+            let len = k.slots.len() as u64;
+            for _ in 0..n {
+                show((rng() % len) as u32);
+            }
+        }
+    }
+
+    /// Bytes of the key map's own structures (Redis's `overhead.hashtable.main` and
+    /// `.expires`): slots (key, entry and the value's inline part), the slot table and
+    /// the deadline index, estimated from their capacities.
+    pub fn overhead(&self) -> (usize, usize) {
+        let k = &self.keys;
+        let main = k.slots.len() * std::mem::size_of::<Slot>()
+            + k.index.capacity() * (std::mem::size_of::<u32>() + 1);
+        // A B-tree of (u64, u32) pairs: 16 bytes per entry plus about half a node's slack.
+        let expires = k.expires.len() * 24;
+        (main, expires)
+    }
+
     /// The `n`th entry (for RANDOMKEY): slots are dense, so this is O(1).
     pub fn nth(&self, n: usize) -> Option<(&[u8], &Entry)> {
         self.keys.slots.get(n).map(|s| (s.key.as_slice(), &s.entry))
@@ -549,6 +603,46 @@ mod tests {
         assert_eq!(gone, vec![b("later")]);
         assert_eq!(sh.len(), 1);
         sh.check_invariants();
+    }
+
+    #[test]
+    fn sample_draws_from_the_right_population() {
+        let mut sh = Shard::default();
+        let mut draws = Vec::new();
+        let mut x = 1u64;
+        let mut rng = || {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+            x >> 11
+        };
+        // Empty: nothing, whatever is asked.
+        sh.sample(5, false, false, &mut rng, &mut |k, _| {
+            draws.push(k.to_vec())
+        });
+        sh.sample(5, true, false, &mut rng, &mut |k, _| draws.push(k.to_vec()));
+        assert!(draws.is_empty());
+        for i in 0..100u64 {
+            let at = (i % 4 == 0).then_some(1000 + i);
+            sh.insert(format!("k{i}").as_bytes(), v("1"), at, 0);
+        }
+        sh.sample(200, true, false, &mut rng, &mut |k, e| {
+            assert!(e.expire_at().is_some(), "{k:?} has no deadline");
+            draws.push(k.to_vec());
+        });
+        assert_eq!(draws.len(), 200);
+        draws.sort();
+        draws.dedup();
+        assert!(draws.len() > 10, "volatile draws spread: {}", draws.len());
+        let mut soonest = Vec::new();
+        sh.sample(3, true, true, &mut rng, &mut |k, _| {
+            soonest.push(k.to_vec())
+        });
+        assert_eq!(
+            soonest,
+            vec![b"k0".to_vec(), b"k4".to_vec(), b"k8".to_vec()]
+        );
+        let mut any = 0;
+        sh.sample(50, false, false, &mut rng, &mut |_, _| any += 1);
+        assert_eq!(any, 50);
     }
 
     #[test]

@@ -161,9 +161,43 @@ pub struct Entry {
     /// Absolute deadline in Unix milliseconds, `NO_DEADLINE` for none; maintained only
     /// through `Shard`, which keeps the expiry index in step.
     deadline: u64,
-    /// Last access in Unix seconds, for `OBJECT IDLETIME` (Redis's LRU clock has seconds'
-    /// resolution too; u32 seconds last until 2106).
+    /// Redis's `lru` field. Under LRU policies (the default): the last access in Unix
+    /// seconds, for `OBJECT IDLETIME` and eviction (Redis's LRU clock has seconds'
+    /// resolution too; u32 seconds last until 2106). Under LFU policies, Redis's 24-bit LFU
+    /// layout: the last decrement time in minutes (16 bits, wrapping) << 8 | a logarithmic
+    /// access counter (8 bits). Switching policies reinterprets the field, as in Redis.
     lru_s: u32,
+}
+
+/// The LFU counter of a new key (Redis `LFU_INIT_VAL`): new keys are not evicted at once.
+pub const LFU_INIT_VAL: u8 = 5;
+
+/// The LFU policy's parameters (`lfu-log-factor`, `lfu-decay-time` in minutes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lfu {
+    pub log_factor: u32,
+    pub decay_min: u32,
+}
+
+/// Redis `LFUGetTimeInMinutes`: Unix minutes, wrapping at 16 bits.
+#[inline]
+fn lfu_minutes(now_ms: u64) -> u32 {
+    ((now_ms / 60_000) & 0xFFFF) as u32
+}
+
+/// Redis `LFULogIncr`: the higher the counter, the less likely an access increments it
+/// (`r` uniform in [0, 1)). With log factor 0 every access counts.
+pub fn lfu_log_incr(counter: u8, log_factor: u32, r: f64) -> u8 {
+    if counter == u8::MAX {
+        return counter;
+    }
+    let base = f64::from(counter.saturating_sub(LFU_INIT_VAL));
+    let p = 1.0 / (base * f64::from(log_factor) + 1.0);
+    if r < p {
+        counter + 1
+    } else {
+        counter
+    }
 }
 
 impl Entry {
@@ -198,10 +232,60 @@ impl Entry {
         u64::from(self.lru_s) * 1000
     }
 
-    /// Records an access at `now_ms`.
+    /// Records an access at `now_ms` (LRU policies).
     #[inline]
     pub fn touch(&mut self, now_ms: u64) {
         self.lru_s = secs(now_ms);
+    }
+
+    /// The raw access field (see the field's note), for eviction scores and copies.
+    #[inline]
+    pub fn lru_raw(&self) -> u32 {
+        self.lru_s
+    }
+
+    #[inline]
+    pub fn set_lru_raw(&mut self, raw: u32) {
+        self.lru_s = raw;
+    }
+
+    /// Seconds since the last access (LRU policies), at least 0.
+    #[inline]
+    pub fn idle_secs(&self, now_ms: u64) -> u64 {
+        (now_ms / 1000).saturating_sub(u64::from(self.lru_s))
+    }
+
+    /// Starts the key's LFU data as Redis's `createObject` does under an LFU policy.
+    #[inline]
+    pub fn lfu_init(&mut self, now_ms: u64, counter: u8) {
+        self.lru_s = (lfu_minutes(now_ms) << 8) | u32::from(counter);
+    }
+
+    /// Redis `LFUDecrAndReturn`: the counter less one per `decay_min` minutes since the
+    /// field's time (not stored: a read leaves the key as it is).
+    pub fn lfu_counter(&self, now_ms: u64, decay_min: u32) -> u8 {
+        let ldt = (self.lru_s >> 8) & 0xFFFF;
+        let counter = (self.lru_s & 0xFF) as u8;
+        let now = lfu_minutes(now_ms);
+        // Redis `LFUTimeElapsed`: the 16-bit minute clock wraps.
+        let elapsed = if now >= ldt {
+            now - ldt
+        } else {
+            65535 - ldt + now
+        };
+        if decay_min == 0 {
+            return counter;
+        }
+        let periods = elapsed / decay_min;
+        counter.saturating_sub(u8::try_from(periods).unwrap_or(u8::MAX))
+    }
+
+    /// Records an access under an LFU policy (Redis `updateLFU`): decay, then a
+    /// logarithmic increment drawn with `r` (uniform in [0, 1)).
+    #[inline]
+    pub fn touch_lfu(&mut self, now_ms: u64, lfu: Lfu, r: f64) {
+        let c = lfu_log_incr(self.lfu_counter(now_ms, lfu.decay_min), lfu.log_factor, r);
+        self.lfu_init(now_ms, c);
     }
 }
 
@@ -256,5 +340,61 @@ pub fn sds_reserve(buf: &mut Vec<u8>, need: usize) {
         buf.reserve_exact(need * 2 - buf.len());
     } else {
         buf.reserve_exact(need + MAX_PREALLOC - buf.len());
+    }
+}
+
+#[cfg(test)]
+mod lfu_tests {
+    use super::*;
+
+    fn entry(now_ms: u64) -> Entry {
+        Entry::new(Value::Str(StrVal::Int(1)), None, now_ms)
+    }
+
+    #[test]
+    fn log_increment_as_redis() {
+        // Below and at LFU_INIT_VAL every access counts; 255 saturates.
+        assert_eq!(lfu_log_incr(0, 10, 0.999), 1);
+        assert_eq!(lfu_log_incr(5, 10, 0.999), 6);
+        assert_eq!(lfu_log_incr(255, 0, 0.0), 255);
+        // At 15 with factor 10: p = 1 / (10 * 10 + 1).
+        assert_eq!(lfu_log_incr(15, 10, 0.0098), 16);
+        assert_eq!(lfu_log_incr(15, 10, 0.0100), 15);
+        // Factor 0: always.
+        assert_eq!(lfu_log_incr(200, 0, 0.999_999), 201);
+    }
+
+    #[test]
+    fn counter_decays_per_period_and_wraps_the_minute_clock() {
+        let t0 = 28_333_333 * 60_000u64; // on a minute boundary
+        let mut e = entry(t0);
+        e.lfu_init(t0, 20);
+        assert_eq!(e.lfu_counter(t0, 1), 20);
+        assert_eq!(e.lfu_counter(t0 + 59_999, 1), 20);
+        assert_eq!(e.lfu_counter(t0 + 5 * 60_000, 1), 15);
+        assert_eq!(e.lfu_counter(t0 + 5 * 60_000, 2), 18);
+        assert_eq!(e.lfu_counter(t0 + 5 * 60_000, 0), 20);
+        assert_eq!(e.lfu_counter(t0 + 500 * 60_000, 1), 0);
+        // The 16-bit minute clock wraps (Redis LFUTimeElapsed: 65535 - ldt + now).
+        let wrap_at = (t0 / 60_000 | 0xFFFF) * 60_000;
+        e.lfu_init(wrap_at, 10);
+        assert_eq!(e.lfu_counter(wrap_at + 3 * 60_000, 1), 8);
+        // An access decays first, then increments.
+        let mut e = entry(t0);
+        e.lfu_init(t0, 9);
+        let lfu = Lfu {
+            log_factor: 0,
+            decay_min: 1,
+        };
+        e.touch_lfu(t0 + 4 * 60_000, lfu, 0.5);
+        assert_eq!(e.lfu_counter(t0 + 4 * 60_000, 1), 6);
+    }
+
+    #[test]
+    fn idle_seconds_from_the_lru_clock() {
+        let e = entry(10_500);
+        assert_eq!(e.idle_secs(10_999), 0);
+        assert_eq!(e.idle_secs(15_000), 5);
+        assert_eq!(e.idle_secs(0), 0);
     }
 }
