@@ -137,15 +137,19 @@ fn restore(cx: &mut Cx) -> Reply {
         return Reply::OK;
     }
     cx.ks.set(key, v, deadline);
-    // Redis only applies IDLETIME under a non-LFU policy (`objectSetLRUOrLFU`); FREQ only
-    // matters under LFU, whose counters respite does not keep.
-    let _ = freq;
+    // Redis applies IDLETIME only under a non-LFU policy and FREQ only under an LFU one
+    // (`objectSetLRUOrLFU`).
+    let lfu = cx
+        .srv
+        .config
+        .get("maxmemory-policy")
+        .is_some_and(|p| p.contains("lfu"));
+    if let (true, Some(f)) = (lfu, freq) {
+        if let Some(e) = cx.ks.get_mut(key) {
+            e.lfu_init(now, f as u8);
+        }
+    }
     if let Some(idle) = idle {
-        let lfu = cx
-            .srv
-            .config
-            .get("maxmemory-policy")
-            .is_some_and(|p| p.contains("lfu"));
         if !lfu {
             let idle = lru_idle(idle);
             if let Some(e) = cx.ks.get_mut(key) {

@@ -1014,20 +1014,20 @@ fn object_idletime(cx: &mut Cx) -> Reply {
     }
 }
 
-/// Redis's LFU counter starts at 5 (`LFU_INIT_VAL`) and decays by one per idle minute
-/// (`lfu-decay-time` 1). Access counting is not tracked, so this reports the decayed
-/// initial value.
+/// The key's LFU counter, decayed to now (Redis `LFUDecrAndReturn`; the lookup itself
+/// does not count as an access).
 fn object_freq(cx: &mut Cx) -> Reply {
-    const LFU_INIT_VAL: u64 = 5;
     let now = cx.now();
     let lfu = lfu_policy(cx);
+    let decay = cx
+        .srv
+        .config
+        .get_i64("lfu-decay-time")
+        .clamp(0, i64::from(u32::MAX)) as u32;
     match cx.ks.get_notouch(&cx.args[2]) {
         None => Reply::Nil,
         Some(_) if !lfu => errors::err(errors::LFU_NOT_SELECTED),
-        Some(e) => {
-            let idle_min = idle_seconds(now, e.lru_ms()) / 60;
-            Reply::Int(LFU_INIT_VAL.saturating_sub(idle_min) as i64)
-        }
+        Some(e) => Reply::Int(i64::from(e.lfu_counter(now, decay))),
     }
 }
 

@@ -218,7 +218,9 @@ pub fn key_args(args: &[Bytes]) -> Vec<Bytes> {
 
 /// A fresh instance whose command statistics cover this command table.
 pub fn new_shared(startup: crate::config::Config, clock: crate::clock::Clock) -> Shared {
-    Shared::new(startup, clock, registry().len())
+    let srv = Shared::new(startup, clock, registry().len());
+    refusals::config_changed(&srv);
+    srv
 }
 
 pub fn registry() -> &'static Registry {
@@ -423,7 +425,7 @@ fn dispatch_inner(srv: &Arc<Shared>, sess: &mut Session, args: &mut Vec<Bytes>) 
 /// RESET); with too few good replicas, writes fail. A script that declared flags counts
 /// as write / deny-oom by them, and EXEC by the commands it queued.
 fn state_refusal(
-    srv: &Shared,
+    srv: &Arc<Shared>,
     sess: &Session,
     spec: &CommandSpec,
     args: &[Bytes],
@@ -434,7 +436,7 @@ fn state_refusal(
         return None;
     }
     // Redis skips the memory check while a script is timed out (it is yielding).
-    let oom = !matches!(script, ScriptState::TimedOut(_)) && refusals::out_of_memory(&srv.config);
+    let oom = !matches!(script, ScriptState::TimedOut(_)) && refusals::out_of_memory(srv);
     let noreplicas = !refusals::good_replicas(&srv.config);
     if !oom && !noreplicas {
         return None;

@@ -1,10 +1,20 @@
 //! Commands Redis refuses because of the server's state, before they run
 //! (`processCommand`) and inside scripts (`scriptPrepareForRun`, `scriptCall`): out of
-//! memory (`maxmemory`) and too few good replicas (`min-replicas-to-write`).
+//! memory (`maxmemory`, after eviction had its go) and too few good replicas
+//! (`min-replicas-to-write`).
+//!
+//! Eviction (Redis `performEvictions`) runs here, before every command while `maxmemory` is
+//! set, on the calling connection's thread and never under a keyspace lock: it frees what
+//! the current overshoot asks for, key by key, until done or out of its time budget
+//! (`maxmemory-eviction-tenacity`); what is left is taken up by the next command. The key
+//! choice is the engine's (`engine::evict`).
 
-use crate::config::{self, ConfigStore, ParamRef};
+use crate::config::{self, kind::N_EVICTED, ConfigStore, ParamRef};
+use crate::engine::evict::{NoKey, Policy};
+use crate::instance::state::Shared;
+use crate::types::value::Lfu;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
@@ -17,6 +27,10 @@ struct Params {
     to_write: ParamRef,
     max_lag: ParamRef,
     maxmemory: ParamRef,
+    samples: ParamRef,
+    tenacity: ParamRef,
+    log_factor: ParamRef,
+    decay: ParamRef,
 }
 
 fn params() -> &'static Params {
@@ -27,6 +41,10 @@ fn params() -> &'static Params {
             to_write: get("min-replicas-to-write"),
             max_lag: get("min-replicas-max-lag"),
             maxmemory: get("maxmemory"),
+            samples: get("maxmemory-samples"),
+            tenacity: get("maxmemory-eviction-tenacity"),
+            log_factor: get("lfu-log-factor"),
+            decay: get("lfu-decay-time"),
         }
     })
 }
@@ -38,23 +56,190 @@ pub fn good_replicas(config: &ConfigStore) -> bool {
     config.num(p.to_write) == 0 || config.num(p.max_lag) == 0
 }
 
-/// Whether memory use is over `maxmemory` with nothing that eviction could free (Redis's
-/// `performEvictions() == EVICT_FAIL`). This server does not evict, so only the
-/// `noeviction` policy is enforced; under the others it keeps accepting writes.
-pub fn out_of_memory(config: &ConfigStore) -> bool {
-    let max = config.num(params().maxmemory) as u64;
-    max != 0
-        && used_memory() > max
-        && config.get("maxmemory-policy").as_deref() == Some("noeviction")
+/// The `maxmemory-policy` in force.
+pub fn policy(config: &ConfigStore) -> Policy {
+    config
+        .get("maxmemory-policy")
+        .and_then(|p| Policy::parse(&p))
+        .unwrap_or(Policy::NoEviction)
+}
+
+/// Tells the keyspace how to track accesses after a configuration change (LFU counters
+/// under the LFU policies, access times otherwise). Called at start-up and after CONFIG SET.
+pub fn config_changed(srv: &Shared) {
+    let p = params();
+    let c = &srv.config;
+    let lfu = policy(c).lfu().then(|| Lfu {
+        log_factor: c.num(p.log_factor).clamp(0, i64::from(u32::MAX)) as u32,
+        decay_min: c.num(p.decay).clamp(0, i64::from(u32::MAX)) as u32,
+    });
+    srv.ks.set_lfu(lfu);
+}
+
+/// Redis `processCommand`'s memory check: evicts as the policy allows and answers whether
+/// memory is still over `maxmemory` with nothing left to evict (`EVICT_FAIL`). While
+/// `maxmemory` is 0 this is one relaxed load, as before eviction existed.
+pub fn out_of_memory(srv: &Arc<Shared>) -> bool {
+    let max = srv.config.num(params().maxmemory) as u64;
+    if max == 0 {
+        // `oom_before_command` reads maxmemory first, so the stale state is never seen.
+        return false;
+    }
+    let oom = perform_evictions(srv, max) == Outcome::Fail;
+    let state = &srv.ks.stats.oom_before_command;
+    if state.load(Ordering::Relaxed) != oom {
+        state.store(oom, Ordering::Relaxed);
+    }
+    oom
+}
+
+/// What the last command's check found (Redis `pre_command_oom_state`): a script consults
+/// it instead of evicting from inside the keyspace it holds.
+pub fn oom_before_command(srv: &Shared) -> bool {
+    srv.config.num(params().maxmemory) != 0
+        && srv.ks.stats.oom_before_command.load(Ordering::Relaxed)
+}
+
+/// Redis `EVICT_OK`, `EVICT_RUNNING`, `EVICT_FAIL`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Outcome {
+    Ok,
+    /// Still over the limit, but eviction is under way (time budget spent, or another
+    /// thread is evicting, or a script holds the keyspace): the command may run.
+    Running,
+    Fail,
+}
+
+/// Redis `evictionTimeLimitUs`: the time one call may spend evicting.
+fn time_limit_us(tenacity: i64) -> u64 {
+    match tenacity {
+        t if t <= 10 => 50 * t.max(0) as u64,
+        t if t < 100 => (500.0 * 1.15f64.powf(t as f64 - 10.0)) as u64,
+        _ => u64::MAX,
+    }
+}
+
+/// Microseconds of a process-wide monotonic clock.
+fn mono_us() -> u64 {
+    static BASE: OnceLock<Instant> = OnceLock::new();
+    BASE.get_or_init(Instant::now).elapsed().as_micros() as u64
+}
+
+/// How long memory has been over `maxmemory`, from an `eviction_exceeded_since_us` value
+/// (0: it is not).
+pub fn exceeded_us(since: u64) -> u64 {
+    if since == 0 {
+        0
+    } else {
+        mono_us().saturating_sub(since - 1)
+    }
+}
+
+/// Redis `performEvictions`.
+fn perform_evictions(srv: &Arc<Shared>, max: u64) -> Outcome {
+    let used = used_memory();
+    let outcome = if used <= max {
+        Outcome::Ok
+    } else {
+        evict(srv, max, used - max)
+    };
+    // INFO's eviction-exceeded times (`update_metrics`).
+    let st = &srv.ks.stats;
+    let since = st.eviction_exceeded_since_us.load(Ordering::Relaxed);
+    match (outcome, since) {
+        (Outcome::Ok, 0) => {}
+        (Outcome::Ok, t) => {
+            if st
+                .eviction_exceeded_since_us
+                .compare_exchange(t, 0, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+            {
+                let spent = mono_us().saturating_sub(t - 1);
+                st.eviction_exceeded_total_us
+                    .fetch_add(spent, Ordering::Relaxed);
+            }
+        }
+        (_, 0) => {
+            let _ = st.eviction_exceeded_since_us.compare_exchange(
+                0,
+                mono_us() + 1,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            );
+        }
+        _ => {}
+    }
+    outcome
+}
+
+/// The eviction loop proper: frees `to_free` bytes, or stops at the time budget.
+fn evict(srv: &Arc<Shared>, max: u64, to_free: u64) -> Outcome {
+    let config = &srv.config;
+    let policy = policy(config);
+    if policy == Policy::NoEviction {
+        return Outcome::Fail;
+    }
+    // One evicting thread at a time: the others go ahead (their overshoot is the same one
+    // being worked off), as a second Redis client finds eviction already done.
+    let Some(mut ev) = srv.ks.evictor.try_lock() else {
+        return Outcome::Running;
+    };
+    let p = params();
+    let samples = config.num(p.samples).clamp(1, 64) as usize;
+    let decay = config.num(p.decay).clamp(0, i64::from(u32::MAX)) as u32;
+    let limit = time_limit_us(config.num(p.tenacity));
+    let start = Instant::now();
+    let counting = crate::alloc::used().is_some();
+    let mut freed: u64 = 0;
+    let mut keys = 0u64;
+    while freed < to_free {
+        let before = crate::alloc::used().unwrap_or(0);
+        let now = srv.clock.now_ms();
+        match srv.ks.evict_one(&mut ev, policy, samples, decay, now) {
+            Ok(gone) => {
+                // What the removal itself freed, as seen from this thread (exact: the
+                // counter includes this thread's unfolded residue). Without the counting
+                // allocator, the engine's estimate of the value.
+                freed += if counting {
+                    before.saturating_sub(crate::alloc::used().unwrap_or(0))
+                } else {
+                    gone.approx_bytes as u64
+                };
+                crate::instance::notify::notify(srv, N_EVICTED, "evicted", gone.db, &gone.key);
+                if !gone.ready.is_empty() {
+                    super::blocking::serve_ready(srv, gone.ready);
+                }
+                keys += 1;
+                if keys % 16 == 0 {
+                    // Others may have freed memory meanwhile (lazy frees, closed clients).
+                    if used_memory() <= max {
+                        break;
+                    }
+                    if start.elapsed().as_micros() as u64 > limit {
+                        return Outcome::Running;
+                    }
+                }
+            }
+            Err(NoKey::Nothing) => return Outcome::Fail,
+            Err(NoKey::Busy) => return Outcome::Running,
+        }
+    }
+    Outcome::Ok
+}
+
+/// Live heap bytes (Redis `zmalloc_used_memory`) when the counting allocator is
+/// installed (the `respite` binary installs it); otherwise, as a clear fallback, the
+/// resident set size.
+pub fn used_memory() -> u64 {
+    crate::alloc::used().unwrap_or_else(rss)
 }
 
 /// The resident set size, re-read at most every 10 ms: /proc is too slow to read on
-/// every write of a server with `maxmemory` set.
-fn used_memory() -> u64 {
-    static BASE: OnceLock<Instant> = OnceLock::new();
+/// every command of a server with `maxmemory` set.
+pub fn rss() -> u64 {
     static AT_MS: AtomicU64 = AtomicU64::new(u64::MAX);
     static RSS: AtomicU64 = AtomicU64::new(0);
-    let now = BASE.get_or_init(Instant::now).elapsed().as_millis() as u64;
+    let now = mono_us() / 1000;
     let at = AT_MS.load(Ordering::Relaxed);
     if at != u64::MAX && now.saturating_sub(at) < 10 {
         return RSS.load(Ordering::Relaxed);
@@ -70,4 +255,18 @@ fn used_memory() -> u64 {
     RSS.store(rss, Ordering::Relaxed);
     AT_MS.store(now, Ordering::Relaxed);
     rss
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tenacity_sets_the_time_budget_as_redis() {
+        assert_eq!(time_limit_us(0), 0);
+        assert_eq!(time_limit_us(10), 500);
+        assert_eq!(time_limit_us(11), 575);
+        assert_eq!(time_limit_us(99), (500.0 * 1.15f64.powf(89.0)) as u64);
+        assert_eq!(time_limit_us(100), u64::MAX);
+    }
 }

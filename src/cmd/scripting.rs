@@ -240,7 +240,7 @@ impl Host for ScriptHost<'_, '_, '_> {
             if !refusals::good_replicas(config) {
                 return Err(Reply::error(refusals::NOREPLICAS));
             }
-            if !flags.has(Flags::ALLOW_OOM) && refusals::out_of_memory(config) {
+            if !flags.has(Flags::ALLOW_OOM) && refusals::oom_before_command(self.cx.srv) {
                 return Err(Reply::error(refusals::SCRIPT_OOM));
             }
         }
@@ -310,7 +310,7 @@ fn checked_command(
     if spec.has_flag("denyoom")
         && !call.mode.allow_oom
         && !dirty
-        && refusals::out_of_memory(&cx.srv.config)
+        && refusals::oom_before_command(cx.srv)
     {
         return Err(refusals::OOM.into());
     }

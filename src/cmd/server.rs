@@ -295,6 +295,19 @@ pub static COMMANDS: &[CommandSpec] = &[
         handler: memory_container,
         subcommands: &[
         CommandSpec {
+            name: "memory|doctor",
+            arity: 2,
+            flags: &[],
+            keys: KeySpec::None,
+            acl: &["slow"],
+            group: "server",
+            since: "4.0.0",
+            summary: "Outputs a memory problems report.",
+            complexity: "O(1)",
+            handler: memory::doctor,
+            ..CommandSpec::DEFAULT
+        },
+        CommandSpec {
             name: "memory|help",
             arity: 2,
             flags: &["loading", "stale"],
@@ -331,6 +344,19 @@ pub static COMMANDS: &[CommandSpec] = &[
             summary: "Asks the allocator to release memory.",
             complexity: "Depends on how much memory is allocated, could be slow",
             handler: memory::purge,
+            ..CommandSpec::DEFAULT
+        },
+        CommandSpec {
+            name: "memory|stats",
+            arity: 2,
+            flags: &[],
+            keys: KeySpec::None,
+            acl: &["slow"],
+            group: "server",
+            since: "4.0.0",
+            summary: "Returns details about memory usage.",
+            complexity: "O(1)",
+            handler: memory::stats,
             ..CommandSpec::DEFAULT
         },
         CommandSpec {

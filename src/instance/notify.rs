@@ -7,7 +7,7 @@
 //! built when an event is published.
 //!
 //! Not emitted: `keymiss` (class `m` is accepted and shown, as Redis does, but read misses
-//! publish nothing yet) and `evicted` (respite does not evict).
+//! publish nothing yet). `evicted` is published by eviction (`cmd::refusals`).
 
 use super::state::Shared;
 use crate::config::{params::NOTIFY_KEYSPACE_EVENTS, ParamRef};

@@ -40,6 +40,8 @@ pub(super) fn config_set(cx: &mut Cx) -> Reply {
         .collect();
     match cx.srv.config.set_many(&pairs) {
         Ok(()) => {
+            // Access tracking follows maxmemory-policy and the LFU parameters.
+            super::super::refusals::config_changed(cx.srv);
             // Publishers read the pub/sub output buffer limits from a cached copy.
             if pairs
                 .iter()
@@ -69,7 +71,13 @@ pub(super) fn config_resetstat(cx: &mut Cx) -> Reply {
         s.reset();
     }
     let ks = &srv.ks.stats;
-    for c in [&ks.hits, &ks.misses, &ks.expired] {
+    for c in [
+        &ks.hits,
+        &ks.misses,
+        &ks.expired,
+        &ks.evicted,
+        &ks.eviction_exceeded_total_us,
+    ] {
         c.store(0, Ordering::Relaxed);
     }
     Reply::OK

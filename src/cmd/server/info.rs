@@ -94,7 +94,7 @@ fn section(cx: &mut Cx, name: &str, l: &mut Lines) {
     match name {
         "server" => server(cx.srv, l),
         "clients" => clients(cx.srv, l),
-        "memory" => memory(cx.srv, l),
+        "memory" => memory(cx, l),
         "persistence" => persistence(cx.srv, l),
         "stats" => stats(cx.srv, l),
         "replication" => replication(cx.srv, l),
@@ -201,33 +201,31 @@ fn clients(srv: &Shared, l: &mut Lines) {
     push(l, "total_blocking_keys_on_nokey", on_nokey);
 }
 
-/// Highest `used_memory` seen by INFO.
-static PEAK: AtomicU64 = AtomicU64::new(0);
-
-fn memory(srv: &Shared, l: &mut Lines) {
-    // The engine keeps no allocation counter, so memory use is the process's resident set.
-    let used = proc_rss().unwrap_or(0);
-    let peak = PEAK.fetch_max(used, Ordering::Relaxed).max(used);
+/// Redis 7.2's memory section. `used_memory` is the counting allocator's live bytes (see
+/// `crate::alloc`); the allocator_* figures are Redis's own stand-ins for an allocator
+/// without statistics (`cronUpdateMemoryStats`).
+fn memory(cx: &mut Cx, l: &mut Lines) {
+    let srv = cx.srv;
+    let o = super::memory::overhead(srv, cx.ks);
+    let used = o.total;
     let total = proc_meminfo_total().unwrap_or(0);
     let maxmemory = srv.config.get_u64("maxmemory");
+    let pct = |x: f64| format!("{:.2}%", x as f32);
+    let r2 = |x: f64| format!("{:.2}", x as f32);
     push(l, "used_memory", used);
     push(l, "used_memory_human", bytes_to_human(used));
-    push(l, "used_memory_rss", used);
-    push(l, "used_memory_rss_human", bytes_to_human(used));
-    push(l, "used_memory_peak", peak);
-    push(l, "used_memory_peak_human", bytes_to_human(peak));
-    push(
-        l,
-        "used_memory_peak_perc",
-        format!(
-            "{:.2}%",
-            if peak == 0 {
-                0.0
-            } else {
-                used as f64 * 100.0 / peak as f64
-            }
-        ),
-    );
+    push(l, "used_memory_rss", o.rss);
+    push(l, "used_memory_rss_human", bytes_to_human(o.rss));
+    push(l, "used_memory_peak", o.peak);
+    push(l, "used_memory_peak_human", bytes_to_human(o.peak));
+    push(l, "used_memory_peak_perc", pct(o.peak_perc));
+    push(l, "used_memory_overhead", o.overhead_total);
+    push(l, "used_memory_startup", o.startup);
+    push(l, "used_memory_dataset", o.dataset);
+    push(l, "used_memory_dataset_perc", pct(o.dataset_perc));
+    push(l, "allocator_allocated", o.allocator_allocated);
+    push(l, "allocator_active", o.allocator_active);
+    push(l, "allocator_resident", o.allocator_resident);
     push(l, "total_system_memory", total);
     push(l, "total_system_memory_human", bytes_to_human(total));
     let m = crate::script::memory_info(srv);
@@ -253,8 +251,32 @@ fn memory(srv: &Shared, l: &mut Lines) {
         "maxmemory_policy",
         srv.config.get("maxmemory-policy").unwrap_or_default(),
     );
-    push(l, "mem_fragmentation_ratio", "1.00");
-    push(l, "mem_allocator", "libc");
+    let (af, afb) = o.allocator_frag();
+    let (ar, arb) = o.allocator_rss();
+    let (rr, rrb) = o.rss_extra();
+    let (tf, tfb) = o.total_frag();
+    push(l, "allocator_frag_ratio", r2(af));
+    push(l, "allocator_frag_bytes", afb.max(0));
+    push(l, "allocator_rss_ratio", r2(ar));
+    push(l, "allocator_rss_bytes", arb);
+    push(l, "rss_overhead_ratio", r2(rr));
+    push(l, "rss_overhead_bytes", rrb);
+    push(l, "mem_fragmentation_ratio", r2(tf));
+    push(l, "mem_fragmentation_bytes", tfb);
+    // No AOF buffer or replica output: nothing is left out of the eviction check.
+    for k in [
+        "mem_not_counted_for_evict",
+        "mem_replication_backlog",
+        "mem_total_replication_buffers",
+        "mem_clients_slaves",
+        "mem_clients_normal",
+        "mem_cluster_links",
+        "mem_aof_buffer",
+    ] {
+        push(l, k, 0);
+    }
+    push(l, "mem_allocator", "mimalloc");
+    push(l, "active_defrag_running", 0);
     push(l, "lazyfree_pending_objects", 0);
 }
 
@@ -354,8 +376,14 @@ fn stats(srv: &Shared, l: &mut Lines) {
     push(l, "total_net_output_bytes", get(&s.net_output_bytes));
     push(l, "rejected_connections", get(&s.rejected_connections));
     push(l, "expired_keys", get(&ks.expired));
-    push(l, "evicted_keys", 0);
+    push(l, "evicted_keys", get(&ks.evicted));
     push(l, "evicted_clients", 0);
+    // Milliseconds over maxmemory, the current episode included in the total (Redis).
+    let since = get(&ks.eviction_exceeded_since_us);
+    let current = super::super::refusals::exceeded_us(since);
+    let total_exceeded = get(&ks.eviction_exceeded_total_us) + current;
+    push(l, "total_eviction_exceeded_time", total_exceeded / 1000);
+    push(l, "current_eviction_exceeded_time", current / 1000);
     push(l, "keyspace_hits", get(&ks.hits));
     push(l, "keyspace_misses", get(&ks.misses));
     use crate::instance::pubsub::Kind;
@@ -490,10 +518,6 @@ fn kb_field(text: &str, name: &str) -> Option<u64> {
     kb.checked_mul(1024)
 }
 
-fn proc_rss() -> Option<u64> {
-    kb_field(&read_proc("/proc/self/status")?, "VmRSS:")
-}
-
 fn proc_meminfo_total() -> Option<u64> {
     kb_field(&read_proc("/proc/meminfo")?, "MemTotal:")
 }
@@ -541,7 +565,7 @@ mod tests {
     #[test]
     fn proc_readers_work_on_linux() {
         if cfg!(target_os = "linux") {
-            assert!(proc_rss().unwrap() > 0);
+            assert!(super::super::super::refusals::rss() > 0);
             assert!(proc_cpu().is_some());
         }
     }
