@@ -6,11 +6,16 @@
 # key:000000012345, so about REQUESTS * (1 - e^(-REQUESTS/KEYSPACE)) distinct keys), then
 # reads DBSIZE, VmRSS (/proc/PID/status) and INFO memory's used_memory, and prints bytes
 # per key: RSS after loading over the keys, the RSS growth over the empty server's (what
-# the keys cost), and used_memory over the keys. respite's used_memory is an estimate (or
-# RSS, depending on the version): both numbers are printed as the servers report them.
+# the keys cost), and used_memory over the keys (and its growth over the empty server's).
+# respite's used_memory is the live heap bytes its counting allocator sees.
+#
+# MODE=zset loads one sorted set instead: `ZADD zset:bench __rand_int__ m:__rand_int__`
+# REQUESTS times (about REQUESTS distinct members with the default KEYSPACE), and prints
+# bytes per member (the count is ZCARD).
 #
 # Usage: scripts/bench_memory.sh     (builds release first unless NO_BUILD=1)
 # Environment (defaults in brackets):
+#   MODE [strings]      strings | zset
 #   REQUESTS [1000000]  KEYSPACE [100000000]  DATASIZE [100]  PIPELINE [16]  CLIENTS [50]
 #   THREADS [nproc]     respite --threads
 #   SERVERS ["respite redis"] (valkey is added when VALKEY_SERVER is set)
@@ -21,6 +26,7 @@ set -euo pipefail
 
 cd "$(dirname "$0")/.."
 
+MODE=${MODE:-strings}
 REQUESTS=${REQUESTS:-1000000}
 KEYSPACE=${KEYSPACE:-100000000}
 DATASIZE=${DATASIZE:-100}
@@ -85,8 +91,37 @@ used_memory() { # port
     redis-cli -h $HOST -p "$1" INFO memory | tr -d '\r' | awk -F: '$1 == "used_memory" { print $2 }'
 }
 
-echo "keys loaded with: redis-benchmark -t set -n $REQUESTS -r $KEYSPACE -d $DATASIZE -P $PIPELINE -c $CLIENTS"
-printf '%-8s %9s %10s %10s %12s %14s\n' server keys rss_MB rss/key rss_grow/key used_mem/key
+load() { # port
+    case $MODE in
+    strings)
+        redis-benchmark -h $HOST -p "$1" -t set -n "$REQUESTS" -r "$KEYSPACE" -d "$DATASIZE" \
+            -P "$PIPELINE" -c "$CLIENTS" -q >/dev/null 2>>"$OUT/benchmark.err"
+        ;;
+    zset)
+        redis-benchmark -h $HOST -p "$1" -n "$REQUESTS" -r "$KEYSPACE" -P "$PIPELINE" \
+            -c "$CLIENTS" -q ZADD zset:bench __rand_int__ m:__rand_int__ \
+            >/dev/null 2>>"$OUT/benchmark.err"
+        ;;
+    *)
+        echo "bench_memory.sh: unknown MODE $MODE" >&2
+        exit 1
+        ;;
+    esac
+}
+
+count() { # port
+    case $MODE in
+    strings) redis-cli -h $HOST -p "$1" DBSIZE ;;
+    zset) redis-cli -h $HOST -p "$1" ZCARD zset:bench ;;
+    esac
+}
+
+if [[ $MODE == zset ]]; then
+    echo "members loaded with: redis-benchmark -n $REQUESTS -r $KEYSPACE -P $PIPELINE -c $CLIENTS ZADD zset:bench __rand_int__ m:__rand_int__"
+else
+    echo "keys loaded with: redis-benchmark -t set -n $REQUESTS -r $KEYSPACE -d $DATASIZE -P $PIPELINE -c $CLIENTS"
+fi
+printf '%-8s %9s %10s %10s %12s %14s\n' server count rss_MB rss/item rss_grow/item used_mem/item
 for server in $SERVERS; do
     port=$(free_port)
     case $server in
@@ -102,15 +137,15 @@ for server in $SERVERS; do
     PID=$!
     wait_ready "$port"
     rss0=$(rss_bytes "$PID")
-    redis-benchmark -h $HOST -p "$port" -t set -n "$REQUESTS" -r "$KEYSPACE" -d "$DATASIZE" \
-        -P "$PIPELINE" -c "$CLIENTS" -q >/dev/null 2>>"$OUT/benchmark.err"
+    used0=$(used_memory "$port")
+    load "$port"
     # Let allocators return what they free lazily before reading RSS.
     sleep 2
-    keys=$(redis-cli -h $HOST -p "$port" DBSIZE)
+    keys=$(count "$port")
     rss=$(rss_bytes "$PID")
     used=$(used_memory "$port")
-    awk -v s="$server" -v k="$keys" -v r="$rss" -v r0="$rss0" -v u="$used" 'BEGIN {
-        printf "%-8s %9d %10.1f %10.1f %12.1f %14.1f\n", s, k, r / 1e6, r / k, (r - r0) / k, u / k
+    awk -v s="$server" -v k="$keys" -v r="$rss" -v r0="$rss0" -v u="$used" -v u0="$used0" 'BEGIN {
+        printf "%-8s %9d %10.1f %10.1f %12.1f %14.1f (growth %.1f)\n", s, k, r / 1e6, r / k, (r - r0) / k, u / k, (u - u0) / k
     }'
     kill "$PID"
     wait "$PID" 2>/dev/null || true

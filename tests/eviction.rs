@@ -1,0 +1,600 @@
+//! `maxmemory` and eviction (issue 18): every `maxmemory-policy` filled past its limit with a
+//! real client, the OOM refusals, the LFU counter, `evicted` events and WATCH, eviction on
+//! the durable engine across a restart; and, against redis-server where the output is
+//! deterministic, the OOM texts, OBJECT FREQ under `lfu-log-factor 0`, and the shape of
+//! INFO memory and MEMORY STATS.
+//!
+//! The in-process servers count live bytes because this test binary installs the same
+//! counting allocator the `respite` binary does. That counter is process-wide, so the
+//! in-process tests take turns ([`serial`]): one test's keys must not look like another's.
+
+mod common;
+
+use common::{conn_info, conn_info_int, Conn, Frame, ServerProcess};
+use respite::TestServer;
+use std::sync::{Mutex, MutexGuard};
+
+#[global_allocator]
+static ALLOC: respite::alloc::Counting<mimalloc::MiMalloc> =
+    respite::alloc::Counting(mimalloc::MiMalloc);
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
+/// Each value: 1000 bytes, stored as one allocation.
+const VALUE_LEN: usize = 1000;
+
+fn server(policy: &str) -> TestServer {
+    let srv = TestServer::builder()
+        .manual_clock()
+        .param("maxmemory-policy", policy)
+        .start()
+        .expect("start");
+    // A test double logs every command it receives (1 KB values here): not what is
+    // measured.
+    srv.record_commands(false);
+    srv
+}
+
+fn set_args(key: &str, ttl: Option<u64>) -> Vec<Vec<u8>> {
+    let mut a = vec![
+        b"SET".to_vec(),
+        key.as_bytes().to_vec(),
+        vec![b'x'; VALUE_LEN],
+    ];
+    if let Some(t) = ttl {
+        a.push(b"EX".to_vec());
+        a.push(t.to_string().into_bytes());
+    }
+    a
+}
+
+/// Writes `prefix:i` for `i` in `range` (pipelined), each with `ttl(i)`; returns the
+/// replies that were errors.
+fn fill(
+    c: &mut Conn,
+    prefix: &str,
+    range: std::ops::Range<usize>,
+    ttl: impl Fn(usize) -> Option<u64>,
+) -> Vec<String> {
+    let mut errors = Vec::new();
+    let ids: Vec<usize> = range.collect();
+    for batch in ids.chunks(100) {
+        for &i in batch {
+            c.send(&set_args(&format!("{prefix}:{i}"), ttl(i)))
+                .expect("send");
+        }
+        for _ in batch {
+            match c.read().expect("reply") {
+                Frame::Simple(s) if s == "OK" => {}
+                Frame::Error(e) => errors.push(e),
+                other => panic!("SET answered {other}"),
+            }
+        }
+    }
+    errors
+}
+
+fn used(c: &mut Conn) -> i64 {
+    conn_info_int(c, "memory", "used_memory")
+}
+
+/// Sets `maxmemory` to what is used now plus `budget` bytes; returns the limit.
+fn limit_at(c: &mut Conn, budget: i64) -> i64 {
+    let max = used(c) + budget;
+    assert_eq!(c.cmd(&format!("CONFIG SET maxmemory {max}")), ok());
+    max
+}
+
+fn ok() -> Frame {
+    Frame::Simple("OK".into())
+}
+
+fn exists(c: &mut Conn, prefix: &str, range: std::ops::Range<usize>) -> usize {
+    range
+        .filter(|i| c.cmd(&format!("EXISTS {prefix}:{i}")) == Frame::Int(1))
+        .count()
+}
+
+/// The limit holds after the fill: INFO runs eviction first, like any command. The slack
+/// covers the last value written and what other threads have not folded into the counter.
+fn assert_under(c: &mut Conn, max: i64) {
+    let now = used(c);
+    assert!(
+        now <= max + 256 * 1024,
+        "used_memory {now} stays near maxmemory {max}"
+    );
+}
+
+#[test]
+fn allkeys_policies_keep_memory_under_the_limit() {
+    let _s = serial();
+    for policy in ["allkeys-lru", "allkeys-lfu", "allkeys-random"] {
+        let srv = server(policy);
+        let mut c = Conn::open(srv.port());
+        let max = limit_at(&mut c, 4 << 20);
+        // 12 MB of values into a 4 MB budget: nothing refused, old keys make room.
+        let errors = fill(&mut c, "k", 0..12_000, |_| None);
+        assert!(errors.is_empty(), "{policy}: {:?}", &errors[..1]);
+        assert_under(&mut c, max);
+        let n = match c.cmd("DBSIZE") {
+            Frame::Int(n) => n,
+            other => panic!("{other}"),
+        };
+        assert!((1000..12_000).contains(&n), "{policy}: {n} keys left");
+        let evicted = conn_info_int(&mut c, "stats", "evicted_keys");
+        assert_eq!(
+            evicted,
+            12_000 - n,
+            "{policy}: every missing key was evicted"
+        );
+        assert!(conn_info_int(&mut c, "stats", "total_eviction_exceeded_time") >= 0);
+    }
+}
+
+#[test]
+fn volatile_policies_evict_only_keys_with_a_ttl_then_refuse() {
+    let _s = serial();
+    for policy in [
+        "volatile-lru",
+        "volatile-lfu",
+        "volatile-random",
+        "volatile-ttl",
+    ] {
+        let srv = server(policy);
+        let mut c = Conn::open(srv.port());
+        let max = limit_at(&mut c, 4 << 20);
+        assert!(fill(&mut c, "p", 0..1500, |_| None).is_empty());
+        let errors = fill(&mut c, "t", 0..10_000, |i| Some(100_000 + i as u64));
+        assert!(errors.is_empty(), "{policy}: {:?}", &errors[..1]);
+        assert_under(&mut c, max);
+        assert_eq!(
+            exists(&mut c, "p", 0..1500),
+            1500,
+            "{policy}: persistent keys stay"
+        );
+        // Persistent keys alone: once the volatile ones are gone, writes are refused.
+        let errors = fill(&mut c, "q", 0..8000, |_| None);
+        assert!(!errors.is_empty(), "{policy}: no write refused");
+        assert!(
+            errors.iter().all(|e| e == OOM),
+            "{policy}: {:?}",
+            &errors[..1]
+        );
+        assert_eq!(exists(&mut c, "p", 0..1500), 1500, "{policy}");
+        // Reads and deletions still run; deleting makes room again.
+        assert_eq!(c.cmd("GET p:7"), Frame::Bulk(vec![b'x'; VALUE_LEN]));
+        for i in 0..1500 {
+            c.cmd(&format!("DEL p:{i}"));
+        }
+        assert!(fill(&mut c, "r", 0..10, |_| None).is_empty(), "{policy}");
+    }
+}
+
+#[test]
+fn volatile_ttl_evicts_the_nearest_deadlines_first() {
+    let _s = serial();
+    let srv = server("volatile-ttl");
+    let mut c = Conn::open(srv.port());
+    limit_at(&mut c, 4 << 20);
+    assert!(fill(&mut c, "t", 0..10_000, |i| Some(100_000 + i as u64)).is_empty());
+    let low = exists(&mut c, "t", 0..5000);
+    let high = exists(&mut c, "t", 5000..10_000);
+    assert!(high > 1000, "{high} keys with far deadlines left");
+    assert!(
+        low * 10 <= high,
+        "{low} near-deadline keys outlived {high} far ones"
+    );
+}
+
+#[test]
+fn allkeys_lru_keeps_recently_touched_keys() {
+    let _s = serial();
+    let srv = server("allkeys-lru");
+    let mut c = Conn::open(srv.port());
+    let base = used(&mut c);
+    assert!(fill(&mut c, "a", 0..3000, |_| None).is_empty());
+    assert!(fill(&mut c, "b", 0..3000, |_| None).is_empty());
+    let per_key = (used(&mut c) - base) / 6000;
+    assert_eq!(
+        c.cmd(&format!("CONFIG SET maxmemory {}", base + per_key * 7000)),
+        ok()
+    );
+    // A thousand seconds later only the b keys are read again; then 3000 new keys need
+    // about 2000 evictions, which should fall on the idle a keys.
+    srv.advance_ms(1_000_000);
+    for i in 0..3000 {
+        c.cmd(&format!("GET b:{i}"));
+    }
+    assert!(fill(&mut c, "c", 0..3000, |_| None).is_empty());
+    let a = exists(&mut c, "a", 0..3000);
+    let b = exists(&mut c, "b", 0..3000);
+    let new = exists(&mut c, "c", 0..3000);
+    assert!(
+        b >= 2850 && new >= 2850,
+        "touched {b} and new {new} of 3000 survive"
+    );
+    assert!(a <= 1800, "{a} of 3000 idle keys survive");
+}
+
+#[test]
+fn allkeys_lfu_keeps_frequently_read_keys() {
+    let _s = serial();
+    let srv = server("allkeys-lfu");
+    let mut c = Conn::open(srv.port());
+    assert_eq!(c.cmd("CONFIG SET lfu-log-factor 0"), ok());
+    let base = used(&mut c);
+    assert!(fill(&mut c, "hot", 0..2000, |_| None).is_empty());
+    for _ in 0..3 {
+        for i in 0..2000 {
+            c.cmd(&format!("GET hot:{i}"));
+        }
+    }
+    let per_key = (used(&mut c) - base) / 2000;
+    assert_eq!(
+        c.cmd(&format!("CONFIG SET maxmemory {}", base + per_key * 5000)),
+        ok()
+    );
+    assert!(fill(&mut c, "cold", 0..8000, |_| None).is_empty());
+    let hot = exists(&mut c, "hot", 0..2000);
+    assert!(hot >= 1900, "{hot} of 2000 frequently read keys survive");
+}
+
+#[test]
+fn noeviction_refuses_denyoom_commands_past_the_limit() {
+    let _s = serial();
+    let srv = server("noeviction");
+    let mut c = Conn::open(srv.port());
+    let max = limit_at(&mut c, 2 << 20);
+    let errors = fill(&mut c, "k", 0..4000, |_| None);
+    assert!(errors.len() > 1000, "{} writes refused", errors.len());
+    assert!(errors.iter().all(|e| e == OOM), "{:?}", &errors[..1]);
+    assert_under(&mut c, max);
+    assert_eq!(conn_info_int(&mut c, "stats", "evicted_keys"), 0);
+    // Not deny-oom: reads, DEL, and inside MULTI only EXEC/DISCARD get through.
+    assert_eq!(c.cmd("GET k:0"), Frame::Bulk(vec![b'x'; VALUE_LEN]));
+    assert_eq!(c.cmd("MULTI"), ok());
+    assert_eq!(c.cmd("GET k:0"), Frame::Error(OOM.into()));
+    assert!(c.cmd("EXEC").is_error("EXECABORT"));
+    let over = conn_info_int(&mut c, "stats", "current_eviction_exceeded_time");
+    assert!(over >= 0);
+    for i in 0..1000 {
+        c.cmd(&format!("DEL k:{i}"));
+    }
+    assert_eq!(c.cmd("SET again 1"), ok());
+    assert_eq!(
+        conn_info_int(&mut c, "stats", "current_eviction_exceeded_time"),
+        0
+    );
+}
+
+#[test]
+fn eviction_publishes_evicted_and_dirties_watch() {
+    let _s = serial();
+    let srv = server("allkeys-lru");
+    let mut c = Conn::open(srv.port());
+    let mut sub = Conn::open(srv.port());
+    let mut w = Conn::open(srv.port());
+    assert_eq!(c.cmd("CONFIG SET notify-keyspace-events Ee"), ok());
+    sub.cmd("SUBSCRIBE __keyevent@1__:evicted");
+    // The only key of db 1, and the idlest: every sampling round sees it first.
+    assert_eq!(c.cmd("SELECT 1"), ok());
+    assert_eq!(c.cmd("SET victim v"), ok());
+    assert_eq!(c.cmd("SELECT 0"), ok());
+    assert_eq!(w.cmd("SELECT 1"), ok());
+    assert_eq!(w.cmd("WATCH victim"), ok());
+    srv.advance_ms(1_000_000);
+    limit_at(&mut c, 1 << 20);
+    assert!(fill(&mut c, "k", 0..3000, |_| None).is_empty());
+    assert_eq!(w.cmd("EXISTS victim"), Frame::Int(0));
+    assert_eq!(w.cmd("MULTI"), ok());
+    assert_eq!(w.cmd("SET victim again"), Frame::Simple("QUEUED".into()));
+    assert_eq!(
+        w.cmd("EXEC"),
+        Frame::NullArray,
+        "an evicted key dirties WATCH"
+    );
+    assert_eq!(
+        sub.read().expect("event"),
+        Frame::Array(vec![
+            Frame::Bulk(b"message".to_vec()),
+            Frame::Bulk(b"__keyevent@1__:evicted".to_vec()),
+            Frame::Bulk(b"victim".to_vec()),
+        ])
+    );
+}
+
+#[test]
+fn durable_eviction_survives_a_restart() {
+    let _s = serial();
+    let dir = tempfile::tempdir().expect("dir");
+    let srv = TestServer::builder()
+        .manual_clock()
+        .redb(dir.path())
+        .param("appendfsync", "always")
+        .param("maxmemory-policy", "allkeys-random")
+        .start()
+        .expect("start");
+    srv.record_commands(false);
+    let mut c = Conn::open(srv.port());
+    limit_at(&mut c, 4 << 20);
+    // The store's own buffers count in used_memory too, so some writes may be refused
+    // once nothing is left to evict: only OOM may be.
+    let errors = fill(&mut c, "k", 0..8000, |_| None);
+    assert!(errors.iter().all(|e| e == OOM), "{:?}", errors.first());
+    assert!(conn_info_int(&mut c, "stats", "evicted_keys") > 0);
+    let before: Vec<bool> = (0..8000)
+        .map(|i| c.cmd(&format!("EXISTS k:{i}")) == Frame::Int(1))
+        .collect();
+    assert!(before.iter().any(|x| !x));
+    drop(c);
+    srv.restart(true);
+    let mut c = Conn::open(srv.port());
+    let after: Vec<bool> = (0..8000)
+        .map(|i| c.cmd(&format!("EXISTS k:{i}")) == Frame::Int(1))
+        .collect();
+    assert_eq!(before, after, "evicted keys stay gone, kept keys stay");
+}
+
+#[test]
+fn lfu_counter_and_idletime_follow_the_policy() {
+    let _s = serial();
+    let srv = server("allkeys-lfu");
+    let mut c = Conn::open(srv.port());
+    assert_eq!(c.cmd("CONFIG SET lfu-log-factor 0"), ok());
+    assert_eq!(c.cmd("SET k hello"), ok());
+    assert_eq!(c.cmd("OBJECT FREQ k"), Frame::Int(5));
+    for _ in 0..10 {
+        c.cmd("GET k");
+    }
+    assert_eq!(c.cmd("OBJECT FREQ k"), Frame::Int(15));
+    // One point lost per lfu-decay-time minute idle.
+    srv.advance_ms(3 * 60_000 + 1);
+    assert_eq!(c.cmd("OBJECT FREQ k"), Frame::Int(12));
+    assert_eq!(c.cmd("CONFIG SET lfu-decay-time 0"), ok());
+    srv.advance_ms(60 * 60_000);
+    assert_eq!(c.cmd("OBJECT FREQ k"), Frame::Int(15));
+    assert!(c
+        .cmd("OBJECT IDLETIME k")
+        .is_error("ERR An LFU maxmemory policy is selected"));
+    assert_eq!(c.cmd("CONFIG SET maxmemory-policy allkeys-lru"), ok());
+    assert!(c
+        .cmd("OBJECT FREQ k")
+        .is_error("ERR An LFU maxmemory policy is not selected"));
+}
+
+// --- against redis-server -----------------------------------------------------------------
+
+fn both() -> [ServerProcess; 2] {
+    [ServerProcess::respite(&[]), ServerProcess::redis()]
+}
+
+/// The same lines against respite and redis-server: identical replies.
+fn same_replies(setup: &[&str], script: &[&str]) {
+    let [r, o] = both();
+    let (mut a, mut b) = (r.conn(), o.conn());
+    for line in setup {
+        assert_eq!(a.cmd(line), b.cmd(line), "setup {line}");
+    }
+    for line in script {
+        assert_eq!(a.cmd(line), b.cmd(line), "{line}");
+    }
+}
+
+#[test]
+fn oom_refusals_match_redis() {
+    for policy in ["noeviction", "allkeys-lru", "volatile-lru", "volatile-ttl"] {
+        same_replies(
+            &[
+                &format!("CONFIG SET maxmemory-policy {policy}"),
+                "SET persistent v",
+                "CONFIG SET maxmemory 1",
+            ],
+            &[
+                "SET x y",
+                "GET persistent",
+                "LPUSH l a",
+                "DEL persistent",
+                "CONFIG GET maxmemory-policy",
+                "MULTI",
+                "PING",
+                "DISCARD",
+            ],
+        );
+    }
+}
+
+#[test]
+fn scripts_under_oom_match_redis() {
+    let [r, o] = both();
+    for c in [&mut r.conn(), &mut o.conn()] {
+        c.cmd("CONFIG SET maxmemory 1");
+    }
+    let (mut a, mut b) = (r.conn(), o.conn());
+    let script = |c: &mut Conn, body: &str| {
+        c.call(&[b"EVAL".to_vec(), body.as_bytes().to_vec(), b"0".to_vec()])
+            .expect("eval")
+    };
+    for body in [
+        "#!lua\nreturn redis.call('set','x','y')",
+        "#!lua flags=allow-oom\nreturn redis.call('set','x','y')",
+        "#!lua flags=no-writes\nreturn redis.call('get','x')",
+        "return redis.pcall('set','z','y')",
+        "return redis.call('get','x')",
+    ] {
+        let (ra, rb) = (script(&mut a, body), script(&mut b, body));
+        // Error texts name the script's sha in both; compare up to it.
+        match (&ra, &rb) {
+            (Frame::Error(x), Frame::Error(y)) => assert_eq!(
+                x.split(" script:").next(),
+                y.split(" script:").next(),
+                "{body}"
+            ),
+            _ => assert_eq!(ra, rb, "{body}"),
+        }
+    }
+}
+
+#[test]
+fn object_freq_with_log_factor_zero_matches_redis() {
+    same_replies(
+        &[
+            "CONFIG SET maxmemory-policy allkeys-lfu",
+            "CONFIG SET lfu-log-factor 0",
+        ],
+        &[
+            "SET k hello",
+            "OBJECT FREQ k",
+            "GET k",
+            "GET k",
+            "GET k",
+            "OBJECT FREQ k",
+            "SET k again",
+            "OBJECT FREQ k",
+            "EXISTS k",
+            "OBJECT FREQ k",
+            "OBJECT IDLETIME k",
+            "OBJECT FREQ missing",
+            "CONFIG SET maxmemory-policy volatile-lru",
+            "OBJECT FREQ k",
+            "CONFIG GET maxmemory-policy",
+        ],
+    );
+}
+
+fn info_fields(c: &mut Conn, section: &str) -> Vec<(String, String)> {
+    let text = match c.cmd(&format!("INFO {section}")) {
+        Frame::Bulk(b) | Frame::Verbatim(_, b) => String::from_utf8_lossy(&b).into_owned(),
+        other => panic!("{other}"),
+    };
+    text.lines()
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.to_string(), v.trim().to_string()))
+        .collect()
+}
+
+/// The value's shape: integer, decimal, percentage, human size, or other text.
+fn shape(v: &str) -> &'static str {
+    if v.parse::<i64>().is_ok() {
+        "int"
+    } else if v
+        .strip_suffix('%')
+        .is_some_and(|x| x.parse::<f64>().is_ok())
+    {
+        "percent"
+    } else if v.parse::<f64>().is_ok() {
+        "decimal"
+    } else if v
+        .strip_suffix(['B', 'K', 'M', 'G', 'T'])
+        .is_some_and(|x| x.parse::<f64>().is_ok())
+    {
+        "human"
+    } else {
+        "text"
+    }
+}
+
+#[test]
+fn info_memory_fields_and_types_match_redis() {
+    let [r, o] = both();
+    let (mut a, mut b) = (r.conn(), o.conn());
+    let mine = info_fields(&mut a, "memory");
+    let theirs = info_fields(&mut b, "memory");
+    // The lazy-free lines are another change's (issue 18's lazyfree part).
+    let names = |f: &[(String, String)]| {
+        f.iter()
+            .map(|(k, _)| k.clone())
+            .filter(|k| !k.starts_with("lazyfree"))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(names(&mine), names(&theirs));
+    for (k, x) in &mine {
+        if k == "mem_allocator" || k == "maxmemory_policy" {
+            continue;
+        }
+        let y = &theirs.iter().find(|(n, _)| n == k).expect("same names").1;
+        assert_eq!(shape(x), shape(y), "{k}: {x} vs {y}");
+    }
+    // The live bytes are below the resident size and the peak is at least them.
+    let num = |f: &[(String, String)], k: &str| -> i64 {
+        f.iter()
+            .find(|(n, _)| n == k)
+            .map(|(_, v)| v.parse().unwrap())
+            .unwrap()
+    };
+    assert!(num(&mine, "used_memory") < num(&mine, "used_memory_rss"));
+    assert!(num(&mine, "used_memory_peak") >= num(&mine, "used_memory"));
+    assert_eq!(
+        num(&mine, "used_memory_overhead") + num(&mine, "used_memory_dataset"),
+        num(&mine, "used_memory")
+    );
+    for f in [
+        "evicted_keys",
+        "total_eviction_exceeded_time",
+        "current_eviction_exceeded_time",
+    ] {
+        assert_eq!(
+            conn_info(&mut a, "stats", f),
+            conn_info(&mut b, "stats", f),
+            "{f}"
+        );
+    }
+}
+
+/// A reply's shape: the map keys in order with their value kinds.
+fn frame_shape(f: &Frame) -> Vec<(String, &'static str)> {
+    let Frame::Array(items) = f else {
+        panic!("MEMORY STATS answered {f}");
+    };
+    items
+        .chunks(2)
+        .map(|kv| {
+            let k = match &kv[0] {
+                Frame::Bulk(b) => String::from_utf8_lossy(b).into_owned(),
+                other => panic!("key {other}"),
+            };
+            let kind = match &kv[1] {
+                Frame::Int(_) => "int",
+                // RESP2 doubles are bulk strings.
+                Frame::Bulk(b)
+                    if std::str::from_utf8(b).is_ok_and(|s| s.parse::<f64>().is_ok()) =>
+                {
+                    "double"
+                }
+                Frame::Array(_) => "map",
+                _ => "other",
+            };
+            (k, kind)
+        })
+        .collect()
+}
+
+#[test]
+fn memory_stats_and_doctor_match_redis() {
+    let [r, o] = both();
+    let (mut a, mut b) = (r.conn(), o.conn());
+    for c in [&mut a, &mut b] {
+        c.cmd("SET k v");
+        c.cmd("SET t v EX 100");
+    }
+    let (x, y) = (a.cmd("MEMORY STATS"), b.cmd("MEMORY STATS"));
+    assert_eq!(frame_shape(&x), frame_shape(&y));
+    // (MALLOC-STATS differs by allocator: Debian's redis-server has jemalloc.)
+    for line in ["MEMORY PURGE", "MEMORY DOCTOR extra", "MEMORY STATS x"] {
+        assert_eq!(a.cmd(line), b.cmd(line), "{line}");
+    }
+    let doctor = |c: &mut Conn| match c.cmd("MEMORY DOCTOR") {
+        Frame::Bulk(t) => String::from_utf8(t).unwrap(),
+        other => panic!("{other}"),
+    };
+    let (d, e) = (doctor(&mut a), doctor(&mut b));
+    assert!(
+        d.starts_with("Hi Sam, ") || d.starts_with("Sam, I detected"),
+        "{d}"
+    );
+    assert!(e.starts_with("Hi Sam, "), "{e}");
+}
