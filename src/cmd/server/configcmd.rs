@@ -68,6 +68,7 @@ pub(super) fn config_resetstat(cx: &mut Cx) -> Reply {
     for s in &srv.cmdstats {
         s.reset();
     }
+    srv.histograms.reset();
     let ks = &srv.ks.stats;
     for c in [&ks.hits, &ks.misses, &ks.expired] {
         c.store(0, Ordering::Relaxed);
