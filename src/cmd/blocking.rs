@@ -159,8 +159,11 @@ pub fn serve_ready(srv: &Arc<Shared>, mut ready: Vec<(usize, Bytes)>) {
             // The call was counted when it blocked; as in Redis, a blocked command counts
             // once: its re-run adds time and a failure, never a call, and an error it
             // answers counts in the error stats like any reply.
-            let run = std::mem::take(&mut sess.pending);
+            let mut run = std::mem::take(&mut sess.pending);
             if sess.block_request.is_none() {
+                if run.lat_n != 0 {
+                    super::observe::add_run(srv, &mut run);
+                }
                 let st = &srv.cmdstats[id];
                 st.usec.fetch_add(run.usec, Ordering::Relaxed);
                 st.failed.fetch_add(run.failed, Ordering::Relaxed);

@@ -26,6 +26,8 @@ pub mod hll;
 pub mod keys;
 pub mod lists;
 pub mod migrate;
+mod observe;
+pub use observe::{commandlog_limits, commandlog_reply};
 pub mod pubsub;
 pub mod refusals;
 pub mod scripting;
@@ -670,17 +672,24 @@ pub fn execute(
         flush_stats(srv, sess);
         sess.pending.id = id;
     }
+    let usec = end.saturating_duration_since(start).as_micros() as u64;
     let p = &mut sess.pending;
     p.calls += 1;
-    p.usec += end.saturating_duration_since(start).as_micros() as u64;
+    p.usec += usec;
     p.failed += u64::from(reply.is_error());
+    if !sess.internal && sess.block_request.is_none() {
+        observe::after_call(srv, sess, access, id, spec, args, usec);
+    }
     reply
 }
 
 /// Adds a session's pending command statistics to the shared counters (INFO
 /// commandstats, total_commands_processed). Connections call it before writing replies.
 pub fn flush_stats(srv: &Shared, sess: &mut Session) {
-    let p = std::mem::take(&mut sess.pending);
+    let mut p = std::mem::take(&mut sess.pending);
+    if p.lat_n != 0 {
+        observe::add_run(srv, &mut p);
+    }
     if p.calls == 0 {
         return;
     }

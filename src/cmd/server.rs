@@ -1,15 +1,20 @@
 //! Server commands: CONFIG, INFO, DEBUG, TIME, LASTSAVE, SAVE, BGSAVE, WAIT, SHUTDOWN, the
-//! replication surface of a primary (server/replication.rs) and MEMORY (server/memory.rs).
+//! replication surface of a primary (server/replication.rs), MEMORY (server/memory.rs),
+//! SLOWLOG (server/slowlog.rs), LATENCY (server/latency.rs) and Valkey's COMMANDLOG
+//! (server/commandlog.rs).
 //!
 //! The memory engine keeps no snapshot: SAVE and BGSAVE only record a successful save
 //! (LASTSAVE, INFO persistence) and reply as Redis does. There are no replicas, so WAIT
 //! answers 0 at once.
 
+mod commandlog;
 mod configcmd;
 mod info;
+mod latency;
 mod lolwut;
 mod memory;
 mod replication;
+mod slowlog;
 
 use super::args::is;
 use super::{errors, CommandSpec, Cx, KeySpec, Lock};
@@ -375,6 +380,9 @@ pub static COMMANDS: &[CommandSpec] = &[
         ],
         ..CommandSpec::DEFAULT
     },
+    commandlog::SPEC,
+    latency::SPEC,
+    slowlog::SPEC,
 ];
 
 /// `enable-debug-command` (Redis's protected-command check; dispatch applies it) for a

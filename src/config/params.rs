@@ -415,7 +415,26 @@ pub static PARAMS: &[Param] = &[
         uint(1, LONG_MAX),
         0,
     ),
-    p("slowlog-max-len", "128", uint(0, LONG_MAX), 0),
+    // Valkey 8.1's COMMANDLOG: the slow log's parameters are aliases of its `slow` type.
+    pa(
+        "commandlog-slow-execution-max-len",
+        "slowlog-max-len",
+        "128",
+        uint(0, LONG_MAX),
+        0,
+    ),
+    p(
+        "commandlog-large-request-max-len",
+        "128",
+        uint(0, LONG_MAX),
+        0,
+    ),
+    p(
+        "commandlog-large-reply-max-len",
+        "128",
+        uint(0, LONG_MAX),
+        0,
+    ),
     p("acllog-max-len", "128", uint(0, LONG_MAX), 0),
     // Long long configs.
     pa(
@@ -426,7 +445,25 @@ pub static PARAMS: &[Param] = &[
         0,
     ),
     p("cluster-node-timeout", "15000", int(0, LONG_MAX), 0),
-    p("slowlog-log-slower-than", "10000", int(-1, LONG_MAX), 0),
+    pa(
+        "commandlog-execution-slower-than",
+        "slowlog-log-slower-than",
+        "10000",
+        int(-1, LONG_MAX),
+        0,
+    ),
+    p(
+        "commandlog-request-larger-than",
+        "1048576",
+        int(-1, LONG_MAX),
+        0,
+    ),
+    p(
+        "commandlog-reply-larger-than",
+        "1048576",
+        int(-1, LONG_MAX),
+        0,
+    ),
     p("latency-monitor-threshold", "0", int(0, LONG_MAX), 0),
     p(
         "proto-max-bulk-len",

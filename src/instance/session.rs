@@ -58,6 +58,14 @@ pub struct Session {
     pub internal: bool,
     /// `CLIENT NO-TOUCH ON`: this client's lookups leave access times alone.
     pub no_touch: bool,
+    /// The id of the command `cmd::execute` last completed for this session (the
+    /// connection resets it to `usize::MAX` before each command line): COMMANDLOG's size
+    /// logs take only a command that ran, and EXEC's or a script's own id comes last.
+    pub last_run: usize,
+    /// The current command line's size as received and COMMANDLOG's `large-request`
+    /// threshold (`u64::MAX`: off), set by the connection: every command the line runs
+    /// (EXEC's and a script's included) is logged with it, as Valkey does.
+    pub request: (u64, u64),
 }
 
 /// Per-connection command counters, flushed to `Shared` when the command changes or the
@@ -68,6 +76,10 @@ pub struct PendingStats {
     pub calls: u64,
     pub usec: u64,
     pub failed: u64,
+    /// A run of `lat_n` latency-histogram samples of this command, all at counter
+    /// `lat_idx` (see `cmd::observe`).
+    pub lat_idx: u16,
+    pub lat_n: u32,
 }
 
 /// What a blocking command asks for when it finds nothing to serve.
@@ -118,6 +130,8 @@ impl Session {
             subs: None,
             internal: false,
             no_touch: false,
+            last_run: usize::MAX,
+            request: (0, u64::MAX),
         }
     }
 }

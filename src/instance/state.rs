@@ -233,6 +233,14 @@ pub struct Shared {
     pub faults: super::faults::Faults,
     /// Commands received, recorded while `faults.armed() & LOG` (test double).
     pub cmdlog: super::cmdlog::CommandLog,
+    /// SLOWLOG's entries (COMMANDLOG's `slow` type), and COMMANDLOG's `large-request` and
+    /// `large-reply` entries.
+    pub slowlog: super::slowlog::SlowLog,
+    pub large_requests: super::slowlog::SlowLog,
+    pub large_replies: super::slowlog::SlowLog,
+    /// The latency monitor's events and the per-command latency histograms.
+    pub latency: super::latency::Monitor,
+    pub histograms: super::latency::Histograms,
     /// The generator behind SPOP, SRANDMEMBER, HRANDFIELD, ZRANDMEMBER and RANDOMKEY:
     /// seeded from entropy, or with a fixed seed by [`Shared::seed_rng`] so tests repeat.
     /// Commands hold it only while they draw.
@@ -293,6 +301,11 @@ impl Shared {
             test_commands,
             faults: Default::default(),
             cmdlog: Default::default(),
+            slowlog: Default::default(),
+            large_requests: Default::default(),
+            large_replies: Default::default(),
+            latency: Default::default(),
+            histograms: super::latency::Histograms::new(commands),
             rng: parking_lot::Mutex::new(rand::SeedableRng::from_entropy()),
             resp3_only: false.into(),
             seeded: false.into(),

@@ -530,6 +530,7 @@ async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> s
         // Read the limits once per read batch: a config lookup allocates, too slow per command.
         let qlimit = query_limit(srv);
         let max_bulk_len = srv.config.num(hot().max_bulk);
+        let size_limits = cmd::commandlog_limits(srv);
         report_read(srv, &handle, &inbuf);
         if over_query_limit(srv, &handle, &inbuf) {
             // Redis logs and closes without a reply.
@@ -546,12 +547,15 @@ async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> s
             };
             // What is left of this batch, the next command included (CLIENT LIST `qbuf`
             // mid-batch; a client's own CLIENT INFO counts its command, as in Redis).
-            handle.mem.qbuf.store(inbuf.len(), Ordering::Relaxed);
+            let unparsed = inbuf.len();
+            handle.mem.qbuf.store(unparsed, Ordering::Relaxed);
             match parser.parse_into(&mut inbuf, limits, &mut args) {
                 Ok(Next::Command) => {
                     if args.is_empty() {
                         continue;
                     }
+                    // The command's bytes as received (a command is parsed once whole).
+                    let request = (unparsed - inbuf.len()) as u64;
                     // Test double (instance/faults.rs): 0 unless a test armed something.
                     let armed = srv.faults.armed();
                     if armed != 0 {
@@ -583,16 +587,23 @@ async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> s
                         r?;
                         sess.mark = Some(crate::clock::Instant::now());
                     }
+                    sess.last_run = usize::MAX;
+                    sess.request = (request, size_limits.0);
                     let reply = cmd::dispatch_in(srv, sess, &mut args);
+                    // Pushes queued so far (including this command's own confirmations or
+                    // its self-published messages) precede its reply, as in Redis.
+                    take_pushes(sess, &mut scratch, &mut out);
+                    let written = out.len();
+                    write_reply(&mut out, &reply, sess.resp3);
+                    let reply_len = (out.len() - written) as u64;
+                    if reply_len >= size_limits.1 {
+                        cmd::commandlog_reply(srv, sess, &args, reply_len);
+                    }
                     // The arguments go now (they hold the read buffer); the vector stays.
                     args.clear();
                     if args.capacity() > KEEP_ARGS {
                         args = Vec::new();
                     }
-                    // Pushes queued so far (including this command's own confirmations or
-                    // its self-published messages) precede its reply, as in Redis.
-                    take_pushes(sess, &mut scratch, &mut out);
-                    write_reply(&mut out, &reply, sess.resp3);
                     if let Some(blocked) = sess.blocked.take() {
                         let mut blocked = BlockedGuard { srv, b: blocked };
                         // A blocked client keeps its command's arguments (`argv-mem`).

@@ -158,7 +158,14 @@ async fn active_expiry(srv: Arc<Shared>) {
         tick.tick().await;
         srv.clock.resync();
         let now = srv.clock.now_ms();
+        let started = std::time::Instant::now();
         let (_, ready) = srv.ks.sweep_ready(now, 200);
+        // The latency monitor's `expire-cycle` event, as Redis times `activeExpireCycle`.
+        let threshold = crate::config_num!(srv.config, "latency-monitor-threshold");
+        let ms = started.elapsed().as_millis() as u64;
+        if threshold > 0 && ms >= threshold as u64 {
+            srv.latency.add("expire-cycle", (now / 1000) as i64, ms);
+        }
         if !ready.is_empty() {
             crate::cmd::blocking::serve_ready(&srv, ready);
         }

@@ -70,6 +70,7 @@ pub(super) fn config_resetstat(cx: &mut Cx) -> Reply {
     for s in &srv.cmdstats {
         s.reset();
     }
+    srv.histograms.reset();
     let ks = &srv.ks.stats;
     for c in [
         &ks.hits,

@@ -107,7 +107,8 @@ fn section(cx: &mut Cx, name: &str, l: &mut Lines) {
         }
         "cluster" => push(l, "cluster_enabled", 0),
         "keyspace" => keyspace(cx, l),
-        // No modules; latency histograms are not kept.
+        "latencystats" => super::latency::info_section(cx.srv, l),
+        // No modules.
         _ => {}
     }
 }

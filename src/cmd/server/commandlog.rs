@@ -1,0 +1,170 @@
+//! Valkey 8.1's COMMANDLOG GET / LEN / RESET / HELP over its three logs: `slow` (the slow
+//! log SLOWLOG shows), `large-request` and `large-reply` (made by `cmd::observe` once a
+//! command line's reply is written).
+
+use super::super::args::{self, is};
+use super::super::{CommandSpec, Cx, KeySpec};
+use crate::instance::slowlog::SlowLog;
+use crate::num::parse_i64;
+use crate::protocol::Reply;
+
+const TYPE_ERR: &str = "ERR type should be one of the following: slow, large-request, large-reply";
+const COUNT_ERR: &str = "ERR count should be greater than or equal to -1";
+
+fn help(_cx: &mut Cx) -> Reply {
+    args::help(
+        "COMMANDLOG",
+        &[
+            "GET <count> <type>",
+            "    Return top <count> entries of the specified <type> from the commandlog (-1 mean all).",
+            "    Entries are made of:",
+            "    id, timestamp,",
+            "        time in microseconds for type of slow,",
+            "        or size in bytes for type of large-request,",
+            "        or size in bytes for type of large-reply",
+            "    arguments array, client IP and port,",
+            "    client name",
+            "LEN <type>",
+            "    Return the length of the specified type of commandlog.",
+            "RESET <type>",
+            "    Reset the specified type of commandlog.",
+        ],
+    )
+}
+
+fn log<'a>(cx: &'a Cx, name: &[u8]) -> Result<&'a SlowLog, Reply> {
+    let srv = cx.srv;
+    if is(name, "slow") {
+        Ok(&srv.slowlog)
+    } else if is(name, "large-request") {
+        Ok(&srv.large_requests)
+    } else if is(name, "large-reply") {
+        Ok(&srv.large_replies)
+    } else {
+        Err(Reply::error(TYPE_ERR))
+    }
+}
+
+/// `COMMANDLOG GET count type`: the count is checked before the type, as in Valkey.
+fn get(cx: &mut Cx) -> Reply {
+    let count = match parse_i64(&cx.args[2]) {
+        Some(-1) => usize::MAX,
+        Some(n) if n >= 0 => usize::try_from(n).unwrap_or(usize::MAX),
+        _ => return Reply::error(COUNT_ERR),
+    };
+    let log = match log(cx, &cx.args[3]) {
+        Ok(l) => l,
+        Err(e) => return e,
+    };
+    Reply::Array(
+        log.newest(count)
+            .into_iter()
+            .map(|e| {
+                Reply::Array(vec![
+                    Reply::Int(i64::try_from(e.id).unwrap_or(i64::MAX)),
+                    Reply::Int(e.time),
+                    Reply::Int(i64::try_from(e.value).unwrap_or(i64::MAX)),
+                    Reply::Array(e.args.into_iter().map(Reply::Bulk).collect()),
+                    Reply::bulk(e.peer),
+                    Reply::Bulk(e.name),
+                ])
+            })
+            .collect(),
+    )
+}
+
+fn len(cx: &mut Cx) -> Reply {
+    match log(cx, &cx.args[2]) {
+        Ok(l) => Reply::Int(l.len() as i64),
+        Err(e) => e,
+    }
+}
+
+fn reset(cx: &mut Cx) -> Reply {
+    match log(cx, &cx.args[2]) {
+        Ok(l) => {
+            l.reset();
+            Reply::OK
+        }
+        Err(e) => e,
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+const fn sub(
+    name: &'static str,
+    arity: i32,
+    flags: &'static [&'static str],
+    acl: &'static [&'static str],
+    summary: &'static str,
+    complexity: &'static str,
+    handler: fn(&mut Cx) -> Reply,
+) -> CommandSpec {
+    CommandSpec {
+        name,
+        arity,
+        flags,
+        keys: KeySpec::None,
+        acl,
+        group: "server",
+        since: "8.1.0",
+        summary,
+        complexity,
+        handler,
+        ..CommandSpec::DEFAULT
+    }
+}
+
+const ADMIN: &[&str] = &["admin", "loading", "stale"];
+const ADMIN_ACL: &[&str] = &["admin", "slow", "dangerous"];
+
+pub const SPEC: CommandSpec = CommandSpec {
+    name: "commandlog",
+    arity: -2,
+    flags: &[],
+    keys: KeySpec::None,
+    acl: &["slow"],
+    group: "server",
+    since: "8.1.0",
+    summary: "A container for command log commands.",
+    complexity: "Depends on subcommand.",
+    subcommands: &[
+        sub(
+            "commandlog|get",
+            4,
+            ADMIN,
+            ADMIN_ACL,
+            "Returns the specified command log's entries.",
+            "O(N) where N is the number of entries returned",
+            get,
+        ),
+        sub(
+            "commandlog|len",
+            3,
+            ADMIN,
+            ADMIN_ACL,
+            "Returns the number of entries in the specified type of command log.",
+            "O(1)",
+            len,
+        ),
+        sub(
+            "commandlog|reset",
+            3,
+            ADMIN,
+            ADMIN_ACL,
+            "Clears all entries from the specified type of command log.",
+            "O(N) where N is the number of entries in the commandlog",
+            reset,
+        ),
+        sub(
+            "commandlog|help",
+            2,
+            &["loading", "stale"],
+            &["slow"],
+            "Show helpful text about the different subcommands",
+            "O(1)",
+            help,
+        ),
+    ],
+    ..CommandSpec::DEFAULT
+};
