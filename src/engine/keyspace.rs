@@ -2,7 +2,7 @@
 
 use super::change::Change;
 use super::journal::Journal;
-use super::shard::{Shard, ShardData, WatchFlag};
+use super::shard::{Shard, WatchFlag};
 use crate::types::placement::{mix64, tag_hash};
 use crate::types::value::{Entry, Value};
 use bytes::Bytes;
@@ -37,6 +37,9 @@ pub struct Keyspace {
     expiry_listener: OnceLock<ExpiryListener>,
     /// Set when the keyspace is durable: every write appends its changes here.
     journal: OnceLock<Arc<Journal>>,
+    /// Where detached values and databases are dropped off the command path (UNLINK,
+    /// FLUSHDB ASYNC, the `lazyfree-lazy-*` settings), with INFO's counts.
+    pub lazyfree: crate::background::lazyfree::LazyFree,
 }
 
 /// Called with `(db, key)` for each key removed because its deadline passed, by lazy expiry
@@ -61,6 +64,7 @@ impl Keyspace {
             blocked_clients: std::sync::atomic::AtomicUsize::new(0),
             expiry_listener: OnceLock::new(),
             journal: OnceLock::new(),
+            lazyfree: Default::default(),
         }
     }
 
@@ -905,9 +909,10 @@ impl<'a> Access<'a> {
             .sum()
     }
 
-    /// Like `flush_db`, but hands back the detached contents so the caller can free them
-    /// off the command path (`FLUSHDB ASYNC`).
-    pub fn flush_db_lazy(&mut self, db: usize) -> (usize, Vec<ShardData>) {
+    /// Like `flush_db`, but the detached contents go to the lazyfree thread (`FLUSHDB
+    /// ASYNC`, Redis `emptyDbAsync`): they count as one pending object per key, as Redis
+    /// counts the entries of the dictionary it hands over. Returns the keys removed.
+    pub fn flush_db_lazy(&mut self, db: usize) -> usize {
         self.record(Change::FlushDb { db });
         let mut removed = 0;
         let mut garbage = Vec::new();
@@ -921,7 +926,10 @@ impl<'a> Access<'a> {
                 garbage.push(sh.take_data());
             });
         }
-        (removed, garbage)
+        if !garbage.is_empty() {
+            self.ks.lazyfree.free(garbage, removed);
+        }
+        removed
     }
 
     /// Exchanges two databases' contents (exclusive mode).
@@ -1236,12 +1244,13 @@ mod tests {
         assert_eq!(ks.db_counts(1), (200, 200));
         {
             let mut a = ks.exclusive(0, 0);
-            let (n, garbage) = a.flush_db_lazy(1);
-            assert_eq!(n, 200);
-            assert!(!garbage.is_empty());
+            assert_eq!(a.flush_db_lazy(1), 200);
             assert_eq!(a.flush_db(0), 200);
             assert_eq!(a.flush_db(2), 0);
         }
+        // One object per key of the flushed database, as Redis counts them.
+        assert!(ks.lazyfree.wait_idle(std::time::Duration::from_secs(10)));
+        assert_eq!((ks.lazyfree.pending(), ks.lazyfree.freed()), (0, 200));
         check_all(&ks);
         assert_eq!(ks.db_counts(0), (0, 0));
         assert_eq!(ks.db_counts(1), (0, 0));
