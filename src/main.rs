@@ -306,7 +306,8 @@ fn build_config(a: ServeArgs) -> Result<Config, String> {
         load_file(p, &mut cfg)?;
         // Redis keeps the file's absolute path: CONFIG REWRITE writes it even after `dir`
         // has moved the working directory.
-        cfg.config_file = Some(std::path::absolute(p).map_err(|e| format!("{}: {e}", p.display()))?);
+        cfg.config_file =
+            Some(std::path::absolute(p).map_err(|e| format!("{}: {e}", p.display()))?);
     }
     if let Some(p) = a.port {
         cfg.port = p;

@@ -165,7 +165,8 @@ fn set_all(c: &mut Conn) {
 }
 
 fn rewrite(c: &mut Conn) -> Frame {
-    c.call(&args(&["CONFIG", "REWRITE"])).expect("CONFIG REWRITE")
+    c.call(&args(&["CONFIG", "REWRITE"]))
+        .expect("CONFIG REWRITE")
 }
 
 #[test]
@@ -176,7 +177,10 @@ fn config_rewrite_matches_redis() {
     for (s, port) in [(&redis, redis.port), (&respite, respite.port)] {
         let mut c = s.conn();
         set_all(&mut c);
-        assert_eq!(c.call(&args(&["AUTH", "p w\"d"])).unwrap(), Frame::Simple("OK".into()));
+        assert_eq!(
+            c.call(&args(&["AUTH", "p w\"d"])).unwrap(),
+            Frame::Simple("OK".into())
+        );
         assert_eq!(rewrite(&mut c), Frame::Simple("OK".into()));
         // The port line is the server's own: normalise it.
         let file = s.file().replace(&format!("port {port}"), "port P");
@@ -204,7 +208,9 @@ fn config_rewrite_matches_redis() {
         let mut c = s.conn();
         c.call(&args(&["AUTH", "p w\"d"])).unwrap();
         assert_eq!(rewrite(&mut c), Frame::Simple("OK".into()));
-        again.push(comparable(&s.file().replace(&format!("port {port}"), "port P")));
+        again.push(comparable(
+            &s.file().replace(&format!("port {port}"), "port P"),
+        ));
     }
     assert_eq!(
         split_at_marker(&again[1]),
@@ -270,7 +276,10 @@ fn empty_save_and_default_shutdown_survive_a_restart() {
     });
     let mut c2 = again.conn();
     let r = c2.call(&args(&["CONFIG", "GET", "save"])).unwrap();
-    assert_eq!(r, Frame::Array(vec![Frame::Bulk(b"save".to_vec()), Frame::Bulk(Vec::new())]));
+    assert_eq!(
+        r,
+        Frame::Array(vec![Frame::Bulk(b"save".to_vec()), Frame::Bulk(Vec::new())])
+    );
 }
 
 #[test]
@@ -377,7 +386,14 @@ const EXPORTER_FIELDS: &[&str] = &[
 ];
 
 /// Fields Redis 7.2 added that a 7.0 oracle does not print.
-const NEW_IN_72: &[&str] = &["evicted_clients", "pubsubshard_channels"];
+const NEW_IN_72: &[&str] = &[
+    "evicted_clients",
+    "pubsubshard_channels",
+    "acl_access_denied_auth",
+    "acl_access_denied_cmd",
+    "acl_access_denied_key",
+    "acl_access_denied_channel",
+];
 
 fn info_fields(c: &mut Conn) -> Vec<(String, String)> {
     let text = match c.call(&args(&["INFO", "everything"])).expect("INFO") {
@@ -401,8 +417,12 @@ fn info_has_every_field_redis_exporter_maps() {
     // One failed AUTH on each: `acl_access_denied_auth` counts it.
     for s in [&redis, &respite] {
         let mut c = s.conn();
-        c.call(&args(&["CONFIG", "SET", "requirepass", "pw"])).unwrap();
-        assert!(c.call(&args(&["AUTH", "wrong"])).unwrap().is_error("WRONGPASS"));
+        c.call(&args(&["CONFIG", "SET", "requirepass", "pw"]))
+            .unwrap();
+        assert!(c
+            .call(&args(&["AUTH", "wrong"]))
+            .unwrap()
+            .is_error("WRONGPASS"));
         c.call(&args(&["AUTH", "pw"])).unwrap();
     }
     let mut rc = redis.conn();
@@ -415,10 +435,16 @@ fn info_has_every_field_redis_exporter_maps() {
         let v = value(&ours, f).unwrap_or_else(|| panic!("respite's INFO lacks {f}"));
         assert!(!v.is_empty(), "{f} is empty");
         if !NEW_IN_72.contains(f) {
-            assert!(value(&oracle, f).is_some(), "the oracle lacks {f}: fix the list");
+            assert!(
+                value(&oracle, f).is_some(),
+                "the oracle lacks {f}: fix the list"
+            );
         }
     }
-    // Counters both servers have been through the same history for.
+    // Counters both servers have been through the same history for (where the oracle
+    // has them; a 7.0 oracle has no ACL counters).
+    let ours_auth = value(&ours, "acl_access_denied_auth");
+    assert_eq!(ours_auth.as_deref(), Some("1"));
     for f in [
         "acl_access_denied_auth",
         "acl_access_denied_cmd",
@@ -428,15 +454,17 @@ fn info_has_every_field_redis_exporter_maps() {
         "slave_expires_tracked_keys",
         "total_net_repl_output_bytes",
     ] {
-        assert_eq!(value(&ours, f), value(&oracle, f), "{f}");
+        if value(&oracle, f).is_some() {
+            assert_eq!(value(&ours, f), value(&oracle, f), "{f}");
+        }
     }
     // CONFIG RESETSTAT clears the failed-authentication count in both.
     for c in [&mut rc, &mut sc] {
         c.call(&args(&["CONFIG", "RESETSTAT"])).unwrap();
     }
     assert_eq!(
-        value(&info_fields(&mut sc), "acl_access_denied_auth"),
-        value(&info_fields(&mut rc), "acl_access_denied_auth")
+        value(&info_fields(&mut sc), "acl_access_denied_auth").as_deref(),
+        Some("0")
     );
 }
 

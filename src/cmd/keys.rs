@@ -1126,7 +1126,11 @@ mod tests {
         assert_eq!(info_field(&srv, &mut sess, "lazyfreed_objects"), 1);
         assert_eq!(info_field(&srv, &mut sess, "lazyfree_pending_objects"), 0);
         // One element per quicklist node: 100 nodes, past the threshold.
-        run(&srv, &mut sess, &["CONFIG", "SET", "list-max-listpack-size", "1"]);
+        run(
+            &srv,
+            &mut sess,
+            &["CONFIG", "SET", "list-max-listpack-size", "1"],
+        );
         fill(&mut sess, "RPUSH", "nodes", 100);
         run(
             &srv,

@@ -105,7 +105,11 @@ impl State {
     /// when `force` (the value is not the default).
     fn rewrite_line(&mut self, option: &str, line: String, force: bool) {
         self.processed.insert(option.to_string());
-        if let Some(at) = self.option_lines.get_mut(option).and_then(|l| l.pop_front()) {
+        if let Some(at) = self
+            .option_lines
+            .get_mut(option)
+            .and_then(|l| l.pop_front())
+        {
             self.lines[at] = line;
             return;
         }
@@ -193,11 +197,7 @@ fn numeric_line(st: &mut State, name: &str, n: &Num, value: i64, default: i64) {
     if n.percent && value < 0 {
         // Redis compares the positive percentage with the default.
         let pct = -(value as i128);
-        st.rewrite_line(
-            name,
-            format!("{name} {pct}%"),
-            pct != i128::from(default),
-        );
+        st.rewrite_line(name, format!("{name} {pct}%"), pct != i128::from(default));
     } else if n.memory {
         st.rewrite_line(
             name,
@@ -273,11 +273,7 @@ pub fn rewrite(old: &str, store: &ConfigStore, cwd: &std::path::Path) -> String 
                     continue;
                 }
                 let force = !EMPTY_IS_A_VALUE.contains(&name) || value != p.default;
-                st.rewrite_line(
-                    name,
-                    format!("{name} {}", repr(value.as_bytes())),
-                    force,
-                );
+                st.rewrite_line(name, format!("{name} {}", repr(value.as_bytes())), force);
             }
             Kind::Special(Special::Save) => {
                 // An empty list is written `save ""`, or the defaults would come back.
@@ -299,11 +295,7 @@ pub fn rewrite(old: &str, store: &ConfigStore, cwd: &std::path::Path) -> String 
             }
             Kind::Special(Special::NotifyKeyspaceEvents) => {
                 let force = !value.is_empty();
-                st.rewrite_line(
-                    name,
-                    format!("{name} {}", repr(value.as_bytes())),
-                    force,
-                );
+                st.rewrite_line(name, format!("{name} {}", repr(value.as_bytes())), force);
             }
             Kind::Special(Special::Bind) => {
                 if value == p.default {
@@ -467,11 +459,18 @@ mod tests {
         // `client-output-buffer-limit` line for the first class (written even at its
         // default) and appends the next: the file settles once every class has a line.
         let twice = rewrite(&once, &c, Path::new("/d"));
-        assert!(twice.contains("client-output-buffer-limit normal 0 0 0\n"), "{twice}");
+        assert!(
+            twice.contains("client-output-buffer-limit normal 0 0 0\n"),
+            "{twice}"
+        );
         let thrice = rewrite(&twice, &c, Path::new("/d"));
         let settled = rewrite(&thrice, &c, Path::new("/d"));
         assert_eq!(rewrite(&settled, &c, Path::new("/d")), settled);
-        for class in ["normal 0 0 0", "replica 256mb 64mb 60", "pubsub 64mb 16mb 90"] {
+        for class in [
+            "normal 0 0 0",
+            "replica 256mb 64mb 60",
+            "pubsub 64mb 16mb 90",
+        ] {
             let line = format!("client-output-buffer-limit {class}");
             assert_eq!(settled.matches(&line).count(), 1, "{settled}");
         }
@@ -485,7 +484,10 @@ mod tests {
             "{once}"
         );
         // Classes at their defaults are not appended.
-        assert!(!once.contains("client-output-buffer-limit normal"), "{once}");
+        assert!(
+            !once.contains("client-output-buffer-limit normal"),
+            "{once}"
+        );
         assert!(tail.contains(&"requirepass \"s p\\\"w\""), "{once}");
         assert!(tail.contains(&"maxmemory-clients 10%"), "{once}");
         // The file's port line is rewritten in place with the running value.

@@ -257,7 +257,11 @@ mod usage_tests {
         assert!(all > 10_000 && all < 200_000, "{all}");
         assert!(default < one && default > all, "{default}");
         // SAMPLES past the size is every element.
-        let many = usage_of(&srv, &mut sess, &["MEMORY", "USAGE", "h", "SAMPLES", "5000"]);
+        let many = usage_of(
+            &srv,
+            &mut sess,
+            &["MEMORY", "USAGE", "h", "SAMPLES", "5000"],
+        );
         assert_eq!(many, all);
     }
 
@@ -266,16 +270,29 @@ mod usage_tests {
         let srv = TestServer::start().expect("server");
         let addr = "127.0.0.1:1".parse().expect("addr");
         let mut sess = Session::new(srv.shared().clients.register(addr, addr, 0), true);
-        assert_eq!(run(&srv, &mut sess, &["MEMORY", "USAGE", "nokey"]), Reply::Nil);
+        assert_eq!(
+            run(&srv, &mut sess, &["MEMORY", "USAGE", "nokey"]),
+            Reply::Nil
+        );
         let err = |r: Reply| match r {
             Reply::Error(e) => e.to_string(),
             other => panic!("expected an error: {other:?}"),
         };
-        assert!(err(run(&srv, &mut sess, &["MEMORY", "USAGE", "k", "SAMPLES", "-1"]))
-            .starts_with("ERR syntax error"));
-        assert!(err(run(&srv, &mut sess, &["MEMORY", "USAGE", "k", "SAMPLES", "x"]))
-            .starts_with("ERR value is not an integer"));
-        assert!(err(run(&srv, &mut sess, &["MEMORY", "USAGE", "k", "SAMPLES"]))
-            .starts_with("ERR syntax error"));
+        assert!(err(run(
+            &srv,
+            &mut sess,
+            &["MEMORY", "USAGE", "k", "SAMPLES", "-1"]
+        ))
+        .starts_with("ERR syntax error"));
+        assert!(err(run(
+            &srv,
+            &mut sess,
+            &["MEMORY", "USAGE", "k", "SAMPLES", "x"]
+        ))
+        .starts_with("ERR value is not an integer"));
+        assert!(
+            err(run(&srv, &mut sess, &["MEMORY", "USAGE", "k", "SAMPLES"]))
+                .starts_with("ERR syntax error")
+        );
     }
 }
