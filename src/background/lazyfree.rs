@@ -144,8 +144,7 @@ impl LazyFree {
         self.counters.freed.store(0, Ordering::Relaxed);
     }
 
-    /// Blocks until nothing is pending or `timeout` passes; true when idle (tests, and
-    /// DEBUG-style waits).
+    /// Blocks until nothing is pending or `timeout` passes; true when idle (for tests).
     pub fn wait_idle(&self, timeout: std::time::Duration) -> bool {
         let deadline = std::time::Instant::now() + timeout;
         let mut g = self.counters.idle.lock();
