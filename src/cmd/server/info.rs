@@ -416,16 +416,9 @@ fn stats(srv: &Shared, l: &mut Lines) {
     // `io-threads` is 1: no reads or writes are handed to I/O threads.
     push(l, "io_threaded_reads_processed", 0);
     push(l, "io_threaded_writes_processed", 0);
-    // Failed authentications are the WRONGPASS replies (AUTH, HELLO … AUTH); without ACL
-    // users nothing is denied a command, key or channel. Reset with the errorstats, as
-    // CONFIG RESETSTAT resets both in Redis.
-    let denied_auth = s
-        .errors_by_code
-        .lock()
-        .get("WRONGPASS")
-        .copied()
-        .unwrap_or(0);
-    push(l, "acl_access_denied_auth", denied_auth);
+    // Failed authentications (AUTH, HELLO … AUTH); without ACL users nothing is denied a
+    // command, key or channel.
+    push(l, "acl_access_denied_auth", get(&s.auth_failures));
     push(l, "acl_access_denied_cmd", 0);
     push(l, "acl_access_denied_key", 0);
     push(l, "acl_access_denied_channel", 0);
