@@ -2,6 +2,8 @@
 //! server of tests ([`crate::TestServer`]) and the embeddable proxy
 //! ([`crate::proxy::ProxyServer`]) share it.
 
+pub mod lazyfree;
+
 use std::future::Future;
 use std::io;
 use std::time::Duration;

@@ -4,6 +4,7 @@
 
 pub mod kind;
 pub mod params;
+pub mod rewrite;
 
 pub use kind::{memtoull, Kind, Num, Special, StrCheck};
 pub use params::{Param, HIDDEN, IMMUTABLE, MULTI_ARG, PARAMS, PROTECTED};
@@ -31,6 +32,9 @@ pub struct Config {
     pub params: Vec<(String, String)>,
     /// `--engine redb`: keep the keyspace durable in `<dir>/respite.redb`.
     pub redb: bool,
+    /// The config file the server was started with, as an absolute path (CONFIG REWRITE
+    /// writes it back); `None` when it was started without one.
+    pub config_file: Option<std::path::PathBuf>,
 }
 
 impl Default for Config {
@@ -46,6 +50,7 @@ impl Default for Config {
             print_port: false,
             params: Vec::new(),
             redb: false,
+            config_file: None,
         }
     }
 }

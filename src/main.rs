@@ -263,7 +263,16 @@ fn load_file(path: &std::path::Path, cfg: &mut Config) -> Result<(), String> {
             .into_iter()
             .map(|w| String::from_utf8_lossy(&w).into_owned())
             .collect();
-        let (name, rest) = (words[0].to_ascii_lowercase(), words[1..].join(" "));
+        let (name, mut rest) = (words[0].to_ascii_lowercase(), words[1..].join(" "));
+        // Each `save` line adds its pairs to those of the file's earlier lines (a CONFIG
+        // REWRITE writes one line per pair); `save ""` clears them, as in Redis.
+        if name == "save" && !rest.is_empty() {
+            if let Some((_, prev)) = cfg.params.iter().rev().find(|(k, _)| k == "save") {
+                if !prev.is_empty() {
+                    rest = format!("{prev} {rest}");
+                }
+            }
+        }
         apply(cfg, &name, &rest).map_err(|e| format!("line {}: {e}", n + 1))?;
     }
     Ok(())
@@ -297,6 +306,10 @@ fn build_config(a: ServeArgs) -> Result<Config, String> {
     let mut cfg = Config::default();
     if let Some(p) = &a.config_file {
         load_file(p, &mut cfg)?;
+        // Redis keeps the file's absolute path: CONFIG REWRITE writes it even after `dir`
+        // has moved the working directory.
+        cfg.config_file =
+            Some(std::path::absolute(p).map_err(|e| format!("{}: {e}", p.display()))?);
     }
     if let Some(p) = a.port {
         cfg.port = p;

@@ -194,7 +194,10 @@ fn check_auth(cx: &Cx, user: Option<&[u8]>, pass: &[u8]) -> Result<(), Reply> {
         // The default user has `nopass`: any password works for it.
         None if user_ok => Ok(()),
         Some(p) if user_ok && same_secret(p.as_bytes(), pass) => Ok(()),
-        _ => Err(errors::err(errors::WRONGPASS)),
+        _ => {
+            crate::instance::state::Stats::bump(&cx.srv.stats.auth_failures, 1);
+            Err(errors::err(errors::WRONGPASS))
+        }
     }
 }
 

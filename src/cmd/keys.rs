@@ -3,8 +3,8 @@
 //! FLUSHDB/FLUSHALL, SWAPDB and OBJECT.
 //!
 //! Nothing here matches on a value's type except through `Value` methods (`type_name`,
-//! `encoding`, `clone`) and [`free_effort`]'s element counts, so a new type needs at most a
-//! line there.
+//! `encoding`, `clone`) and the lazyfree thread's effort estimate
+//! ([`crate::background::lazyfree::free_effort`]), so a new type needs at most a line there.
 
 use super::args::{self, is};
 use super::errors;
@@ -430,15 +430,15 @@ pub static COMMANDS: &[CommandSpec] = &[
     },
 ];
 
-/// DEL and UNLINK: a removed value of more than [`LAZYFREE_THRESHOLD`] elements is freed
-/// on the lazyfree thread (Redis's UNLINK, and DEL under `lazyfree-lazy-user-del`), so
-/// dropping a million-member set does not hold up the clients behind this command.
-fn del(cx: &mut Cx) -> Reply {
+/// DEL and UNLINK (Redis `delGenericCommand`): with `lazy`, a removed value whose free
+/// effort passes Redis's threshold is dropped on the lazyfree thread, so removing a
+/// million-member set does not hold up the clients behind this command.
+fn del_generic(cx: &mut Cx, lazy: bool) -> Reply {
     let mut n = 0;
     for key in &cx.args[1..] {
         if let Some(e) = cx.ks.remove(key) {
-            if free_effort(&e.value) > LAZYFREE_THRESHOLD {
-                lazy_free(e);
+            if lazy {
+                cx.srv.ks.lazyfree.free_entry(e);
             }
             cx.notify(notify::GENERIC, "del", key);
             n += 1;
@@ -448,44 +448,14 @@ fn del(cx: &mut Cx) -> Reply {
     Reply::Int(n)
 }
 
+/// DEL frees in place unless `lazyfree-lazy-user-del` is set, as in Redis.
+fn del(cx: &mut Cx) -> Reply {
+    let lazy = crate::config_num!(cx.srv.config, "lazyfree-lazy-user-del") != 0;
+    del_generic(cx, lazy)
+}
+
 fn unlink(cx: &mut Cx) -> Reply {
-    del(cx)
-}
-
-/// Redis's `LAZYFREE_THRESHOLD`: values whose drop walks more elements go off-thread.
-const LAZYFREE_THRESHOLD: usize = 64;
-
-/// How many elements dropping `v` walks (Redis `lazyfreeGetFreeEffort`, counted in
-/// elements).
-fn free_effort(v: &Value) -> usize {
-    match v {
-        Value::Str(_) => 1,
-        Value::List(l) => l.len(),
-        Value::Hash(h) => h.len(),
-        Value::Set(s) => s.len(),
-        Value::ZSet(z) => z.len(),
-        Value::Stream(s) => s.len(),
-    }
-}
-
-/// Drops `e` on the lazyfree thread (one for the process, started on first use), or here
-/// if that thread cannot be started.
-fn lazy_free(e: crate::types::value::Entry) {
-    use std::sync::{mpsc, OnceLock};
-    type Garbage = crate::types::value::Entry;
-    static FREER: OnceLock<Option<mpsc::Sender<Garbage>>> = OnceLock::new();
-    let freer = FREER.get_or_init(|| {
-        let (tx, rx) = mpsc::channel::<Garbage>();
-        std::thread::Builder::new()
-            .name("lazyfree".into())
-            .spawn(move || rx.into_iter().for_each(drop))
-            .ok()
-            .map(|_| tx)
-    });
-    if let Some(tx) = freer {
-        // A send fails only if the thread is gone; `e` is then dropped here.
-        let _ = tx.send(e);
-    }
+    del_generic(cx, true)
 }
 
 fn exists(cx: &mut Cx) -> Reply {
@@ -769,7 +739,8 @@ fn rename_generic(cx: &mut Cx, nx: bool) -> Reply {
     let Some(entry) = cx.ks.remove_in(db, src) else {
         return errors::err(errors::NO_SUCH_KEY);
     };
-    cx.ks.insert_entry_in(db, dst, entry);
+    let old = cx.ks.insert_entry_in(db, dst, entry);
+    server_del(cx, old);
     // Redis deletes an existing destination and adds the key anew: always `new`.
     if let Some(ev) = cx.events() {
         ev.emit(notify::NEW, "new", dst);
@@ -777,6 +748,16 @@ fn rename_generic(cx: &mut Cx, nx: bool) -> Reply {
         ev.emit(notify::GENERIC, "rename_to", dst);
     }
     done
+}
+
+/// A destination deleted by the command that replaces it (Redis `dbDelete` in RENAME and
+/// COPY … REPLACE): freed lazily under `lazyfree-lazy-server-del`, in place otherwise.
+fn server_del(cx: &Cx, old: Option<crate::types::value::Entry>) {
+    if let Some(e) = old {
+        if crate::config_num!(cx.srv.config, "lazyfree-lazy-server-del") != 0 {
+            cx.srv.ks.lazyfree.free_entry(e);
+        }
+    }
 }
 
 fn rename(cx: &mut Cx) -> Reply {
@@ -848,7 +829,8 @@ fn copy(cx: &mut Cx) -> Reply {
     let Some((value, deadline)) = cx.ks.peek(src).map(|e| (e.value.clone(), e.expire_at())) else {
         return Reply::Int(0);
     };
-    cx.ks.set_in(dst_db, dst, value, deadline);
+    let old = cx.ks.set_in(dst_db, dst, value, deadline);
+    server_del(cx, old);
     // A replaced destination is deleted and added anew, as in Redis: always `new`.
     if let Some(ev) = cx.events() {
         ev.emit_in(notify::NEW, "new", dst_db, dst);
@@ -873,7 +855,7 @@ fn flush_async(cx: &Cx) -> Result<bool, Reply> {
     }
 }
 
-/// Empties `dbs`; with `lazy`, the detached data is freed on a helper thread.
+/// Empties `dbs`; with `lazy`, the detached data is freed on the lazyfree thread.
 fn flush(cx: &mut Cx, dbs: std::ops::Range<usize>, lazy: bool) {
     // Clients blocked in XREADGROUP learn their stream is gone (Redis
     // `scanDatabaseForDeletedKeys`); other waiters find nothing and keep waiting.
@@ -882,23 +864,13 @@ fn flush(cx: &mut Cx, dbs: std::ops::Range<usize>, lazy: bool) {
             cx.ks.signal_ready_in(db, &key);
         }
     }
-    if !lazy {
-        for db in dbs {
+    for db in dbs {
+        if lazy {
+            cx.ks.flush_db_lazy(db);
+        } else {
             cx.ks.flush_db(db);
         }
-        return;
     }
-    let mut garbage = Vec::new();
-    for db in dbs {
-        garbage.extend(cx.ks.flush_db_lazy(db).1);
-    }
-    if garbage.is_empty() {
-        return;
-    }
-    // If no thread can be spawned, dropping here is still correct, only slower.
-    let _ = std::thread::Builder::new()
-        .name("lazyfree".into())
-        .spawn(move || drop(garbage));
 }
 
 fn flushdb(cx: &mut Cx) -> Reply {
@@ -1103,16 +1075,99 @@ mod tests {
         assert_eq!(run(&srv, &mut sess, &["SCARD", "s"]), Reply::Int(1));
     }
 
+    fn info_field(srv: &TestServer, sess: &mut Session, field: &str) -> usize {
+        let Reply::Verbatim(text) = run(srv, sess, &["INFO", "memory"]) else {
+            panic!("INFO is verbatim text")
+        };
+        let text = String::from_utf8_lossy(&text).into_owned();
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{field}:")))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("{field} in INFO memory"))
+    }
+
+    /// What reaches the lazyfree thread is what Redis would send there: UNLINK, and DEL
+    /// only under `lazyfree-lazy-user-del`, of values past the effort threshold in their
+    /// encoding; FLUSHDB ASYNC counts its keys.
     #[test]
-    fn effort_counts_elements() {
-        assert_eq!(free_effort(&Value::Str(StrVal::Int(5))), 1);
-        let mut list = crate::types::list::List::new();
-        for i in 0..=LAZYFREE_THRESHOLD {
-            list.push(Bytes::from(i.to_string()), crate::types::list::End::Tail);
-        }
+    fn lazyfree_counts_what_redis_counts() {
+        let srv = TestServer::start().expect("server");
+        let addr = "127.0.0.1:1".parse().expect("addr");
+        let mut sess = Session::new(srv.shared().clients.register(addr, addr, 0), true);
+        let shared = srv.shared();
+        let lf = &shared.ks.lazyfree;
+        let idle = |lf: &crate::background::lazyfree::LazyFree| {
+            assert!(lf.wait_idle(std::time::Duration::from_secs(10)));
+        };
+        let fill = |sess: &mut Session, cmd: &str, key: &str, n: usize| {
+            let mut line = vec![cmd.to_string(), key.to_string()];
+            line.extend((0..n).map(|i| format!("m{i}")));
+            let line: Vec<&str> = line.iter().map(String::as_str).collect();
+            run(&srv, sess, &line);
+        };
+        fill(&mut sess, "SADD", "big", 1000);
+        fill(&mut sess, "SADD", "small", 10);
+        // A listpack holds many elements in one allocation: freed in place.
+        fill(&mut sess, "RPUSH", "packed", 100);
         assert_eq!(
-            free_effort(&Value::List(Box::new(list))),
-            LAZYFREE_THRESHOLD + 1
+            run(&srv, &mut sess, &["UNLINK", "small", "packed"]),
+            Reply::Int(2)
         );
+        idle(lf);
+        assert_eq!(lf.freed(), 0);
+        // DEL frees in place by default.
+        assert_eq!(run(&srv, &mut sess, &["DEL", "big"]), Reply::Int(1));
+        idle(lf);
+        assert_eq!(lf.freed(), 0);
+        fill(&mut sess, "SADD", "big", 1000);
+        assert_eq!(run(&srv, &mut sess, &["UNLINK", "big"]), Reply::Int(1));
+        idle(lf);
+        assert_eq!(lf.freed(), 1);
+        assert_eq!(info_field(&srv, &mut sess, "lazyfreed_objects"), 1);
+        assert_eq!(info_field(&srv, &mut sess, "lazyfree_pending_objects"), 0);
+        // One element per quicklist node: 100 nodes, past the threshold.
+        run(
+            &srv,
+            &mut sess,
+            &["CONFIG", "SET", "list-max-listpack-size", "1"],
+        );
+        fill(&mut sess, "RPUSH", "nodes", 100);
+        run(
+            &srv,
+            &mut sess,
+            &["CONFIG", "SET", "lazyfree-lazy-user-del", "yes"],
+        );
+        fill(&mut sess, "HSET", "h", 2000);
+        assert_eq!(run(&srv, &mut sess, &["DEL", "nodes", "h"]), Reply::Int(2));
+        idle(lf);
+        assert_eq!(lf.freed(), 3);
+        // The key is free at once: a new value starts from scratch.
+        assert_eq!(run(&srv, &mut sess, &["SADD", "big", "7"]), Reply::Int(1));
+        assert_eq!(run(&srv, &mut sess, &["SCARD", "big"]), Reply::Int(1));
+        run(&srv, &mut sess, &["SET", "a", "1"]);
+        assert_eq!(run(&srv, &mut sess, &["FLUSHDB", "ASYNC"]), Reply::OK);
+        assert_eq!(run(&srv, &mut sess, &["DBSIZE"]), Reply::Int(0));
+        idle(lf);
+        assert_eq!(lf.freed(), 5);
+        assert_eq!(run(&srv, &mut sess, &["CONFIG", "RESETSTAT"]), Reply::OK);
+        assert_eq!(info_field(&srv, &mut sess, "lazyfreed_objects"), 0);
+        // A RENAME destination is a server-side delete.
+        fill(&mut sess, "SADD", "dst", 1000);
+        run(&srv, &mut sess, &["SET", "src", "1"]);
+        assert_eq!(run(&srv, &mut sess, &["RENAME", "src", "dst"]), Reply::OK);
+        idle(lf);
+        assert_eq!(lf.freed(), 0);
+        run(
+            &srv,
+            &mut sess,
+            &["CONFIG", "SET", "lazyfree-lazy-server-del", "yes"],
+        );
+        fill(&mut sess, "SADD", "dst2", 1000);
+        assert_eq!(
+            run(&srv, &mut sess, &["COPY", "dst", "dst2", "REPLACE"]),
+            Reply::Int(1)
+        );
+        idle(lf);
+        assert_eq!(lf.freed(), 1);
     }
 }

@@ -3,7 +3,7 @@
 use super::change::Change;
 use super::evict::Evictor;
 use super::journal::Journal;
-use super::shard::{Shard, ShardData, WatchFlag};
+use super::shard::{Shard, WatchFlag};
 use crate::types::placement::{mix64, tag_hash};
 use crate::types::value::{Entry, Lfu, Value, LFU_INIT_VAL};
 use bytes::Bytes;
@@ -78,6 +78,9 @@ fn lfu_rand() -> f64 {
         st.set(x);
         (x >> 11) as f64 / (1u64 << 53) as f64
     })
+    /// Where detached values and databases are dropped off the command path (UNLINK,
+    /// FLUSHDB ASYNC, the `lazyfree-lazy-*` settings), with INFO's counts.
+    pub lazyfree: crate::background::lazyfree::LazyFree,
 }
 
 /// Called with `(db, key)` for each key removed because its deadline passed, by lazy expiry
@@ -105,6 +108,7 @@ impl Keyspace {
             lfu: AtomicU64::new(0),
             evictor: Mutex::new(Evictor::new(rand::random())),
             startup_memory: crate::alloc::used().unwrap_or(0),
+            lazyfree: Default::default(),
         }
     }
 
@@ -1024,9 +1028,10 @@ impl<'a> Access<'a> {
             .sum()
     }
 
-    /// Like `flush_db`, but hands back the detached contents so the caller can free them
-    /// off the command path (`FLUSHDB ASYNC`).
-    pub fn flush_db_lazy(&mut self, db: usize) -> (usize, Vec<ShardData>) {
+    /// Like `flush_db`, but the detached contents go to the lazyfree thread (`FLUSHDB
+    /// ASYNC`, Redis `emptyDbAsync`): they count as one pending object per key, as Redis
+    /// counts the entries of the dictionary it hands over. Returns the keys removed.
+    pub fn flush_db_lazy(&mut self, db: usize) -> usize {
         self.record(Change::FlushDb { db });
         let mut removed = 0;
         let mut garbage = Vec::new();
@@ -1040,7 +1045,10 @@ impl<'a> Access<'a> {
                 garbage.push(sh.take_data());
             });
         }
-        (removed, garbage)
+        if !garbage.is_empty() {
+            self.ks.lazyfree.free(garbage, removed);
+        }
+        removed
     }
 
     /// Exchanges two databases' contents (exclusive mode).
@@ -1355,12 +1363,13 @@ mod tests {
         assert_eq!(ks.db_counts(1), (200, 200));
         {
             let mut a = ks.exclusive(0, 0);
-            let (n, garbage) = a.flush_db_lazy(1);
-            assert_eq!(n, 200);
-            assert!(!garbage.is_empty());
+            assert_eq!(a.flush_db_lazy(1), 200);
             assert_eq!(a.flush_db(0), 200);
             assert_eq!(a.flush_db(2), 0);
         }
+        // One object per key of the flushed database, as Redis counts them.
+        assert!(ks.lazyfree.wait_idle(std::time::Duration::from_secs(10)));
+        assert_eq!((ks.lazyfree.pending(), ks.lazyfree.freed()), (0, 200));
         check_all(&ks);
         assert_eq!(ks.db_counts(0), (0, 0));
         assert_eq!(ks.db_counts(1), (0, 0));

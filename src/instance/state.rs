@@ -38,6 +38,9 @@ pub struct Stats {
     /// Redis's dirty counter counts changes, not calls: what commands reported beyond one
     /// change per successful write call (-1 for a call that changed nothing, n-1 for n).
     pub dirty_extra: AtomicI64,
+    /// Failed authentications (INFO `acl_access_denied_auth`); as in Redis, CONFIG
+    /// RESETSTAT leaves it alone.
+    pub auth_failures: AtomicU64,
     /// Error replies by code (`ERR`, `WRONGTYPE`…), for INFO errorstats.
     pub errors_by_code: parking_lot::Mutex<std::collections::BTreeMap<String, u64>>,
 }

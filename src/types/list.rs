@@ -138,6 +138,15 @@ impl List {
         }
     }
 
+    /// Quicklist nodes (Redis `ql->len`, what freeing the list walks); 0 while the list is
+    /// a single listpack.
+    pub fn quicklist_nodes(&self) -> usize {
+        match &self.shape {
+            Shape::Listpack { .. } => 0,
+            Shape::Quicklist { nodes, .. } => nodes.len(),
+        }
+    }
+
     /// Rough heap footprint.
     pub fn approx_size(&self) -> usize {
         self.data_bytes + self.items.len() * std::mem::size_of::<Bytes>()

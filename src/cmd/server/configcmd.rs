@@ -81,13 +81,47 @@ pub(super) fn config_resetstat(cx: &mut Cx) -> Reply {
     ] {
         c.store(0, Ordering::Relaxed);
     }
+    srv.ks.lazyfree.reset_stats();
     Reply::OK
 }
 
-pub(super) fn config_rewrite(_cx: &mut Cx) -> Reply {
-    // The run-time store does not know the file a server was started with, so there is
-    // nothing to rewrite (Redis's reply when it runs without a config file).
-    errors::err(errors::NO_CONFIG_FILE)
+/// CONFIG REWRITE (Redis `configRewriteCommand`): the start-up config file, rewritten in
+/// place with the running configuration (see [`crate::config::rewrite`]).
+pub(super) fn config_rewrite(cx: &mut Cx) -> Reply {
+    let Some(path) = cx.srv.startup.config_file.as_deref() else {
+        return errors::err(errors::NO_CONFIG_FILE);
+    };
+    let result = (|| {
+        // A file removed since start-up is written anew, as Redis does.
+        let old = match std::fs::read(path) {
+            Ok(b) => String::from_utf8_lossy(&b).into_owned(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(e) => return Err(e),
+        };
+        let cwd = std::env::current_dir()?;
+        let content = crate::config::rewrite::rewrite(&old, &cx.srv.config, &cwd);
+        crate::config::rewrite::write_atomic(path, &content)
+    })();
+    match result {
+        Ok(()) => {
+            tracing::info!("CONFIG REWRITE executed with success.");
+            Reply::OK
+        }
+        Err(e) => {
+            tracing::warn!("CONFIG-REWRITE failed: {e}");
+            Reply::error(format!("ERR Rewriting config file: {}", strerror(&e)))
+        }
+    }
+}
+
+/// The C library's text for an I/O error (what Redis prints with `strerror`): Rust's
+/// rendering without its ` (os error N)` suffix.
+fn strerror(e: &std::io::Error) -> String {
+    let s = e.to_string();
+    match (e.raw_os_error(), s.rfind(" (os error ")) {
+        (Some(_), Some(i)) => s[..i].to_string(),
+        _ => s,
+    }
 }
 
 pub(super) fn config_help(_cx: &mut Cx) -> Reply {

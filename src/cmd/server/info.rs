@@ -278,7 +278,8 @@ fn memory(cx: &mut Cx, l: &mut Lines) {
     }
     push(l, "mem_allocator", "mimalloc");
     push(l, "active_defrag_running", 0);
-    push(l, "lazyfree_pending_objects", 0);
+    push(l, "lazyfree_pending_objects", srv.ks.lazyfree.pending());
+    push(l, "lazyfreed_objects", srv.ks.lazyfree.freed());
 }
 
 /// Changes so far (what `rdb_changes_since_last_save` is measured in): one per successful
@@ -302,6 +303,13 @@ fn persistence(srv: &Shared, l: &mut Lines) {
         write_calls(srv).saturating_sub(srv.stats.writes_at_last_save.load(Ordering::Relaxed));
     push(l, "loading", 0);
     push(l, "async_loading", 0);
+    // No fork, so no copy-on-write and no save in progress: Redis's zeros outside a save.
+    push(l, "current_cow_peak", 0);
+    push(l, "current_cow_size", 0);
+    push(l, "current_cow_size_age", 0);
+    push(l, "current_fork_perc", "0.00");
+    push(l, "current_save_keys_processed", 0);
+    push(l, "current_save_keys_total", 0);
     push(l, "rdb_changes_since_last_save", changes);
     push(l, "rdb_bgsave_in_progress", 0);
     push(
@@ -313,7 +321,13 @@ fn persistence(srv: &Shared, l: &mut Lines) {
     push(l, "rdb_last_bgsave_time_sec", -1);
     push(l, "rdb_current_bgsave_time_sec", -1);
     push(l, "rdb_saves", srv.stats.rdb_saves.load(Ordering::Relaxed));
+    push(l, "rdb_last_cow_size", 0);
     let p = srv.persist.get();
+    if p.is_none() {
+        // The memory engine starts empty: nothing was loaded.
+        push(l, "rdb_last_load_keys_expired", 0);
+        push(l, "rdb_last_load_keys_loaded", 0);
+    }
     push(l, "aof_enabled", p.is_some() as u8);
     push(l, "aof_rewrite_in_progress", 0);
     push(l, "aof_rewrite_scheduled", 0);
@@ -321,13 +335,16 @@ fn persistence(srv: &Shared, l: &mut Lines) {
     push(l, "aof_current_rewrite_time_sec", -1);
     push(l, "aof_last_bgrewrite_status", "ok");
     push(l, "aof_rewrites", 0);
+    push(l, "aof_rewrites_consecutive_failures", 0);
     let failure = p.and_then(|p| p.failure());
     push(
         l,
         "aof_last_write_status",
         if failure.is_some() { "err" } else { "ok" },
     );
+    push(l, "aof_last_cow_size", 0);
     push(l, "module_fork_in_progress", 0);
+    push(l, "module_fork_last_cow_size", 0);
     // respite's durable engine (DESIGN.md §6).
     push(
         l,
@@ -375,7 +392,14 @@ fn stats(srv: &Shared, l: &mut Lines) {
     push(l, "total_commands_processed", get(&s.total_commands));
     push(l, "total_net_input_bytes", get(&s.net_input_bytes));
     push(l, "total_net_output_bytes", get(&s.net_output_bytes));
+    // No replication traffic and no replica has ever synced: Redis's zeros on a primary
+    // without replicas.
+    push(l, "total_net_repl_input_bytes", 0);
+    push(l, "total_net_repl_output_bytes", 0);
     push(l, "rejected_connections", get(&s.rejected_connections));
+    push(l, "sync_full", 0);
+    push(l, "sync_partial_ok", 0);
+    push(l, "sync_partial_err", 0);
     push(l, "expired_keys", get(&ks.expired));
     push(l, "evicted_keys", get(&ks.evicted));
     push(l, "evicted_clients", 0);
@@ -391,14 +415,42 @@ fn stats(srv: &Shared, l: &mut Lines) {
     push(l, "pubsub_channels", srv.pubsub.count(Kind::Channel));
     push(l, "pubsub_patterns", srv.pubsub.count(Kind::Pattern));
     push(l, "pubsubshard_channels", srv.pubsub.count(Kind::Shard));
+    // respite never forks.
+    push(l, "latest_fork_usec", 0);
     push(l, "total_forks", 0);
     push(
         l,
         "migrate_cached_sockets",
         super::super::migrate::cached_sockets(srv),
     );
+    // Only a writable replica tracks keys with a TTL set on it.
+    push(l, "slave_expires_tracked_keys", 0);
+    // Active defragmentation cannot be enabled (no jemalloc), so it never ran.
+    for f in [
+        "active_defrag_hits",
+        "active_defrag_misses",
+        "active_defrag_key_hits",
+        "active_defrag_key_misses",
+        "total_active_defrag_time",
+        "current_active_defrag_time",
+    ] {
+        push(l, f, 0);
+    }
+    // CLIENT TRACKING is not offered: the tracking table is always empty.
+    push(l, "tracking_total_keys", 0);
+    push(l, "tracking_total_items", 0);
+    push(l, "tracking_total_prefixes", 0);
     push(l, "unexpected_error_replies", 0);
     push(l, "total_error_replies", get(&s.error_replies));
+    // `io-threads` is 1: no reads or writes are handed to I/O threads.
+    push(l, "io_threaded_reads_processed", 0);
+    push(l, "io_threaded_writes_processed", 0);
+    // Failed authentications (AUTH, HELLO … AUTH); without ACL users nothing is denied a
+    // command, key or channel.
+    push(l, "acl_access_denied_auth", get(&s.auth_failures));
+    push(l, "acl_access_denied_cmd", 0);
+    push(l, "acl_access_denied_key", 0);
+    push(l, "acl_access_denied_channel", 0);
 }
 
 fn replication(srv: &Shared, l: &mut Lines) {
