@@ -57,6 +57,9 @@ pub struct Keyspace {
     /// Live heap bytes when the keyspace was made (Redis `used_memory_startup`); 0 when the
     /// counting allocator is not installed.
     pub startup_memory: u64,
+    /// Where detached values and databases are dropped off the command path (UNLINK,
+    /// FLUSHDB ASYNC, the `lazyfree-lazy-*` settings), with INFO's counts.
+    pub lazyfree: crate::background::lazyfree::LazyFree,
 }
 
 const LFU_ON: u64 = 1 << 63;
@@ -78,9 +81,6 @@ fn lfu_rand() -> f64 {
         st.set(x);
         (x >> 11) as f64 / (1u64 << 53) as f64
     })
-    /// Where detached values and databases are dropped off the command path (UNLINK,
-    /// FLUSHDB ASYNC, the `lazyfree-lazy-*` settings), with INFO's counts.
-    pub lazyfree: crate::background::lazyfree::LazyFree,
 }
 
 /// Called with `(db, key)` for each key removed because its deadline passed, by lazy expiry
