@@ -148,16 +148,16 @@ fn perform_evictions(srv: &Arc<Shared>, max: u64) -> Outcome {
     let since = st.eviction_exceeded_since_us.load(Ordering::Relaxed);
     match (outcome, since) {
         (Outcome::Ok, 0) => {}
-        (Outcome::Ok, t) => {
+        // The episode ends; only the thread that ends it adds its length.
+        (Outcome::Ok, t)
             if st
                 .eviction_exceeded_since_us
                 .compare_exchange(t, 0, Ordering::Relaxed, Ordering::Relaxed)
-                .is_ok()
-            {
-                let spent = mono_us().saturating_sub(t - 1);
-                st.eviction_exceeded_total_us
-                    .fetch_add(spent, Ordering::Relaxed);
-            }
+                .is_ok() =>
+        {
+            let spent = mono_us().saturating_sub(t - 1);
+            st.eviction_exceeded_total_us
+                .fetch_add(spent, Ordering::Relaxed);
         }
         (_, 0) => {
             let _ = st.eviction_exceeded_since_us.compare_exchange(
@@ -210,7 +210,7 @@ fn evict(srv: &Arc<Shared>, max: u64, to_free: u64) -> Outcome {
                     super::blocking::serve_ready(srv, gone.ready);
                 }
                 keys += 1;
-                if keys % 16 == 0 {
+                if keys.is_multiple_of(16) {
                     // Others may have freed memory meanwhile (lazy frees, closed clients).
                     if used_memory() <= max {
                         break;

@@ -218,7 +218,7 @@ impl Keyspace {
             let sh = self.shards_of(db)[(start + i) % SHARDS].lock();
             let n = if volatile { sh.expires_len() } else { sh.len() };
             if n > 0 {
-                return Some(f(ev, &*sh));
+                return Some(f(ev, &sh));
             }
         }
         None

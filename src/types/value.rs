@@ -376,7 +376,7 @@ mod lfu_tests {
         assert_eq!(e.lfu_counter(t0 + 5 * 60_000, 0), 20);
         assert_eq!(e.lfu_counter(t0 + 500 * 60_000, 1), 0);
         // The 16-bit minute clock wraps (Redis LFUTimeElapsed: 65535 - ldt + now).
-        let wrap_at = (t0 / 60_000 | 0xFFFF) * 60_000;
+        let wrap_at = ((t0 / 60_000) | 0xFFFF) * 60_000;
         e.lfu_init(wrap_at, 10);
         assert_eq!(e.lfu_counter(wrap_at + 3 * 60_000, 1), 8);
         // An access decays first, then increments.
