@@ -185,6 +185,9 @@ fn evict(srv: &Arc<Shared>, max: u64, to_free: u64) -> Outcome {
         return Outcome::Running;
     };
     let p = params();
+    // Redis `performEvictions`: with lazy eviction, what the lazyfree thread has not yet
+    // freed shows up in `used_memory` at the every-16-keys check below.
+    ev.lazy = crate::config_num!(config, "lazyfree-lazy-eviction") != 0;
     let samples = config.num(p.samples).clamp(1, 64) as usize;
     let decay = config.num(p.decay).clamp(0, i64::from(u32::MAX)) as u32;
     let limit = time_limit_us(config.num(p.tenacity));

@@ -93,6 +93,9 @@ pub struct Evictor {
     /// The policy the pool's scores were computed for.
     scored_for: Option<Policy>,
     rng: u64,
+    /// `lazyfree-lazy-eviction`: evicted values go to the lazyfree thread (the caller
+    /// sets it from the config before each eviction run).
+    pub lazy: bool,
 }
 
 impl Evictor {
@@ -104,6 +107,7 @@ impl Evictor {
             counted_at: None,
             scored_for: None,
             rng: seed | 1,
+            lazy: false,
         }
     }
 
@@ -262,7 +266,7 @@ impl Keyspace {
                 recounted = true;
                 continue;
             };
-            if let Some(done) = self.remove_evicted(db, key, volatile, now)? {
+            if let Some(done) = self.remove_evicted(db, key, volatile, ev.lazy, now)? {
                 return Ok(done);
             }
         }
@@ -344,6 +348,7 @@ impl Keyspace {
         db: usize,
         key: Bytes,
         volatile: bool,
+        lazy: bool,
         now: u64,
     ) -> Result<Option<Evicted>, NoKey> {
         let g = self.try_gate().ok_or(NoKey::Busy)?;
@@ -358,9 +363,14 @@ impl Keyspace {
             return Ok(None);
         };
         let approx_bytes = gone.value.approx_size() + key.len() + std::mem::size_of::<Entry>();
-        drop(gone);
         let ready = a.take_ready();
         drop(a);
+        // Freed after the shard lock is released, either way.
+        if lazy {
+            self.lazyfree.free_entry(gone);
+        } else {
+            drop(gone);
+        }
         self.stats.evicted.fetch_add(1, Ordering::Relaxed);
         Ok(Some(Evicted {
             db,
