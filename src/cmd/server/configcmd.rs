@@ -40,6 +40,8 @@ pub(super) fn config_set(cx: &mut Cx) -> Reply {
         .collect();
     match cx.srv.config.set_many(&pairs) {
         Ok(()) => {
+            // The slow log's and latency monitor's thresholds, as `cmd::observe` reads them.
+            cx.srv.observe_floor.refresh(&cx.srv.config);
             // Publishers read the pub/sub output buffer limits from a cached copy.
             if pairs
                 .iter()
