@@ -3,7 +3,7 @@
 //! Valkey 8.1's COMMANDLOG `large-request` entries; and what the connection records once
 //! a command line's reply is written: COMMANDLOG's `large-reply` entries.
 //!
-//! The common case costs a bucket index, a compare and two relaxed loads: histogram
+//! The common case costs a bucket index and a few compares and loads: histogram
 //! samples of one command accumulate in the session as a run of equal buckets (most fast
 //! calls land in the same one) and reach the shared histogram when the run changes or the
 //! session's statistics are flushed; the monitor and the slow log are only touched by
@@ -39,11 +39,8 @@ pub(super) fn after_call(
     }
     p.lat_idx = idx;
     p.lat_n += 1;
-    let slower = config_num!(srv.config, "slowlog-log-slower-than");
-    let monitor = config_num!(srv.config, "latency-monitor-threshold");
-    let us = i64::try_from(usec).unwrap_or(i64::MAX);
-    if (slower >= 0 && us >= slower) || (monitor > 0 && us / 1000 >= monitor) {
-        slow_call(srv, sess, access, id, spec, args, usec, slower, monitor);
+    if usec >= srv.observe_floor.get() {
+        slow_call(srv, sess, access, id, spec, args, usec);
     }
     if sess.request.0 >= sess.request.1 {
         large_request(srv, sess, spec, args);
@@ -60,7 +57,6 @@ pub(super) fn add_run(srv: &Shared, p: &mut PendingStats) {
     p.lat_n = 0;
 }
 
-#[allow(clippy::too_many_arguments)]
 #[inline(never)]
 #[cold]
 fn slow_call(
@@ -71,9 +67,9 @@ fn slow_call(
     spec: &'static CommandSpec,
     args: &[Bytes],
     usec: u64,
-    slower: i64,
-    monitor: i64,
 ) {
+    let slower = config_num!(srv.config, "slowlog-log-slower-than");
+    let monitor = config_num!(srv.config, "latency-monitor-threshold");
     let now = (srv.clock.now_ms() / 1000) as i64;
     let us = i64::try_from(usec).unwrap_or(i64::MAX);
     if monitor > 0 && us / 1000 >= monitor {

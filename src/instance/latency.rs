@@ -136,13 +136,13 @@ const BUCKETS: usize = {
 /// Counters per histogram (`counts_len`).
 pub const COUNTS_LEN: usize = (BUCKETS + 1) * HALF as usize;
 
-fn bucket_index(v: u64) -> i64 {
+const fn bucket_index(v: u64) -> i64 {
     let pow2ceiling = 64 - (v | SUB_MASK).leading_zeros() as i64;
     pow2ceiling - (HALF_MAG as i64 + 1)
 }
 
 /// The counter of value `v` (ns), for values within the histogram's range.
-pub fn counts_index(v: u64) -> usize {
+pub const fn counts_index(v: u64) -> usize {
     let b = bucket_index(v);
     let sub = (v >> b) as i64;
     (((b + 1) << HALF_MAG) + (sub - HALF)) as usize
@@ -161,7 +161,7 @@ pub fn value_at_index(index: usize) -> u64 {
 
 fn lowest_equivalent(v: u64) -> u64 {
     let b = bucket_index(v);
-    ((v >> b) as u64) << b
+    (v >> b) << b
 }
 
 fn equivalent_range(v: u64) -> u64 {
@@ -179,8 +179,47 @@ fn highest_equivalent(v: u64) -> u64 {
 /// `duration_us * 1000` ns clamped to the trackable range (a 0 µs call counts as 1 ns).
 #[inline]
 pub fn index_for_usec(usec: u64) -> u16 {
+    // Most calls take a few µs: their counters are looked up.
+    const SMALL: [u16; 32] = {
+        let mut t = [0u16; 32];
+        let mut us = 0;
+        while us < 32 {
+            let ns = if us == 0 { MIN_NS } else { us as u64 * 1000 };
+            t[us] = counts_index(ns) as u16;
+            us += 1;
+        }
+        t
+    };
+    if let Some(&i) = SMALL.get(usec as usize) {
+        return i;
+    }
     let ns = usec.saturating_mul(1000).clamp(MIN_NS, MAX_NS);
     counts_index(ns) as u16
+}
+
+/// The call duration (µs) from which `cmd::observe` has something to record beyond the
+/// histogram: the lower of `slowlog-log-slower-than` (when not negative) and
+/// `latency-monitor-threshold` (when set), cached so that a call costs one load to check.
+/// Refreshed by CONFIG SET and at start-up.
+#[derive(Default)]
+pub struct Floor(AtomicU64);
+
+impl Floor {
+    pub fn refresh(&self, config: &crate::config::ConfigStore) {
+        let slower = config.get_i64("slowlog-log-slower-than");
+        let monitor = config.get_i64("latency-monitor-threshold");
+        let slow = u64::try_from(slower).unwrap_or(u64::MAX);
+        let mon = match monitor {
+            m if m > 0 => (m as u64).saturating_mul(1000),
+            _ => u64::MAX,
+        };
+        self.0.store(slow.min(mon), Ordering::Relaxed);
+    }
+
+    #[inline]
+    pub fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
 }
 
 /// `hdr_value_at_percentile` over a snapshot of counts.
@@ -388,6 +427,33 @@ mod tests {
         assert_eq!(m.reset(Some(b"COMMAND")), 1);
         assert!(m.get(b"command").is_none());
         assert_eq!(m.reset(None), 1);
+    }
+
+    #[test]
+    fn small_durations_use_the_same_counters() {
+        for us in 0..100 {
+            let ns = (us * 1000).clamp(MIN_NS, MAX_NS);
+            assert_eq!(index_for_usec(us) as usize, counts_index(ns), "{us}");
+        }
+        assert_eq!(index_for_usec(u64::MAX) as usize, counts_index(MAX_NS));
+    }
+
+    #[test]
+    fn the_floor_is_the_lower_threshold() {
+        let c = crate::config::ConfigStore::default();
+        let f = Floor::default();
+        f.refresh(&c);
+        assert_eq!(f.get(), 10_000);
+        c.set("latency-monitor-threshold", "5").unwrap();
+        f.refresh(&c);
+        assert_eq!(f.get(), 5_000);
+        c.set("slowlog-log-slower-than", "-1").unwrap();
+        c.set("latency-monitor-threshold", "0").unwrap();
+        f.refresh(&c);
+        assert_eq!(f.get(), u64::MAX);
+        c.set("slowlog-log-slower-than", "0").unwrap();
+        f.refresh(&c);
+        assert_eq!(f.get(), 0);
     }
 
     #[test]

@@ -244,6 +244,8 @@ pub struct Shared {
     /// The latency monitor's events and the per-command latency histograms.
     pub latency: super::latency::Monitor,
     pub histograms: super::latency::Histograms,
+    /// When a call has more to record than its histogram sample (`cmd::observe`).
+    pub observe_floor: super::latency::Floor,
     /// The generator behind SPOP, SRANDMEMBER, HRANDFIELD, ZRANDMEMBER and RANDOMKEY:
     /// seeded from entropy, or with a fixed seed by [`Shared::seed_rng`] so tests repeat.
     /// Commands hold it only while they draw.
@@ -309,12 +311,14 @@ impl Shared {
             large_replies: Default::default(),
             latency: Default::default(),
             histograms: super::latency::Histograms::new(commands),
+            observe_floor: Default::default(),
             rng: parking_lot::Mutex::new(rand::SeedableRng::from_entropy()),
             resp3_only: false.into(),
             seeded: false.into(),
         };
         // A server that is a test double records what it receives from the start.
         srv.faults.set_logging(test_commands);
+        srv.observe_floor.refresh(&srv.config);
         srv
     }
 

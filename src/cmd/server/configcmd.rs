@@ -42,6 +42,8 @@ pub(super) fn config_set(cx: &mut Cx) -> Reply {
         Ok(()) => {
             // Access tracking follows maxmemory-policy and the LFU parameters.
             super::super::refusals::config_changed(cx.srv);
+            // The slow log's and latency monitor's thresholds, as `cmd::observe` reads them.
+            cx.srv.observe_floor.refresh(&cx.srv.config);
             // Publishers read the pub/sub output buffer limits from a cached copy.
             if pairs
                 .iter()
