@@ -415,10 +415,11 @@ pub static PARAMS: &[Param] = &[
         uint(1, LONG_MAX),
         0,
     ),
-    // Valkey 8.1's COMMANDLOG: the slow log's parameters are aliases of its `slow` type.
+    // Valkey 8.1's COMMANDLOG: its `slow` type's parameters are aliases of the slow log's
+    // (Redis 7.2's names stay the primary ones, so CONFIG REWRITE writes those).
     pa(
-        "commandlog-slow-execution-max-len",
         "slowlog-max-len",
+        "commandlog-slow-execution-max-len",
         "128",
         uint(0, LONG_MAX),
         0,
@@ -446,8 +447,8 @@ pub static PARAMS: &[Param] = &[
     ),
     p("cluster-node-timeout", "15000", int(0, LONG_MAX), 0),
     pa(
-        "commandlog-execution-slower-than",
         "slowlog-log-slower-than",
+        "commandlog-execution-slower-than",
         "10000",
         int(-1, LONG_MAX),
         0,
