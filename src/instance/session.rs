@@ -58,6 +58,11 @@ pub struct Session {
     pub internal: bool,
     /// `CLIENT NO-TOUCH ON`: this client's lookups leave access times alone.
     pub no_touch: bool,
+    /// In MONITOR mode: the lines fed to this client wait here for its connection.
+    pub monitor: Option<Arc<super::monitor::Monitor>>,
+    /// Scripts running in this session as monitors saw them start: while non-zero, the
+    /// commands it runs are the script's (`[db lua]` in MONITOR).
+    pub monitor_lua: u32,
 }
 
 /// Per-connection command counters, flushed to `Shared` when the command changes or the
@@ -118,6 +123,8 @@ impl Session {
             subs: None,
             internal: false,
             no_touch: false,
+            monitor: None,
+            monitor_lua: 0,
         }
     }
 }
