@@ -29,10 +29,10 @@ fn normalise(line: &str) -> String {
 /// RESP2 and a RESP3 monitor watch; returns the RESP2 monitor's normalised lines, after
 /// checking the RESP3 one saw the same.
 fn watch(port: u16, script: &[Vec<&str>]) -> Vec<String> {
-    let mut m2 = Wire::connect_port(port);
-    assert_eq!(m2.cmd("MONITOR"), "+OK\r\n");
     let mut m3 = Wire::connect_port(port);
     assert!(m3.cmd("HELLO 3").starts_with('%'));
+    let mut m2 = Wire::connect_port(port);
+    assert_eq!(m2.cmd("MONITOR"), "+OK\r\n");
     assert_eq!(m3.cmd("MONITOR"), "+OK\r\n");
     let mut c = Wire::connect_port(port);
     for args in script {
@@ -45,7 +45,8 @@ fn watch(port: u16, script: &[Vec<&str>]) -> Vec<String> {
         let mut lines = Vec::new();
         loop {
             let l = normalise(&String::from_utf8_lossy(&m.frame_bytes()));
-            if l.ends_with("\"echo\" \"the-end\"") {
+            // Arguments are shown as sent (the name too: `"ECHO"`).
+            if l.ends_with("\"ECHO\" \"the-end\"") {
                 return lines;
             }
             lines.push(l);
@@ -122,19 +123,19 @@ fn monitor_lines_match_redis() {
     let lines = both(&script);
     // What the expected lines must include (so the comparison is not vacuous).
     for want in [
-        "[0 C] \"set\" \"foo\" \"bar\"",
-        "[3 C] \"incr\" \"n\"",
-        "[0 C] \"auth\" \"(redacted)\" \"(redacted)\"",
+        "[0 C] \"SET\" \"foo\" \"bar\"",
+        "[3 C] \"INCR\" \"n\"",
+        "[0 C] \"AUTH\" \"(redacted)\" \"(redacted)\"",
         "[0 lua] \"set\" \"foo\" \"bar\"",
         "[2 lua] \"get\" \"foo\"",
         "[0 lua] \"set\" \"foo\" \"baz\"",
-        "[0 C] \"multi\"",
-        "[0 C] \"exec\"",
+        "[0 C] \"MULTI\"",
+        "[0 C] \"EXEC\"",
     ] {
         assert!(lines.iter().any(|l| l == want), "{want} not in {lines:#?}");
     }
-    assert!(!lines.iter().any(|l| l.contains("config")), "{lines:#?}");
-    assert!(!lines.iter().any(|l| l.contains("nosuch")), "{lines:#?}");
+    assert!(!lines.iter().any(|l| l.contains("CONFIG")), "{lines:#?}");
+    assert!(!lines.iter().any(|l| l.contains("NOSUCH")), "{lines:#?}");
 }
 
 #[test]
@@ -166,15 +167,15 @@ fn blocked_command_is_shown_once() {
             if l.contains("the-end") {
                 break;
             }
-            if !l.contains("\"info\"") {
+            if !l.contains("\"INFO\"") {
                 seen.push(l);
             }
         }
         assert_eq!(
             seen,
             [
-                "[0 C] \"blpop\" \"bl\" \"0\"",
-                "[0 C] \"lpush\" \"bl\" \"1\""
+                "[0 C] \"BLPOP\" \"bl\" \"0\"",
+                "[0 C] \"LPUSH\" \"bl\" \"1\""
             ],
             "port kind {port_of}"
         );

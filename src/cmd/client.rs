@@ -373,7 +373,10 @@ fn client_line(h: &ClientHandle, info: &ClientInfo, now_ms: u64, me: &SelfView) 
         mem.multi_mem = me.multi_mem;
         (me.db, me.resp, me.multi)
     } else {
-        (info.db, info.resp, info.multi)
+        // Commands queued since MULTI, as the connection last reported them.
+        let queued = h.mem.multi_cmds.load(Ordering::Relaxed) as i64;
+        let multi = if info.multi >= 0 { queued } else { -1 };
+        (info.db, info.resp, multi)
     };
     let mut flags = String::new();
     if info.monitor {

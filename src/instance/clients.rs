@@ -35,8 +35,10 @@ pub struct ConnMem {
     pub qbuf_cap: AtomicUsize,
     /// Arguments of a command held while the client is blocked (`argv-mem`).
     pub argv: AtomicUsize,
-    /// Argument bytes of the commands queued by MULTI (`multi-mem`).
+    /// Argument bytes of the commands queued by MULTI (`multi-mem`), and how many
+    /// commands (`multi`).
     pub multi: AtomicUsize,
+    pub multi_cmds: AtomicUsize,
     /// Encoded replies not yet written to the socket, the write buffer's capacity, and the
     /// most it held since it was last reallocated (`rbp`).
     pub out_pending: AtomicUsize,

@@ -476,9 +476,10 @@ async fn wait_blocked(
 fn report_multi(sess: &Session, seen: &mut (usize, usize, usize)) {
     let queue = sess.multi.as_ref().map_or(&[][..], |m| &m.queue[..]);
     if queue.is_empty() {
-        if seen.2 != 0 {
+        if seen.1 != 0 {
             *seen = (0, 0, 0);
             sess.handle.mem.multi.store(0, Ordering::Relaxed);
+            sess.handle.mem.multi_cmds.store(0, Ordering::Relaxed);
         }
         return;
     }
@@ -492,6 +493,10 @@ fn report_multi(sess: &Session, seen: &mut (usize, usize, usize)) {
         .sum();
     *seen = (at, queue.len(), seen.2 + new);
     sess.handle.mem.multi.store(seen.2, Ordering::Relaxed);
+    sess.handle
+        .mem
+        .multi_cmds
+        .store(queue.len(), Ordering::Relaxed);
 }
 
 /// Publishes the input buffer's state for CLIENT LIST (`qbuf`, `qbuf-free`).
