@@ -707,7 +707,7 @@ pub fn evict_clients(srv: &Shared) {
         ev.warned.store(false, Ordering::Relaxed);
         return;
     }
-    candidates.sort_by(|a, b| b.0.cmp(&a.0));
+    candidates.sort_by_key(|c| std::cmp::Reverse(c.0));
     for (used, h) in candidates {
         if total < limit {
             return;
