@@ -54,9 +54,16 @@ pub fn leave(srv: &Shared, sess: &mut Session) {
 
 /// Redis `processCommand`: a monitor is a replica to Redis, and a replica may not touch
 /// the keyspace (reads, writes and `may_replicate` commands are refused).
+#[inline]
 pub fn refuses(sess: &Session, spec: &CommandSpec) -> bool {
-    sess.monitor.is_some()
-        && (spec.is_write() || spec.has_flag("readonly") || spec.has_flag("may_replicate"))
+    sess.monitor.is_some() && touches_keyspace(spec)
+}
+
+// Out of line, like the feeds below: the per-command path stays as small as it was.
+#[cold]
+#[inline(never)]
+fn touches_keyspace(spec: &CommandSpec) -> bool {
+    spec.is_write() || spec.has_flag("readonly") || spec.has_flag("may_replicate")
 }
 
 pub const REFUSED: &str = "Replica can't interact with the keyspace";
@@ -77,6 +84,8 @@ fn origin(sess: &Session) -> Origin {
 
 /// Before a command runs, while some client monitors: a script runner is shown now, and
 /// what its script calls is marked as the script's.
+#[cold]
+#[inline(never)]
 pub fn before(srv: &Shared, sess: &mut Session, spec: &CommandSpec, args: &[Bytes]) {
     if sess.internal || !runs_script(spec) {
         return;
@@ -86,6 +95,8 @@ pub fn before(srv: &Shared, sess: &mut Session, spec: &CommandSpec, args: &[Byte
 }
 
 /// After a command ran, while some client monitors (the same call's [`before`] ran).
+#[cold]
+#[inline(never)]
 pub fn after(srv: &Shared, sess: &mut Session, spec: &CommandSpec, args: &[Bytes]) {
     if sess.internal {
         return;
