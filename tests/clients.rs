@@ -155,3 +155,113 @@ fn client_no_touch_leaves_idle_times_alone() {
     a.cmd("GET k");
     assert_eq!(idle(&mut a, "k"), 0, "RESET ends NO-TOUCH");
 }
+
+/// `field=value` of the CLIENT LIST line of the client named `name` (None: not listed).
+fn list_field(c: &mut Conn, name: &str, field: &str) -> Option<u64> {
+    let list = text(c.cmd("CLIENT LIST"));
+    let line = list
+        .lines()
+        .find(|l| l.contains(&format!(" name={name} ")))?
+        .to_string();
+    line.split(' ')
+        .find_map(|kv| kv.strip_prefix(&format!("{field}=")))
+        .and_then(|v| v.parse().ok())
+}
+
+fn query_buffer(c: &mut Conn, name: &str) -> u64 {
+    list_field(c, name, "qbuf").unwrap() + list_field(c, name, "qbuf-free").unwrap()
+}
+
+/// tests/unit/querybuf.tcl's rules (Redis `clientsCronResizeQueryBuffer`): a fresh client
+/// holds a read buffer of 16 KB to 32 KB, given back whole once it is idle for over two
+/// seconds; a buffer grown by a large argument shrinks toward the recent peak while the
+/// client keeps sending small commands; a declared big argument gets its room up front.
+#[test]
+fn query_buffers_grow_and_shrink_as_in_redis() {
+    let server = respite::TestServer::start().expect("start");
+    let mut admin = Conn::connect(server.port()).expect("admin");
+    let mut c = Conn::connect(server.port()).expect("c");
+    c.cmd("CLIENT SETNAME idle_client");
+    let start = query_buffer(&mut admin, "idle_client");
+    assert!((16384..32768).contains(&start), "{start}");
+    common::wait_until("the idle query buffer given back", || {
+        query_buffer(&mut admin, "idle_client") == 0
+    });
+    // Still a working client: the buffer comes back with input.
+    assert_eq!(c.cmd("PING"), Frame::Simple("PONG".into()));
+
+    let mut busy = Conn::connect(server.port()).expect("busy");
+    busy.cmd("CLIENT SETNAME busy_client");
+    let big = "A".repeat(400_000);
+    busy.call(&[b"SET".to_vec(), b"x".to_vec(), big.into_bytes()])
+        .unwrap();
+    let grown = query_buffer(&mut admin, "busy_client");
+    assert!(grown > 32768, "{grown}");
+    common::wait_until("the busy query buffer shrunk", || {
+        busy.call(&[b"SET".to_vec(), b"x".to_vec(), b"small".to_vec()])
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(10));
+        let now = query_buffer(&mut admin, "busy_client");
+        now > 0 && now < grown
+    });
+
+    let mut fat = common::Wire::connect_port(server.port());
+    fat.send(&["CLIENT", "SETNAME", "fat_client"]);
+    fat.frame_bytes();
+    fat.write(b"*3\r\n$3\r\nset\r\n$1\r\na\r\n$1000000\r\n");
+    common::wait_until("room for the declared argument", || {
+        query_buffer(&mut admin, "fat_client") >= 1_000_000
+    });
+    common::wait_until("the idle fat buffer shrunk", || {
+        query_buffer(&mut admin, "fat_client") < 1_000_000
+    });
+    // The argument still completes.
+    fat.write(&[b'v'; 1_000_000]);
+    fat.write(b"\r\n");
+    assert_eq!(fat.frame(), "+OK ");
+    assert_eq!(int(admin.cmd("STRLEN a")), 1_000_000);
+}
+
+/// `maxmemory-clients` (tests/unit/client-eviction.tcl's rules): the largest clients go
+/// once the clients together hold the limit, `CLIENT NO-EVICT on` ones never, and each
+/// counts in INFO `evicted_clients`.
+#[test]
+fn clients_over_maxmemory_clients_are_evicted_largest_first() {
+    let server = respite::TestServer::start().expect("start");
+    let mut admin = Conn::connect(server.port()).expect("admin");
+    assert_eq!(admin.cmd("CLIENT NO-EVICT on"), Frame::Simple("OK".into()));
+    assert_eq!(
+        admin.cmd("CONFIG SET maxmemory-clients 8mb"),
+        Frame::Simple("OK".into())
+    );
+    let mut small = Conn::connect(server.port()).expect("small");
+    small.cmd("CLIENT SETNAME small");
+    // A protected client with a big pending argument stays.
+    let mut kept = common::Wire::connect_port(server.port());
+    kept.send(&["CLIENT", "NO-EVICT", "on"]);
+    kept.frame_bytes();
+    kept.send(&["CLIENT", "SETNAME", "kept"]);
+    kept.frame_bytes();
+    kept.write(b"*3\r\n$3\r\nset\r\n$1\r\nk\r\n$3000000\r\n");
+    kept.write(&vec![b'x'; 1_000_000]);
+    common::wait_until("kept's input read", || {
+        list_field(&mut admin, "kept", "qbuf").is_some_and(|q| q >= 1_000_000)
+    });
+    // An evictable one past the limit goes.
+    let mut big = common::Wire::connect_port(server.port());
+    big.send(&["CLIENT", "SETNAME", "big"]);
+    big.frame_bytes();
+    big.write(b"*3\r\n$3\r\nset\r\n$1\r\nb\r\n$8000000\r\n");
+    let _ = std::io::Write::write_all(&mut big.s, &vec![b'x'; 5_500_000]);
+    assert!(big.closed_after().0, "the big client was not evicted");
+    assert!(list_field(&mut admin, "big", "id").is_none());
+    assert!(list_field(&mut admin, "kept", "id").is_some());
+    assert!(list_field(&mut admin, "small", "id").is_some());
+    let info = text(admin.cmd("INFO stats"));
+    assert_eq!(
+        common::info_field(&info, "evicted_clients"),
+        Some(1),
+        "{info}"
+    );
+    assert_eq!(small.cmd("PING"), Frame::Simple("PONG".into()));
+}

@@ -6,9 +6,11 @@ use super::{errors, CommandSpec, Cx, KeySpec};
 use crate::instance::clients::{ClientHandle, ClientInfo};
 use crate::instance::pause::PauseMode;
 use crate::instance::session::ReplyMode;
+use crate::instance::state::Shared;
 use crate::protocol::Reply;
 use bytes::Bytes;
 use std::fmt::Write;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 pub static COMMANDS: &[CommandSpec] = &[
@@ -319,6 +321,8 @@ struct SelfView {
     dirty: bool,
     argv_mem: usize,
     multi_mem: usize,
+    /// Closes once this reply is written (a CLIENT KILL of itself earlier in a pipeline).
+    closing: bool,
 }
 
 fn self_view(cx: &Cx) -> SelfView {
@@ -336,6 +340,7 @@ fn self_view(cx: &Cx) -> SelfView {
         multi_mem: cx.sess.multi.as_ref().map_or(0, |m| {
             m.queue.iter().flat_map(|c| c.iter().map(|a| a.len())).sum()
         }),
+        closing: cx.sess.close_after_reply,
     }
 }
 
@@ -351,6 +356,7 @@ pub fn describe(srv: &crate::instance::state::Shared, h: &ClientHandle) -> Strin
         dirty: false,
         argv_mem: 0,
         multi_mem: 0,
+        closing: false,
     };
     client_line(h, &info, srv.clock.now_ms(), &none)
 }
@@ -367,9 +373,15 @@ fn client_line(h: &ClientHandle, info: &ClientInfo, now_ms: u64, me: &SelfView) 
         mem.multi_mem = me.multi_mem;
         (me.db, me.resp, me.multi)
     } else {
-        (info.db, info.resp, info.multi)
+        // Commands queued since MULTI, as the connection last reported them.
+        let queued = h.mem.multi_cmds.load(Ordering::Relaxed) as i64;
+        let multi = if info.multi >= 0 { queued } else { -1 };
+        (info.db, info.resp, multi)
     };
     let mut flags = String::new();
+    if info.monitor {
+        flags.push('O');
+    }
     if info.is_pubsub() {
         flags.push('P');
     }
@@ -381,6 +393,9 @@ fn client_line(h: &ClientHandle, info: &ClientInfo, now_ms: u64, me: &SelfView) 
     }
     if is_me && me.dirty {
         flags.push('d');
+    }
+    if is_me && me.closing {
+        flags.push('c');
     }
     if h.is_killed() {
         flags.push('A');
@@ -497,6 +512,8 @@ fn lines_for(cx: &Cx, clients: &[Arc<ClientHandle>], ty: Option<ClientType>) -> 
 }
 
 fn client_list(cx: &mut Cx) -> Reply {
+    // Redis evicts clients before each command: the list shows what is left.
+    evict_clients(cx.srv);
     let a = cx.args;
     let all = cx.srv.clients.all();
     let text = if a.len() == 4 && is(&a[2], "TYPE") {
@@ -623,6 +640,85 @@ fn client_kill(cx: &mut Cx) -> Reply {
         }
     } else {
         Reply::Int(killed)
+    }
+}
+
+/// `maxmemory-clients` in bytes, 0 when off (Redis `getClientEvictionLimit`): a
+/// percentage is of `maxmemory` (off while that is 0), and never under 128 KB, so a bad
+/// setting cannot cut every client off.
+pub fn eviction_limit(srv: &Shared) -> usize {
+    let v = srv.config.get_i64("maxmemory-clients");
+    let bytes = if v < 0 {
+        let max = srv.config.get_u64("maxmemory");
+        if max == 0 {
+            return 0;
+        }
+        (max as f64 * (-(v as f64)) / 100.0) as u64
+    } else if v > 0 {
+        v as u64
+    } else {
+        return 0;
+    };
+    usize::try_from(bytes).unwrap_or(usize::MAX).max(128 * 1024)
+}
+
+/// The connection loop, after a read, while `maxmemory-clients` is set: sums the clients
+/// if this one now holds a good part of the limit, or if no one did for a while (the
+/// cron covers clients that grow without reading, by their output).
+pub fn evict_after_read(srv: &Shared, me: &ClientHandle) {
+    let limit = eviction_limit(srv);
+    if limit == 0 {
+        return;
+    }
+    let now = srv.clock.now_us();
+    let last = srv.client_eviction.last_check_us.load(Ordering::Relaxed);
+    if me.mem.total() >= limit / 8
+        || now.saturating_sub(last) >= crate::instance::clients::Eviction::EVERY_US
+    {
+        evict_clients(srv);
+    }
+}
+
+/// Redis `evictClients`: while the normal and pub/sub clients together hold at least
+/// `maxmemory-clients`, closes the largest ones that may be evicted (not `CLIENT NO-EVICT
+/// on`), counting each in INFO `evicted_clients`.
+pub fn evict_clients(srv: &Shared) {
+    let limit = eviction_limit(srv);
+    if limit == 0 {
+        return;
+    }
+    let ev = &srv.client_eviction;
+    ev.last_check_us
+        .store(srv.clock.now_us(), Ordering::Relaxed);
+    let mut total = 0usize;
+    let mut candidates = Vec::new();
+    for h in srv.clients.all() {
+        // Already closing: its memory is about to go.
+        if h.is_killed() {
+            continue;
+        }
+        let used = h.mem.total();
+        total += used;
+        if !h.info.lock().no_evict {
+            candidates.push((used, h));
+        }
+    }
+    if total < limit {
+        ev.warned.store(false, Ordering::Relaxed);
+        return;
+    }
+    candidates.sort_by_key(|c| std::cmp::Reverse(c.0));
+    for (used, h) in candidates {
+        if total < limit {
+            return;
+        }
+        tracing::info!("Evicting client: {}", describe(srv, &h));
+        h.kill();
+        ev.evicted.fetch_add(1, Ordering::Relaxed);
+        total -= used;
+    }
+    if total >= limit && !ev.warned.swap(true, Ordering::Relaxed) {
+        tracing::warn!("Over client maxmemory after evicting all evictable clients");
     }
 }
 

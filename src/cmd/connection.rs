@@ -164,6 +164,7 @@ fn quit(cx: &mut Cx) -> Reply {
 
 fn reset(cx: &mut Cx) -> Reply {
     super::pubsub::unsubscribe_all(cx.srv, cx.sess);
+    super::monitor::leave(cx.srv, cx.sess);
     transactions::unwatch_all(cx);
     let s = &mut *cx.sess;
     s.multi = None;

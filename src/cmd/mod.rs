@@ -28,6 +28,7 @@ pub mod lists;
 pub mod migrate;
 mod observe;
 pub use observe::{commandlog_limits, commandlog_reply};
+pub mod monitor;
 pub mod pubsub;
 pub mod refusals;
 pub mod scripting;
@@ -93,7 +94,7 @@ impl<'a> Cx<'a, '_> {
 }
 
 /// Every family's top-level commands, in one place.
-fn families() -> [&'static [CommandSpec]; 23] {
+fn families() -> [&'static [CommandSpec]; 24] {
     [
         strings::COMMANDS,
         keys::COMMANDS,
@@ -118,6 +119,7 @@ fn families() -> [&'static [CommandSpec]; 23] {
         sort::COMMANDS,
         cluster::COMMANDS,
         migrate::COMMANDS,
+        monitor::COMMANDS,
     ]
 }
 
@@ -381,6 +383,9 @@ fn dispatch_inner(srv: &Arc<Shared>, sess: &mut Session, args: &mut Vec<Bytes>) 
         if !spec.has_flag("allow_busy") {
             return reject(srv, sess, id, spec, busy, "");
         }
+    }
+    if monitor::refuses(sess, spec) {
+        return reject(srv, sess, id, spec, monitor::REFUSED, "ERR ");
     }
     if sess.multi.is_some() && !transactions::runs_inside_multi(spec) {
         if spec.has_flag("no_multi") {
@@ -652,6 +657,11 @@ pub fn execute(
         flush_stats(srv, sess);
         sess.pending.id = id;
     }
+    // MONITOR: one relaxed load when nobody monitors (cmd/monitor.rs says what is shown).
+    let monitored = srv.monitors.active();
+    if monitored {
+        monitor::before(srv, sess, spec, args);
+    }
     let reply = {
         let mut cx = Cx {
             args,
@@ -662,6 +672,9 @@ pub fn execute(
         };
         (spec.handler)(&mut cx)
     };
+    if monitored {
+        monitor::after(srv, sess, spec, args);
+    }
     let end = crate::clock::Instant::now();
     if sess.mark.is_some() {
         sess.mark = Some(end);

@@ -35,8 +35,10 @@ pub struct ConnMem {
     pub qbuf_cap: AtomicUsize,
     /// Arguments of a command held while the client is blocked (`argv-mem`).
     pub argv: AtomicUsize,
-    /// Argument bytes of the commands queued by MULTI (`multi-mem`).
+    /// Argument bytes of the commands queued by MULTI (`multi-mem`), and how many
+    /// commands (`multi`).
     pub multi: AtomicUsize,
+    pub multi_cmds: AtomicUsize,
     /// Encoded replies not yet written to the socket, the write buffer's capacity, and the
     /// most it held since it was last reallocated (`rbp`).
     pub out_pending: AtomicUsize,
@@ -45,6 +47,9 @@ pub struct ConnMem {
     /// Pub/Sub messages queued for the client and not yet encoded: count and bytes.
     pub pushes: AtomicUsize,
     pub push_bytes: AtomicUsize,
+    /// MONITOR lines queued for the client and not yet taken: count and bytes.
+    pub monitor_lines: AtomicUsize,
+    pub monitor_bytes: AtomicUsize,
 }
 
 /// Bytes of the write buffer that CLIENT LIST reports as the static reply buffer (`obl`);
@@ -74,7 +79,8 @@ impl ConnMem {
         let ld = |a: &AtomicUsize| a.load(Ordering::Relaxed);
         let (qbuf, qcap) = (ld(&self.qbuf), ld(&self.qbuf_cap));
         let (pending, out_cap) = (ld(&self.out_pending), ld(&self.out_cap));
-        let (pushes, push_bytes) = (ld(&self.pushes), ld(&self.push_bytes));
+        let pushes = ld(&self.pushes) + ld(&self.monitor_lines);
+        let push_bytes = ld(&self.push_bytes) + ld(&self.monitor_bytes);
         let obl = pending.min(REPLY_CHUNK);
         let rest = pending - obl;
         let omem = rest + push_bytes;
@@ -109,6 +115,11 @@ impl ConnMem {
         let v = self.view();
         v.obl + v.omem
     }
+
+    /// Everything the connection holds (`tot-mem`), for client eviction.
+    pub fn total(&self) -> usize {
+        self.view().tot_mem
+    }
 }
 
 #[derive(Default, Clone)]
@@ -134,6 +145,10 @@ pub struct ClientInfo {
     /// A command held back by CLIENT PAUSE (flag `b` too, as Redis's postponed clients are
     /// blocked, but not counted in `blocked_clients`).
     pub postponed: bool,
+    /// In MONITOR mode (flag `O`).
+    pub monitor: bool,
+    /// Blocked with a timeout (INFO `clients_in_timeout_table`).
+    pub block_timeout: bool,
 }
 
 impl ClientInfo {
@@ -161,6 +176,23 @@ impl ClientHandle {
     pub fn is_local(&self) -> bool {
         self.addr.ip().is_loopback()
     }
+}
+
+/// Client eviction (`maxmemory-clients`): what INFO reports and how often the clients
+/// are summed.
+#[derive(Default)]
+pub struct Eviction {
+    /// INFO stats `evicted_clients`.
+    pub evicted: AtomicU64,
+    /// When the clients were last summed (microseconds on the server's clock), so a busy
+    /// server sums them at most once per [`Eviction::EVERY_US`] unless a client grew a lot.
+    pub last_check_us: AtomicU64,
+    /// Over the limit with nothing left to evict was logged (until back under).
+    pub warned: std::sync::atomic::AtomicBool,
+}
+
+impl Eviction {
+    pub const EVERY_US: u64 = 10_000;
 }
 
 #[derive(Default)]

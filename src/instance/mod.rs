@@ -1,8 +1,8 @@
 //! What a running instance holds, below the commands and above the engine: the shared
 //! state ([`state::Shared`]: keyspace, config, statistics), each connection's [`session`],
 //! the client registry, the pub/sub and blocked-client registries, keyspace-event emission,
-//! CLIENT PAUSE, the slow log and latency records, the test double's faults and command log, and the Redis error texts
-//! ([`errors`]). Commands (`cmd/`), scripts and the network edge (`server/`) build on it;
+//! MONITOR's fan-out, CLIENT PAUSE, the slow log and latency records, the test double's
+//! faults and command log, and the Redis error texts ([`errors`]). Commands (`cmd/`), scripts and the network edge (`server/`) build on it;
 //! it knows none of them.
 
 pub mod blocking;
@@ -11,6 +11,7 @@ pub mod cmdlog;
 pub mod errors;
 pub mod faults;
 pub mod latency;
+pub mod monitor;
 pub mod notify;
 pub mod pause;
 pub mod pubsub;

@@ -66,6 +66,11 @@ pub struct Session {
     /// threshold (`u64::MAX`: off), set by the connection: every command the line runs
     /// (EXEC's and a script's included) is logged with it, as Valkey does.
     pub request: (u64, u64),
+    /// In MONITOR mode: the lines fed to this client wait here for its connection.
+    pub monitor: Option<Arc<super::monitor::Monitor>>,
+    /// Scripts running in this session as monitors saw them start: while non-zero, the
+    /// commands it runs are the script's (`[db lua]` in MONITOR).
+    pub monitor_lua: u32,
 }
 
 /// Per-connection command counters, flushed to `Shared` when the command changes or the
@@ -132,6 +137,8 @@ impl Session {
             no_touch: false,
             last_run: usize::MAX,
             request: (0, u64::MAX),
+            monitor: None,
+            monitor_lua: 0,
         }
     }
 }

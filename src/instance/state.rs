@@ -228,6 +228,10 @@ pub struct Shared {
     pub pause: super::pause::Pause,
     /// Channel, pattern and shard-channel subscribers.
     pub pubsub: super::pubsub::PubSub,
+    /// MONITOR clients (commands read `monitors.active()` once each).
+    pub monitors: super::monitor::Monitors,
+    /// Client eviction (`maxmemory-clients`): its counter and pacing.
+    pub client_eviction: super::clients::Eviction,
     /// The durable engine (`--engine redb`), set once at start-up.
     pub persist: std::sync::OnceLock<std::sync::Arc<crate::persist::Persistence>>,
     /// `--enable-test-commands` (config `enable-test-commands yes`): the RESPITE family.
@@ -302,6 +306,8 @@ impl Shared {
             pause: Default::default(),
             blocking: Default::default(),
             pubsub: super::pubsub::PubSub::new(),
+            monitors: Default::default(),
+            client_eviction: Default::default(),
             persist: std::sync::OnceLock::new(),
             test_commands,
             faults: Default::default(),

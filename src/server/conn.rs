@@ -22,6 +22,20 @@ const READ_CHUNK: usize = 16 * 1024;
 const KEEP_BUF: usize = 1024 * 1024;
 /// Argument vectors longer than this are released after their command.
 const KEEP_ARGS: usize = 1024;
+/// Query buffer resizing as Redis's `clientsCronResizeQueryBuffer` does it: free space
+/// past this is worth giving back...
+const SHRINK_MIN_FREE: usize = 4 * 1024;
+/// ...once the client has been idle this long (all of it, the buffer then goes)...
+const IDLE_SHRINK_MS: u64 = 2000;
+/// ...or, for a buffer larger than this (`PROTO_RESIZE_THRESHOLD`), when its recent peak is
+/// under half of it (down to the peak), checked this often (Redis's cron, at `hz` 10).
+const RESIZE_THRESHOLD: usize = 32 * 1024;
+const RESIZE_EVERY: Duration = Duration::from_millis(100);
+/// A declared bulk this large (`PROTO_MBULK_BIG_ARG`) gets room reserved ahead of its
+/// data, as in Redis, but at most this much ahead: a header alone must not cost its
+/// declared size (the rest grows as the data arrives).
+const BIG_ARG: usize = 32 * 1024;
+const BIG_ARG_AHEAD: usize = 4 * 1024 * 1024;
 
 pub async fn serve(srv: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) {
     srv.stats.total_connections.fetch_add(1, Ordering::Relaxed);
@@ -68,6 +82,7 @@ impl Drop for Cleanup {
         let (srv, sess) = (&self.srv, &mut self.sess);
         // The maxclients slot and the CLIENT LIST entry first: they matter most.
         srv.clients.unregister(sess.handle.id);
+        cmd::monitor::leave(srv, sess);
         cmd::pubsub::unsubscribe_all(srv, sess);
         // Registered as blocked by a command that did not get to wait (see BlockedGuard).
         if let Some(b) = sess.blocked.take() {
@@ -209,6 +224,79 @@ fn take_pushes(sess: &Session, scratch: &mut VecDeque<Push>, out: &mut BytesMut)
     }
 }
 
+/// Appends the MONITOR lines fed to a monitoring session (after the reply of the command
+/// that just ran: Redis feeds monitors once a command has replied).
+#[inline]
+fn take_monitor(sess: &Session, out: &mut BytesMut) {
+    if let Some(m) = &sess.monitor {
+        m.drain(out);
+    }
+}
+
+/// What woke the connection loop.
+enum Wake {
+    /// Bytes read (0: closed or killed).
+    Read(usize),
+    /// Pub/Sub pushes or MONITOR lines are queued.
+    Pushed,
+    /// The idle timer: time to see whether the query buffer should be given back.
+    Idle,
+}
+
+/// Redis's idle branch of `clientsCronResizeQueryBuffer`: a client that sent nothing for
+/// more than [`IDLE_SHRINK_MS`] (since `last_read`: Redis's `lastinteraction` moves on
+/// every read) gives back its query buffer's free space (all of the buffer when nothing
+/// is pending; `parked` then means "allocate again when input comes"). Returns when to
+/// look again, or `None` until the next read.
+fn idle_shrink(
+    h: &crate::instance::clients::ClientHandle,
+    last_read: crate::clock::Instant,
+    inbuf: &mut BytesMut,
+    parked: &mut bool,
+) -> Option<Duration> {
+    let idle = crate::clock::Instant::now()
+        .saturating_duration_since(last_read)
+        .as_millis() as u64;
+    if idle <= IDLE_SHRINK_MS {
+        return Some(Duration::from_millis(IDLE_SHRINK_MS + 1 - idle));
+    }
+    if inbuf.capacity() - inbuf.len() > SHRINK_MIN_FREE {
+        *inbuf = exact_copy(inbuf);
+        *parked = true;
+        report_input(h, inbuf);
+    }
+    None
+}
+
+/// A buffer holding just `b`'s bytes (the parser's offsets into it stay valid).
+fn exact_copy(b: &BytesMut) -> BytesMut {
+    if b.is_empty() {
+        return BytesMut::new();
+    }
+    let mut n = BytesMut::with_capacity(b.len());
+    n.extend_from_slice(b);
+    n
+}
+
+/// Redis's busy branch of `clientsCronResizeQueryBuffer`, for buffers over
+/// [`RESIZE_THRESHOLD`]: one more than twice its recent peak shrinks to the peak (and
+/// what it holds), at most once per [`RESIZE_EVERY`]; the peak then restarts.
+fn busy_shrink(inbuf: &mut BytesMut, peak: &mut usize, checked: &mut crate::clock::Instant) {
+    let now = crate::clock::Instant::now();
+    if now.saturating_duration_since(*checked) < RESIZE_EVERY {
+        return;
+    }
+    *checked = now;
+    let cap = inbuf.capacity();
+    if cap - inbuf.len() > SHRINK_MIN_FREE && cap / 2 > (*peak).max(READ_CHUNK) {
+        let keep = inbuf.len().max(*peak).max(READ_CHUNK);
+        let mut n = BytesMut::with_capacity(keep);
+        n.extend_from_slice(inbuf);
+        *inbuf = n;
+    }
+    *peak = inbuf.len();
+}
+
 /// Waits while CLIENT PAUSE holds this command back; `Err` if the client is killed
 /// meanwhile (CLIENT KILL takes effect at once, as in Redis, not when the pause ends).
 async fn wait_for_pause(
@@ -292,6 +380,7 @@ struct Hot {
     timeout: ParamRef,
     qbuf_limit: ParamRef,
     max_bulk: ParamRef,
+    maxmemory_clients: ParamRef,
 }
 
 fn hot() -> &'static Hot {
@@ -302,6 +391,7 @@ fn hot() -> &'static Hot {
             timeout: r("timeout"),
             qbuf_limit: r("client-query-buffer-limit"),
             max_bulk: r("proto-max-bulk-len"),
+            maxmemory_clients: r("maxmemory-clients"),
         }
     })
 }
@@ -386,9 +476,10 @@ async fn wait_blocked(
 fn report_multi(sess: &Session, seen: &mut (usize, usize, usize)) {
     let queue = sess.multi.as_ref().map_or(&[][..], |m| &m.queue[..]);
     if queue.is_empty() {
-        if seen.2 != 0 {
+        if seen.1 != 0 {
             *seen = (0, 0, 0);
             sess.handle.mem.multi.store(0, Ordering::Relaxed);
+            sess.handle.mem.multi_cmds.store(0, Ordering::Relaxed);
         }
         return;
     }
@@ -402,6 +493,10 @@ fn report_multi(sess: &Session, seen: &mut (usize, usize, usize)) {
         .sum();
     *seen = (at, queue.len(), seen.2 + new);
     sess.handle.mem.multi.store(seen.2, Ordering::Relaxed);
+    sess.handle
+        .mem
+        .multi_cmds
+        .store(queue.len(), Ordering::Relaxed);
 }
 
 /// Publishes the input buffer's state for CLIENT LIST (`qbuf`, `qbuf-free`).
@@ -435,30 +530,9 @@ fn over_query_limit(
     tracing::warn!(
         "Closing client that reached max query buffer length: {} (qbuf initial bytes: {})",
         cmd::client::describe(srv, h),
-        repr(&inbuf[..inbuf.len().min(64)])
+        crate::instance::monitor::repr(&inbuf[..inbuf.len().min(64)])
     );
     true
-}
-
-/// Bytes quoted as Redis's `sdscatrepr` prints them in logs.
-fn repr(b: &[u8]) -> String {
-    let mut s = String::with_capacity(b.len() + 2);
-    s.push('"');
-    for &c in b {
-        match c {
-            b'\\' => s.push_str("\\\\"),
-            b'"' => s.push_str("\\\""),
-            b'\n' => s.push_str("\\n"),
-            b'\r' => s.push_str("\\r"),
-            b'\t' => s.push_str("\\t"),
-            7 => s.push_str("\\a"),
-            8 => s.push_str("\\b"),
-            c if c.is_ascii_graphic() || c == b' ' => s.push(c as char),
-            c => s.push_str(&format!("\\x{c:02x}")),
-        }
-    }
-    s.push('"');
-    s
 }
 
 async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> std::io::Result<()> {
@@ -477,53 +551,92 @@ async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> s
     let mut multi_mem = (0usize, 0usize, 0usize);
     handle.mem.out_cap.store(out.capacity(), Ordering::Relaxed);
     report_input(&handle, &inbuf);
+    // Query buffer resizing (see `idle_shrink` and `busy_shrink`): released while idle
+    // (`parked`), the most it held since the last check, and when that was. One timer per
+    // connection, moved only when it fires: a busy connection pays nothing per read.
+    let mut parked = false;
+    let mut qpeak = 0usize;
+    let mut resize_checked = crate::clock::Instant::now();
+    let mut last_read = resize_checked;
+    let idle_timer = tokio::time::sleep(Duration::from_millis(IDLE_SHRINK_MS + 1));
+    tokio::pin!(idle_timer);
+    let mut idle_armed = true;
     loop {
-        if inbuf.capacity() - inbuf.len() < READ_CHUNK / 2 {
+        if !parked && inbuf.capacity() - inbuf.len() < READ_CHUNK / 2 {
             inbuf.reserve(READ_CHUNK);
         }
         // `timeout` (seconds, 0 = never) closes idle clients, as Redis does; clients in
         // MULTI are idle like any other, pub/sub clients are exempt.
         let sub = sess.subs.as_ref().map(|s| s.sub.clone());
+        let mon = sess.monitor.clone();
         let idle = match &sess.subs {
             Some(s) if s.active() => 0,
             _ => srv.config.num(hot().timeout),
         };
         let read = async {
+            let read = async {
+                if parked {
+                    // The buffer was given back while idle: allocate once input is here.
+                    stream.readable().await?;
+                    inbuf.reserve(READ_CHUNK);
+                }
+                stream.read_buf(&mut inbuf).await
+            };
             if idle > 0 {
-                match tokio::time::timeout(
-                    Duration::from_secs(idle as u64),
-                    stream.read_buf(&mut inbuf),
-                )
-                .await
-                {
+                match tokio::time::timeout(Duration::from_secs(idle as u64), read).await {
                     Ok(r) => r,
                     Err(_) => Ok(0),
                 }
             } else {
-                stream.read_buf(&mut inbuf).await
+                read.await
             }
         };
-        // Never fires for a connection that never subscribed.
+        // Never fires for a connection that never subscribed nor monitors.
         let pushed = async {
-            match &sub {
-                Some(s) => s.wait().await,
-                None => std::future::pending::<()>().await,
+            match (&sub, &mon) {
+                (None, None) => std::future::pending::<()>().await,
+                (Some(s), None) => s.wait().await,
+                (None, Some(m)) => m.wait().await,
+                (Some(s), Some(m)) => tokio::select! {
+                    _ = s.wait() => {},
+                    _ = m.wait() => {},
+                },
             }
         };
-        let n = tokio::select! {
+        let wake = tokio::select! {
             biased;
-            r = read => Some(r?),
-            _ = pushed => None,
-            _ = kill.as_mut() => Some(0),
+            r = read => Wake::Read(r?),
+            _ = pushed => Wake::Pushed,
+            _ = kill.as_mut() => Wake::Read(0),
+            _ = idle_timer.as_mut(), if idle_armed => Wake::Idle,
         };
-        let Some(n) = n else {
-            take_pushes(sess, &mut scratch, &mut out);
-            flush(stream, &mut out, srv, sess, kill.as_mut()).await?;
-            continue;
+        let n = match wake {
+            Wake::Read(n) => n,
+            Wake::Pushed => {
+                take_pushes(sess, &mut scratch, &mut out);
+                if sess.monitor.is_some() {
+                    srv.monitors.refresh_limits(&srv.config);
+                    take_monitor(sess, &mut out);
+                }
+                flush(stream, &mut out, srv, sess, kill.as_mut()).await?;
+                continue;
+            }
+            Wake::Idle => {
+                match idle_shrink(&handle, last_read, &mut inbuf, &mut parked) {
+                    Some(again) => idle_timer
+                        .as_mut()
+                        .reset(tokio::time::Instant::now() + again),
+                    None => idle_armed = false,
+                }
+                continue;
+            }
         };
         if n == 0 || handle.is_killed() {
             return Ok(());
         }
+        parked = false;
+        idle_armed = true;
+        qpeak = qpeak.max(inbuf.len());
         srv.stats
             .net_input_bytes
             .fetch_add(n as u64, Ordering::Relaxed);
@@ -536,10 +649,23 @@ async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> s
             // Redis logs and closes without a reply.
             return Ok(());
         }
+        // `maxmemory-clients`: this client's growth may put the clients over it (Redis
+        // evicts before each command); evicting this very client ends it here.
+        if srv.config.num(hot().maxmemory_clients) != 0 {
+            cmd::client::evict_after_read(srv, &handle);
+            if handle.is_killed() {
+                return Ok(());
+            }
+        }
         // The batch's clock (Session::mark): each command starts where the previous one
         // ended, so a command costs one clock read and its statistics are added to the
         // shared counters once per batch, not once per command. Reset after every wait.
-        sess.mark = Some(crate::clock::Instant::now());
+        let batch_start = crate::clock::Instant::now();
+        sess.mark = Some(batch_start);
+        last_read = batch_start;
+        // The batch ends inside a bulk argument whose room is reserved: not to be shrunk
+        // (Redis never resizes below the pending bulk).
+        let mid_bulk: bool;
         loop {
             let limits = Limits {
                 max_bulk_len,
@@ -570,7 +696,9 @@ async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> s
                         }
                         sess.mark = Some(crate::clock::Instant::now());
                     }
+                    // Monitors are replicas to Redis, and replicas are never paused.
                     if srv.pause.maybe_active()
+                        && sess.monitor.is_none()
                         && srv
                             .pause
                             .current(crate::clock::Clock::system().now_ms())
@@ -599,6 +727,7 @@ async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> s
                     if reply_len >= size_limits.1 {
                         cmd::commandlog_reply(srv, sess, &args, reply_len);
                     }
+                    take_monitor(sess, &mut out);
                     // The arguments go now (they hold the read buffer); the vector stays.
                     args.clear();
                     if args.capacity() > KEEP_ARGS {
@@ -609,6 +738,8 @@ async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> s
                         // A blocked client keeps its command's arguments (`argv-mem`).
                         let argv: usize = blocked.b.waiter.args.iter().map(|a| a.len()).sum();
                         handle.mem.argv.store(argv, Ordering::Relaxed);
+                        // INFO `clients_in_timeout_table`: blocked with a timeout.
+                        handle.info.lock().block_timeout = blocked.b.deadline.is_some();
                         report_input(&handle, &inbuf);
                         // Replies so far go out now; this client waits, others don't.
                         flush(stream, &mut out, srv, sess, kill.as_mut()).await?;
@@ -616,6 +747,7 @@ async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> s
                             wait_blocked(srv, stream, &mut inbuf, &mut blocked.b, kill.as_mut())
                                 .await;
                         handle.mem.argv.store(0, Ordering::Relaxed);
+                        handle.info.lock().block_timeout = false;
                         match r? {
                             Some(reply) => {
                                 // Served by another client's write (the pop is journaled
@@ -638,11 +770,16 @@ async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> s
                     }
                 }
                 Ok(Next::Incomplete { hint }) => {
+                    mid_bulk = hint > 0;
                     if hint > 0 {
-                        // Grow toward a declared bulk at most by what already arrived: a
-                        // header declaring 500 MB whose data never comes must not make us
-                        // allocate 500 MB; a real large value still grows geometrically.
-                        inbuf.reserve(hint.min(qlimit).min(inbuf.len().max(READ_CHUNK)));
+                        // Grow toward a declared bulk at most by what already arrived, or
+                        // for a big argument by up to BIG_ARG_AHEAD at once (Redis reserves
+                        // a big bulk's room ahead): a header declaring 500 MB whose data
+                        // never comes must not make us allocate 500 MB; a real large value
+                        // still grows geometrically.
+                        let ahead = if hint >= BIG_ARG { BIG_ARG_AHEAD } else { 0 };
+                        let grow = inbuf.len().max(READ_CHUNK).max(ahead);
+                        inbuf.reserve(hint.min(qlimit).min(grow));
                     }
                     break;
                 }
@@ -659,7 +796,48 @@ async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> s
         flush(stream, &mut out, srv, sess, kill.as_mut()).await?;
         if inbuf.is_empty() && inbuf.capacity() > KEEP_BUF {
             inbuf = BytesMut::with_capacity(READ_CHUNK);
+        } else if inbuf.is_empty() && inbuf.capacity() < READ_CHUNK {
+            // The bytes consumed from the front come back when nothing else holds them
+            // (no allocation): an idle client shows its whole read buffer, as Redis's.
+            let _ = inbuf.try_reclaim(READ_CHUNK);
+        } else if inbuf.capacity() > RESIZE_THRESHOLD && !mid_bulk {
+            busy_shrink(&mut inbuf, &mut qpeak, &mut resize_checked);
         }
         report_input(&handle, &inbuf);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn busy_buffers_shrink_to_their_recent_peak() {
+        let mut b = BytesMut::with_capacity(400 * 1024);
+        b.extend_from_slice(b"*1\r\n");
+        let long_ago = crate::clock::Instant::now() - Duration::from_secs(1);
+        // The peak was the whole buffer: kept.
+        let (mut peak, mut at) = (400 * 1024, long_ago);
+        busy_shrink(&mut b, &mut peak, &mut at);
+        assert!(b.capacity() >= 400 * 1024);
+        assert_eq!(peak, 4, "the peak restarts from what is held");
+        // Checked again too soon: kept, whatever the peak.
+        busy_shrink(&mut b, &mut peak, &mut at);
+        assert!(b.capacity() >= 400 * 1024);
+        // A small recent peak: down to the read size, contents kept.
+        at = long_ago;
+        busy_shrink(&mut b, &mut peak, &mut at);
+        assert!(b.capacity() >= READ_CHUNK && b.capacity() < 2 * READ_CHUNK);
+        assert_eq!(&b[..], b"*1\r\n");
+    }
+
+    #[test]
+    fn exact_copies_keep_the_bytes_only() {
+        let mut b = BytesMut::with_capacity(1 << 20);
+        assert_eq!(exact_copy(&b).capacity(), 0);
+        b.extend_from_slice(b"*3\r\n$3\r\nset\r\n");
+        let c = exact_copy(&b);
+        assert_eq!(&c[..], &b[..]);
+        assert!(c.capacity() < 64);
     }
 }

@@ -150,7 +150,7 @@ async fn accept_loop(srv: Arc<Shared>, listener: TcpListener) {
 }
 
 /// Active expiry: every 100 ms remove keys whose deadline passed (bounded per shard so a
-/// burst of expirations cannot stall the workers for long).
+/// burst of expirations cannot stall the workers for long); and client eviction's round.
 async fn active_expiry(srv: Arc<Shared>) {
     let mut tick = tokio::time::interval(Duration::from_millis(100));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -169,5 +169,7 @@ async fn active_expiry(srv: Arc<Shared>) {
         if !ready.is_empty() {
             crate::cmd::blocking::serve_ready(&srv, ready);
         }
+        // Client eviction also covers clients that grow without reading (their output).
+        crate::cmd::client::evict_clients(&srv);
     }
 }

@@ -183,11 +183,13 @@ fn clients(srv: &Shared, l: &mut Lines) {
     // The largest input (query buffer allocation and arguments) and output buffers of the
     // last 8 seconds, as Redis reports them, and of now.
     let (mut max_in, mut max_out) = srv.peaks.recent(srv.uptime_secs());
-    let mut blocked = 0;
+    let (mut blocked, mut in_timeout) = (0, 0);
     for h in &all {
         max_in = max_in.max(h.mem.input_usage());
         max_out = max_out.max(h.mem.output_usage());
-        blocked += usize::from(h.info.lock().blocked);
+        let info = h.info.lock();
+        blocked += usize::from(info.blocked);
+        in_timeout += usize::from(info.blocked && info.block_timeout);
     }
     push(l, "connected_clients", all.len());
     push(l, "cluster_connections", 0);
@@ -196,7 +198,7 @@ fn clients(srv: &Shared, l: &mut Lines) {
     push(l, "client_recent_max_output_buffer", max_out);
     push(l, "blocked_clients", blocked);
     push(l, "tracking_clients", 0);
-    push(l, "clients_in_timeout_table", 0);
+    push(l, "clients_in_timeout_table", in_timeout);
     let (keys, on_nokey) = srv.blocking.key_counts();
     push(l, "total_blocking_keys", keys);
     push(l, "total_blocking_keys_on_nokey", on_nokey);
@@ -402,7 +404,7 @@ fn stats(srv: &Shared, l: &mut Lines) {
     push(l, "sync_partial_err", 0);
     push(l, "expired_keys", get(&ks.expired));
     push(l, "evicted_keys", get(&ks.evicted));
-    push(l, "evicted_clients", 0);
+    push(l, "evicted_clients", get(&srv.client_eviction.evicted));
     // Milliseconds over maxmemory, the current episode included in the total (Redis).
     let since = get(&ks.eviction_exceeded_since_us);
     let current = super::super::refusals::exceeded_us(since);
