@@ -22,6 +22,33 @@ use crate::protocol::Reply;
 use bytes::Bytes;
 use std::sync::atomic::Ordering;
 
+/// A keyless `server`-group subcommand of SLOWLOG, LATENCY or COMMANDLOG.
+#[allow(clippy::too_many_arguments)]
+const fn keyless_sub(
+    name: &'static str,
+    arity: i32,
+    flags: &'static [&'static str],
+    acl: &'static [&'static str],
+    since: &'static str,
+    summary: &'static str,
+    complexity: &'static str,
+    handler: fn(&mut Cx) -> Reply,
+) -> CommandSpec {
+    CommandSpec {
+        name,
+        arity,
+        flags,
+        keys: KeySpec::None,
+        acl,
+        group: "server",
+        since,
+        summary,
+        complexity,
+        handler,
+        ..CommandSpec::DEFAULT
+    }
+}
+
 pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec {
         name: "config",

@@ -90,31 +90,6 @@ fn reset(cx: &mut Cx) -> Reply {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-const fn sub(
-    name: &'static str,
-    arity: i32,
-    flags: &'static [&'static str],
-    acl: &'static [&'static str],
-    summary: &'static str,
-    complexity: &'static str,
-    handler: fn(&mut Cx) -> Reply,
-) -> CommandSpec {
-    CommandSpec {
-        name,
-        arity,
-        flags,
-        keys: KeySpec::None,
-        acl,
-        group: "server",
-        since: "8.1.0",
-        summary,
-        complexity,
-        handler,
-        ..CommandSpec::DEFAULT
-    }
-}
-
 const ADMIN: &[&str] = &["admin", "loading", "stale"];
 const ADMIN_ACL: &[&str] = &["admin", "slow", "dangerous"];
 
@@ -129,38 +104,42 @@ pub const SPEC: CommandSpec = CommandSpec {
     summary: "A container for command log commands.",
     complexity: "Depends on subcommand.",
     subcommands: &[
-        sub(
+        super::keyless_sub(
             "commandlog|get",
             4,
             ADMIN,
             ADMIN_ACL,
+            "8.1.0",
             "Returns the specified command log's entries.",
             "O(N) where N is the number of entries returned",
             get,
         ),
-        sub(
+        super::keyless_sub(
             "commandlog|len",
             3,
             ADMIN,
             ADMIN_ACL,
+            "8.1.0",
             "Returns the number of entries in the specified type of command log.",
             "O(1)",
             len,
         ),
-        sub(
+        super::keyless_sub(
             "commandlog|reset",
             3,
             ADMIN,
             ADMIN_ACL,
+            "8.1.0",
             "Clears all entries from the specified type of command log.",
             "O(N) where N is the number of entries in the commandlog",
             reset,
         ),
-        sub(
+        super::keyless_sub(
             "commandlog|help",
             2,
             &["loading", "stale"],
             &["slow"],
+            "8.1.0",
             "Show helpful text about the different subcommands",
             "O(1)",
             help,

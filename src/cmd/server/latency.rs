@@ -405,32 +405,6 @@ pub(super) fn info_section(srv: &Shared, l: &mut Vec<(String, String)>) {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-const fn sub(
-    name: &'static str,
-    arity: i32,
-    flags: &'static [&'static str],
-    acl: &'static [&'static str],
-    since: &'static str,
-    summary: &'static str,
-    complexity: &'static str,
-    handler: fn(&mut Cx) -> Reply,
-) -> CommandSpec {
-    CommandSpec {
-        name,
-        arity,
-        flags,
-        keys: KeySpec::None,
-        acl,
-        group: "server",
-        since,
-        summary,
-        complexity,
-        handler,
-        ..CommandSpec::DEFAULT
-    }
-}
-
 const ADMIN: &[&str] = &["admin", "noscript", "loading", "stale"];
 const ADMIN_ACL: &[&str] = &["admin", "slow", "dangerous"];
 
@@ -445,7 +419,7 @@ pub const SPEC: CommandSpec = CommandSpec {
     summary: "A container for latency diagnostics commands.",
     complexity: "Depends on subcommand.",
     subcommands: &[
-        sub(
+        super::keyless_sub(
             "latency|latest",
             2,
             ADMIN,
@@ -455,7 +429,7 @@ pub const SPEC: CommandSpec = CommandSpec {
             "O(1)",
             latest,
         ),
-        sub(
+        super::keyless_sub(
             "latency|history",
             3,
             ADMIN,
@@ -465,7 +439,7 @@ pub const SPEC: CommandSpec = CommandSpec {
             "O(1)",
             history,
         ),
-        sub(
+        super::keyless_sub(
             "latency|reset",
             -2,
             ADMIN,
@@ -475,7 +449,7 @@ pub const SPEC: CommandSpec = CommandSpec {
             "O(1)",
             reset,
         ),
-        sub(
+        super::keyless_sub(
             "latency|graph",
             3,
             ADMIN,
@@ -485,7 +459,7 @@ pub const SPEC: CommandSpec = CommandSpec {
             "O(1)",
             graph,
         ),
-        sub(
+        super::keyless_sub(
             "latency|doctor",
             2,
             ADMIN,
@@ -495,7 +469,7 @@ pub const SPEC: CommandSpec = CommandSpec {
             "O(1)",
             doctor,
         ),
-        sub(
+        super::keyless_sub(
             "latency|histogram",
             -2,
             ADMIN,
@@ -505,7 +479,7 @@ pub const SPEC: CommandSpec = CommandSpec {
             "O(N) where N is the number of commands with latency information being retrieved.",
             histogram,
         ),
-        sub(
+        super::keyless_sub(
             "latency|help",
             2,
             &["loading", "stale"],

@@ -67,32 +67,6 @@ fn reset(cx: &mut Cx) -> Reply {
     Reply::OK
 }
 
-#[allow(clippy::too_many_arguments)]
-const fn sub(
-    name: &'static str,
-    arity: i32,
-    flags: &'static [&'static str],
-    acl: &'static [&'static str],
-    since: &'static str,
-    summary: &'static str,
-    complexity: &'static str,
-    handler: fn(&mut Cx) -> Reply,
-) -> CommandSpec {
-    CommandSpec {
-        name,
-        arity,
-        flags,
-        keys: KeySpec::None,
-        acl,
-        group: "server",
-        since,
-        summary,
-        complexity,
-        handler,
-        ..CommandSpec::DEFAULT
-    }
-}
-
 const ADMIN: &[&str] = &["admin", "loading", "stale"];
 const ADMIN_ACL: &[&str] = &["admin", "slow", "dangerous"];
 
@@ -107,7 +81,7 @@ pub const SPEC: CommandSpec = CommandSpec {
     summary: "A container for slow log commands.",
     complexity: "Depends on subcommand.",
     subcommands: &[
-        sub(
+        super::keyless_sub(
             "slowlog|get",
             -2,
             ADMIN,
@@ -117,7 +91,7 @@ pub const SPEC: CommandSpec = CommandSpec {
             "O(N) where N is the number of entries returned",
             get,
         ),
-        sub(
+        super::keyless_sub(
             "slowlog|len",
             2,
             ADMIN,
@@ -127,7 +101,7 @@ pub const SPEC: CommandSpec = CommandSpec {
             "O(1)",
             len,
         ),
-        sub(
+        super::keyless_sub(
             "slowlog|reset",
             2,
             ADMIN,
@@ -137,7 +111,7 @@ pub const SPEC: CommandSpec = CommandSpec {
             "O(N) where N is the number of entries in the slowlog",
             reset,
         ),
-        sub(
+        super::keyless_sub(
             "slowlog|help",
             2,
             &["loading", "stale"],
