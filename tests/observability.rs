@@ -541,3 +541,100 @@ fn commandlog_matches_valkey() {
     }
     assert_eq!(got.len(), want.len(), "{got:#?}");
 }
+
+/// Blocked BLPOP and XREADGROUP that time out, are served or are released by CLIENT
+/// UNBLOCK: their slow log entries (in order, as the blocked client), LATENCY HISTOGRAM
+/// calls and commandstats calls. Each entry's duration is what the command ran, never
+/// the 0.3 s it waited (Redis 7.2's `updateStatsOnUnblock`).
+fn blocked_transcript(port: u16) -> Vec<String> {
+    let mut c = Conn::connect(port).expect("connect");
+    let mut b = Conn::connect(port).expect("connect");
+    call(&mut c, &["FLUSHALL"]);
+    call(&mut c, &["CONFIG", "SET", "slowlog-log-slower-than", "0"]);
+    call(&mut c, &["CONFIG", "SET", "slowlog-max-len", "128"]);
+    call(&mut b, &["CLIENT", "SETNAME", "waiter"]);
+    let bid = int(&call(&mut b, &["CLIENT", "ID"])).to_string();
+    call(&mut c, &["XGROUP", "CREATE", "s", "g", "$", "MKSTREAM"]);
+    call(&mut c, &["CONFIG", "RESETSTAT"]);
+    call(&mut c, &["SLOWLOG", "RESET"]);
+    let mut out = Vec::new();
+    // Timeouts.
+    out.push(format!("{}", call(&mut b, &["BLPOP", "l", "0.3"])));
+    out.push(format!(
+        "{}",
+        call(
+            &mut b,
+            &["XREADGROUP", "GROUP", "g", "c", "BLOCK", "300", "STREAMS", "s", ">"]
+        )
+    ));
+    // Served by a write.
+    let blocked = |b: &mut Conn, c: &mut Conn, words: &[&str]| {
+        let a: Vec<Vec<u8>> = words.iter().map(|w| w.as_bytes().to_vec()).collect();
+        b.send(&a).expect("send");
+        common::until_blocked_sync(c, 1);
+    };
+    blocked(&mut b, &mut c, &["BLPOP", "l", "0"]);
+    call(&mut c, &["LPUSH", "l", "x"]);
+    out.push(format!("{}", b.read().expect("served")));
+    blocked(
+        &mut b,
+        &mut c,
+        &["XREADGROUP", "GROUP", "g", "c", "BLOCK", "0", "STREAMS", "s", ">"],
+    );
+    call(&mut c, &["XADD", "s", "1-1", "f", "v"]);
+    out.push(format!("{}", b.read().expect("served")));
+    // Released.
+    blocked(&mut b, &mut c, &["BLPOP", "l", "0"]);
+    call(&mut c, &["CLIENT", "UNBLOCK", &bid]);
+    out.push(format!("{}", b.read().expect("released")));
+    blocked(&mut b, &mut c, &["BLPOP", "l", "0"]);
+    call(&mut c, &["CLIENT", "UNBLOCK", &bid, "ERROR"]);
+    out.push(format!("{}", b.read().expect("released")));
+    call(&mut c, &["CONFIG", "SET", "slowlog-log-slower-than", "10000"]);
+    let log = call(&mut c, &["SLOWLOG", "GET", "-1"]);
+    for e in items(&log).iter().rev() {
+        let f = items(e);
+        let args: Vec<String> = items(&f[3]).iter().map(text).collect();
+        if args[0] == "BLPOP" || args[0] == "XREADGROUP" {
+            assert!(int(&f[2]) < 300_000, "counted its wait: {e}");
+            out.push(format!("{} {}", args.join(" "), text(&f[5])));
+        }
+    }
+    let h = call(&mut c, &["LATENCY", "HISTOGRAM", "blpop", "xreadgroup"]);
+    let h = items(&h);
+    for pair in h.chunks(2) {
+        out.push(format!("{} {}", text(&pair[0]), items(&pair[1])[1]));
+    }
+    let stats = text(&call(&mut c, &["INFO", "commandstats"]));
+    for l in stats.lines() {
+        if l.starts_with("cmdstat_blpop:") || l.starts_with("cmdstat_xreadgroup:") {
+            // failed_calls is left out: Valkey 8.1 does not count CLIENT UNBLOCK … ERROR
+            // as a failed call, Redis 7.2 does (`unblockClientOnError`); checked below.
+            out.push(l.split(',').next().unwrap_or_default().to_string());
+        }
+    }
+    out.sort_by_key(|l| (l.starts_with("cmdstat_"), l.starts_with("cmdstat_x")));
+    out
+}
+
+/// Against Valkey 8.1, which keeps Redis 7.2's blocked-command accounting (7.0 did not
+/// record a timed-out command at all).
+#[test]
+fn blocked_commands_record_run_time_not_wait_as_redis_72() {
+    let oracle = ServerProcess::valkey();
+    let srv = respite();
+    let want = blocked_transcript(oracle.port);
+    let got = blocked_transcript(srv.port());
+    assert_eq!(got, want, "respite (left) vs valkey-server (right)");
+    assert!(
+        got.iter().any(|l| l == "BLPOP l 0.3 waiter"),
+        "the timeout is logged: {got:#?}"
+    );
+    let mut c = Conn::connect(srv.port()).expect("connect");
+    let stats = text(&call(&mut c, &["INFO", "commandstats"]));
+    let blpop = stats.lines().find(|l| l.starts_with("cmdstat_blpop:"));
+    assert!(
+        blpop.is_some_and(|l| l.ends_with(",failed_calls=1")),
+        "{stats}"
+    );
+}

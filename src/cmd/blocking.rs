@@ -49,6 +49,7 @@ impl Cx<'_, '_> {
             timeout,
             timeout_reply,
             args: None,
+            exec_us: 0,
         });
     }
 
@@ -65,6 +66,7 @@ impl Cx<'_, '_> {
             timeout,
             timeout_reply,
             args: Some(args),
+            exec_us: 0,
         });
     }
 }
@@ -84,6 +86,7 @@ pub fn register(srv: &Arc<Shared>, sess: &mut Session, args: &[Bytes]) {
         sess.handle.clone(),
         sess.resp3,
         req.timeout_reply.clone(),
+        req.exec_us,
     );
     srv.ks.blocked_clients.fetch_add(1, Ordering::Relaxed);
     sess.handle.info.lock().blocked = true;
@@ -144,6 +147,7 @@ pub fn serve_ready(srv: &Arc<Shared>, mut ready: Vec<(usize, Bytes)>) {
             let mut sess = Session::new(w.handle.clone(), true);
             sess.db = w.db;
             sess.resp3 = w.resp3;
+            sess.serving_blocked = true;
             let now = srv.clock.now_ms();
             let mut access = match spec.lock {
                 Lock::All => srv.ks.exclusive(w.db, now),
@@ -159,11 +163,10 @@ pub fn serve_ready(srv: &Arc<Shared>, mut ready: Vec<(usize, Bytes)>) {
             // The call was counted when it blocked; as in Redis, a blocked command counts
             // once: its re-run adds time and a failure, never a call, and an error it
             // answers counts in the error stats like any reply.
-            let mut run = std::mem::take(&mut sess.pending);
+            let run = std::mem::take(&mut sess.pending);
             if sess.block_request.is_none() {
-                if run.lat_n != 0 {
-                    super::observe::add_run(srv, &mut run);
-                }
+                let ran = w.exec_us + run.usec;
+                super::observe::after_unblock(srv, &w.handle, id, spec, &w.args, ran);
                 let st = &srv.cmdstats[id];
                 st.usec.fetch_add(run.usec, Ordering::Relaxed);
                 st.failed.fetch_add(run.failed, Ordering::Relaxed);
@@ -194,6 +197,7 @@ pub fn unblock_client(srv: &Arc<Shared>, client_id: u64, error: bool) -> bool {
     if !w.claim() {
         return false;
     }
+    timed_out(srv, &w);
     let reply = if error {
         let msg = super::errors::UNBLOCKED_BY_CLIENT;
         if let Ok((id, _)) = registry().resolve(&w.args) {
@@ -207,6 +211,14 @@ pub fn unblock_client(srv: &Arc<Shared>, client_id: u64, error: bool) -> bool {
     };
     finish(srv, &w, reply);
     true
+}
+
+/// A blocked command that ends unserved (its timeout, CLIENT UNBLOCK): recorded with the
+/// time its attempt ran, as Redis's `updateStatsOnUnblock`.
+pub fn timed_out(srv: &Shared, w: &Waiter) {
+    if let Ok((id, spec)) = registry().resolve(&w.args) {
+        super::observe::after_unblock(srv, &w.handle, id, spec, &w.args, w.exec_us);
+    }
 }
 
 /// Hands a claimed waiter its reply, removing it from every queue first.

@@ -690,8 +690,13 @@ pub fn execute(
     p.calls += 1;
     p.usec += usec;
     p.failed += u64::from(reply.is_error());
-    if !sess.internal && sess.block_request.is_none() {
-        observe::after_call(srv, sess, access, id, spec, args, usec);
+    match &mut sess.block_request {
+        // Recorded when it ends, with this run's time (`observe::after_unblock`).
+        Some(r) => r.exec_us = usec,
+        None if !sess.internal && !sess.serving_blocked => {
+            observe::after_call(srv, sess, access, id, spec, args, usec)
+        }
+        None => {}
     }
     reply
 }

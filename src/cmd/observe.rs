@@ -11,6 +11,7 @@
 
 use crate::config_num;
 use crate::engine::Access;
+use crate::instance::clients::ClientHandle;
 use crate::instance::latency::index_for_usec;
 use crate::instance::session::{PendingStats, Session};
 use crate::instance::state::Shared;
@@ -80,7 +81,7 @@ fn slow_call(
         };
         srv.latency.add(event, now, usec / 1000);
     }
-    if slower >= 0 && us >= slower && !spec.has_flag("skip_slowlog") {
+    if slower >= 0 && us >= slower {
         // A script's commands are logged as run by Redis's Lua client, which has no
         // address or name. Scripts run their commands with `in_exec` set while holding
         // the whole keyspace, so a script running now can only be this command's caller.
@@ -95,8 +96,49 @@ fn slow_call(
             let name = sess.handle.info.lock().name.clone().unwrap_or_default();
             (sess.handle.addr.to_string(), name)
         };
-        let max_len = config_num!(srv.config, "slowlog-max-len").max(0) as usize;
-        srv.slowlog.push(args, usec, now, peer, name, max_len);
+        slowlog_push(srv, spec, args, usec, now, peer, name);
+    }
+}
+
+/// A slow log entry, unless the command is `skip_slowlog` (the threshold was checked).
+fn slowlog_push(
+    srv: &Shared,
+    spec: &CommandSpec,
+    args: &[Bytes],
+    usec: u64,
+    now: i64,
+    peer: String,
+    name: Bytes,
+) {
+    if spec.has_flag("skip_slowlog") {
+        return;
+    }
+    let max_len = config_num!(srv.config, "slowlog-max-len").max(0) as usize;
+    srv.slowlog.push(args, usec, now, peer, name, max_len);
+}
+
+/// The end of a blocked command (served, timed out or CLIENT UNBLOCK), as Redis 7.2's
+/// `updateStatsOnUnblock`: one latency histogram sample and, past the threshold, a slow
+/// log entry, both with the time the command ran (its first attempt plus the re-run that
+/// served it), never the time it waited. The latency monitor saw each run already.
+#[cold]
+#[inline(never)]
+pub(super) fn after_unblock(
+    srv: &Shared,
+    handle: &ClientHandle,
+    id: usize,
+    spec: &CommandSpec,
+    args: &[Bytes],
+    usec: u64,
+) {
+    if config_num!(srv.config, "latency-tracking") != 0 {
+        srv.histograms.add(id, index_for_usec(usec), 1);
+    }
+    let slower = config_num!(srv.config, "slowlog-log-slower-than");
+    if slower >= 0 && i64::try_from(usec).unwrap_or(i64::MAX) >= slower {
+        let now = (srv.clock.now_ms() / 1000) as i64;
+        let name = handle.info.lock().name.clone().unwrap_or_default();
+        slowlog_push(srv, spec, args, usec, now, handle.addr.to_string(), name);
     }
 }
 

@@ -37,6 +37,8 @@ pub struct Waiter {
     /// Whether the blocked client speaks RESP3 (replies are encoded by its connection, but
     /// some commands shape replies by protocol).
     pub resp3: bool,
+    /// How long the attempt that blocked ran, in µs: what its stats record at the end.
+    pub exec_us: u64,
     state: AtomicU8,
     tx: Mutex<Option<oneshot::Sender<Reply>>>,
 }
@@ -101,6 +103,7 @@ impl Blocking {
         handle: Arc<super::clients::ClientHandle>,
         resp3: bool,
         timeout_reply: Reply,
+        exec_us: u64,
     ) -> (Arc<Waiter>, oneshot::Receiver<Reply>) {
         let (tx, rx) = oneshot::channel();
         let w = Arc::new(Waiter {
@@ -112,6 +115,7 @@ impl Blocking {
             handle,
             timeout_reply,
             resp3,
+            exec_us,
             state: AtomicU8::new(WAITING),
             tx: Mutex::new(Some(tx)),
         });
@@ -203,6 +207,7 @@ mod tests {
             h1,
             false,
             Reply::Nil,
+            0,
         );
         let (w2, _r2) = b.block(
             0,
@@ -211,6 +216,7 @@ mod tests {
             h2,
             false,
             Reply::Nil,
+            0,
         );
         let ws = b.waiters(0, b"k");
         assert_eq!(

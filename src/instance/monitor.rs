@@ -11,11 +11,12 @@
 
 use super::clients::ClientHandle;
 use super::cmdlog::{redacted, REDACTED};
+use super::obuf::{LimitCell, Limits};
 use bytes::{Bytes, BytesMut};
 use parking_lot::{Mutex, RwLock};
 use std::collections::VecDeque;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 use tokio::sync::Notify;
@@ -34,27 +35,9 @@ pub enum Origin {
     Lua,
 }
 
-/// The output buffer limit a monitor is held to (0 = none), from the `normal` class.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Limits {
-    pub hard: u64,
-    pub soft: u64,
-    pub soft_secs: u64,
-}
-
-impl Limits {
-    /// The `normal` class of a `client-output-buffer-limit` value as CONFIG GET prints it
-    /// (`normal h s secs slave h s secs pubsub h s secs`).
-    pub fn parse_normal(value: &str) -> Option<Limits> {
-        let words: Vec<&str> = value.split_ascii_whitespace().collect();
-        let at = words.chunks(4).find(|c| c.len() == 4 && c[0] == "normal")?;
-        Some(Limits {
-            hard: at[1].parse().ok()?,
-            soft: at[2].parse().ok()?,
-            soft_secs: at[3].parse().ok()?,
-        })
-    }
-}
+/// The `client-output-buffer-limit` class a monitor is held to: Redis counts a MONITOR
+/// client as type normal.
+const CLASS: &str = "normal";
 
 #[derive(Default)]
 struct Outbox {
@@ -98,14 +81,7 @@ impl Monitor {
         } else {
             limits.hard
         };
-        let over_soft = if limits.soft > 0 && held >= limits.soft {
-            let since = *o.soft_since.get_or_insert_with(Instant::now);
-            since.elapsed().as_secs() > limits.soft_secs
-        } else {
-            o.soft_since = None;
-            false
-        };
-        if held >= hard || over_soft {
+        if limits.exceeded(held, hard, &mut o.soft_since) {
             o.closed = true;
             o.lines = VecDeque::new();
             o.bytes = 0;
@@ -158,9 +134,7 @@ pub struct Monitors {
     count: AtomicUsize,
     list: RwLock<Vec<Arc<Monitor>>>,
     /// The `normal` class of `client-output-buffer-limit`, refreshed by MONITOR.
-    hard: AtomicU64,
-    soft: AtomicU64,
-    soft_secs: AtomicU64,
+    limits: LimitCell,
 }
 
 impl Monitors {
@@ -199,26 +173,7 @@ impl Monitors {
     /// Re-reads the `normal` class of `client-output-buffer-limit` (CONFIG SET may have
     /// changed it since MONITOR).
     pub fn refresh_limits(&self, config: &crate::config::ConfigStore) {
-        if let Some(l) = config
-            .get("client-output-buffer-limit")
-            .and_then(|v| Limits::parse_normal(&v))
-        {
-            self.set_limits(l);
-        }
-    }
-
-    fn set_limits(&self, l: Limits) {
-        self.hard.store(l.hard, Ordering::Relaxed);
-        self.soft.store(l.soft, Ordering::Relaxed);
-        self.soft_secs.store(l.soft_secs, Ordering::Relaxed);
-    }
-
-    fn limits(&self) -> Limits {
-        Limits {
-            hard: self.hard.load(Ordering::Relaxed),
-            soft: self.soft.load(Ordering::Relaxed),
-            soft_secs: self.soft_secs.load(Ordering::Relaxed),
-        }
+        self.limits.refresh(config, CLASS);
     }
 
     /// Sends one command line to every monitor, stamped with the current time.
@@ -236,7 +191,7 @@ impl Monitors {
             from,
             args,
         ));
-        let limits = self.limits();
+        let limits = self.limits.get();
         let list = self.list.read();
         for m in list.iter() {
             m.push(&line, limits);
@@ -334,25 +289,11 @@ mod tests {
     }
 
     #[test]
-    fn normal_class_parses() {
-        let v = "normal 10 20 30 slave 268435456 67108864 60 pubsub 33554432 8388608 60";
-        assert_eq!(
-            Limits::parse_normal(v),
-            Some(Limits {
-                hard: 10,
-                soft: 20,
-                soft_secs: 30
-            })
-        );
-        assert_eq!(Limits::parse_normal("pubsub 1 2 3"), None);
-    }
-
-    #[test]
     fn a_monitor_that_does_not_read_is_closed_at_its_limit() {
         let now = 0;
         let h = super::super::clients::Clients::detached(now);
         let ms = Monitors::default();
-        ms.set_limits(Limits {
+        ms.limits.set(Limits {
             hard: 1000,
             soft: 0,
             soft_secs: 0,

@@ -11,6 +11,7 @@
 //! seconds) is dropped and its client killed, as Redis closes such clients.
 
 use super::clients::ClientHandle;
+use super::obuf::{LimitCell, Limits};
 use crate::protocol::Reply;
 use crate::types::glob::glob_match;
 use bytes::{Bytes, BytesMut};
@@ -149,27 +150,6 @@ fn bulk(out: &mut BytesMut, b: &[u8]) {
     out.extend_from_slice(b"\r\n");
 }
 
-/// Output buffer limit of the pub/sub client class (0 = no limit), as configured.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Limits {
-    pub hard: u64,
-    pub soft: u64,
-    pub soft_secs: u64,
-}
-
-impl Limits {
-    /// The `pubsub` class of a `client-output-buffer-limit` value
-    /// (`normal h s secs slave h s secs pubsub h s secs`, as CONFIG GET prints it).
-    pub fn parse(value: &str) -> Option<Limits> {
-        let words: Vec<&str> = value.split_ascii_whitespace().collect();
-        let at = words.chunks(4).find(|c| c.len() == 4 && c[0] == "pubsub")?;
-        Some(Limits {
-            hard: at[1].parse().ok()?,
-            soft: at[2].parse().ok()?,
-            soft_secs: at[3].parse().ok()?,
-        })
-    }
-}
 
 #[derive(Default)]
 struct Outbox {
@@ -224,16 +204,7 @@ impl Subscriber {
         o.queue.push_back(p);
         self.report(&o);
         let bytes = (o.bytes + self.inflight.load(Ordering::Relaxed)) as u64;
-        let over_hard = limits.hard > 0 && bytes >= limits.hard;
-        // Redis: over the soft limit for more than `soft_secs` seconds.
-        let over_soft = if limits.soft > 0 && bytes >= limits.soft {
-            let since = *o.soft_since.get_or_insert_with(Instant::now);
-            since.elapsed().as_secs() > limits.soft_secs
-        } else {
-            o.soft_since = None;
-            false
-        };
-        if over_hard || over_soft {
+        if limits.exceeded(bytes, limits.hard, &mut o.soft_since) {
             o.closed = true;
             o.queue = VecDeque::new();
             o.bytes = 0;
@@ -378,9 +349,7 @@ pub struct PubSub {
     npatterns: AtomicUsize,
     /// The pub/sub class of `client-output-buffer-limit`, refreshed from the config by
     /// subscribing connections (publishers have no config access).
-    hard: AtomicU64,
-    soft: AtomicU64,
-    soft_secs: AtomicU64,
+    limits: LimitCell,
     /// INFO `client_output_buffer_limit_disconnections` (pub/sub clients).
     pub obuf_disconnections: AtomicU64,
 }
@@ -398,27 +367,16 @@ impl PubSub {
     }
 
     pub fn set_limits(&self, l: Limits) {
-        self.hard.store(l.hard, Ordering::Relaxed);
-        self.soft.store(l.soft, Ordering::Relaxed);
-        self.soft_secs.store(l.soft_secs, Ordering::Relaxed);
+        self.limits.set(l);
     }
 
     pub fn limits(&self) -> Limits {
-        Limits {
-            hard: self.hard.load(Ordering::Relaxed),
-            soft: self.soft.load(Ordering::Relaxed),
-            soft_secs: self.soft_secs.load(Ordering::Relaxed),
-        }
+        self.limits.get()
     }
 
     /// Re-reads the limits from the configuration.
     pub fn refresh_limits(&self, config: &crate::config::ConfigStore) {
-        if let Some(l) = config
-            .get("client-output-buffer-limit")
-            .and_then(|v| Limits::parse(&v))
-        {
-            self.set_limits(l);
-        }
+        self.limits.refresh(config, "pubsub");
     }
 
     fn registry(&self, kind: Kind) -> &RwLock<Registry> {
@@ -655,19 +613,5 @@ mod tests {
         assert_eq!(ps.obuf_disconnections.load(Ordering::Relaxed), 1);
         ps.publish(b"c", &big);
         assert_eq!(a.pending_bytes(), 0);
-    }
-
-    #[test]
-    fn limits_parse() {
-        let l =
-            Limits::parse("normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60");
-        assert_eq!(
-            l,
-            Some(Limits {
-                hard: 33554432,
-                soft: 8388608,
-                soft_secs: 60
-            })
-        );
     }
 }

@@ -56,6 +56,9 @@ pub struct Session {
     /// A test server's inspection session: its commands count nowhere (commandstats,
     /// error stats, keyspace hits) and touch no access times.
     pub internal: bool,
+    /// Re-running a blocked command to serve it: the call is recorded once, when it ends
+    /// (`cmd::observe::after_unblock`), not by the re-run.
+    pub serving_blocked: bool,
     /// `CLIENT NO-TOUCH ON`: this client's lookups leave access times alone.
     pub no_touch: bool,
     /// The id of the command `cmd::execute` last completed for this session (the
@@ -97,6 +100,8 @@ pub struct BlockRequest {
     /// The command to re-run when served, if it must differ from the original (e.g.
     /// `XREAD … $` resolved to a concrete ID at block time).
     pub args: Option<Vec<Bytes>>,
+    /// How long the attempt that blocked ran, in µs (set by `cmd::execute`).
+    pub exec_us: u64,
 }
 
 /// A client registered as blocked: its waiter and the channel its reply arrives on.
@@ -130,6 +135,7 @@ impl Session {
             blocked: None,
             in_exec: false,
             mark: None,
+            serving_blocked: false,
             pending: PendingStats::default(),
             wrote: std::sync::atomic::AtomicBool::new(false),
             subs: None,

@@ -31,6 +31,13 @@ pub struct Stats {
     pub net_input_bytes: AtomicU64,
     pub net_output_bytes: AtomicU64,
     pub error_replies: AtomicU64,
+    /// Socket reads and writes attempted on client connections (INFO
+    /// `total_reads_processed`, `total_writes_processed`).
+    pub reads_processed: AtomicU64,
+    pub writes_processed: AtomicU64,
+    /// The 100 ms task's rates and expire-cycle time.
+    pub inst: super::metrics::Instantaneous,
+    pub expire_cycle: super::metrics::ExpireCycle,
     /// Successful SAVE/BGSAVE runs (INFO `rdb_saves`).
     pub rdb_saves: AtomicU64,
     /// Write-command calls counted at the last save, for `rdb_changes_since_last_save`.
@@ -80,9 +87,13 @@ impl Stats {
             &self.net_input_bytes,
             &self.net_output_bytes,
             &self.error_replies,
+            &self.reads_processed,
+            &self.writes_processed,
+            &self.expire_cycle.us,
         ] {
             c.store(0, Ordering::Relaxed);
         }
+        self.inst.reset();
         self.errors_by_code.lock().clear();
     }
 }

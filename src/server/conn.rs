@@ -6,7 +6,7 @@ use crate::config::{self, ParamRef};
 use crate::instance::pause::PauseMode;
 use crate::instance::pubsub::Push;
 use crate::instance::session::{Blocked, Session};
-use crate::instance::state::Shared;
+use crate::instance::state::{Shared, Stats};
 use crate::protocol::{write_reply, Limits, Next, Parser, Reply};
 use bytes::{Bytes, BytesMut};
 use std::collections::VecDeque;
@@ -131,6 +131,8 @@ async fn flush(
         wait_durable(srv).await?;
     }
     if !out.is_empty() {
+        // One `writeToClient` in Redis's terms (`total_writes_processed`).
+        Stats::bump(&srv.stats.writes_processed, 1);
         srv.stats
             .net_output_bytes
             .fetch_add(out.len() as u64, Ordering::Relaxed);
@@ -427,6 +429,7 @@ async fn wait_blocked(
                 loop {
                     if b.waiter.abandon() {
                         cmd::blocking::unregister(srv, b);
+                        cmd::blocking::timed_out(srv, &b.waiter);
                         return Ok(Some(b.timeout_reply.clone()));
                     }
                     // A writer is serving us right now: its reply (or a release) is imminent.
@@ -442,6 +445,7 @@ async fn wait_blocked(
                 }
             }
             r = stream.read_buf(inbuf) => {
+                Stats::bump(&srv.stats.reads_processed, 1);
                 match r {
                     Ok(0) | Err(_) => {
                         gone(b);
@@ -580,7 +584,10 @@ async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> s
                     stream.readable().await?;
                     inbuf.reserve(READ_CHUNK);
                 }
-                stream.read_buf(&mut inbuf).await
+                let r = stream.read_buf(&mut inbuf).await;
+                // Redis's `total_reads_processed` counts end-of-file and error reads too.
+                Stats::bump(&srv.stats.reads_processed, 1);
+                r
             };
             if idle > 0 {
                 match tokio::time::timeout(Duration::from_secs(idle as u64), read).await {

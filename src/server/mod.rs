@@ -149,6 +149,22 @@ async fn accept_loop(srv: Arc<Shared>, listener: TcpListener) {
     }
 }
 
+/// INFO's instantaneous rates, sampled on the same 100 ms beat as Redis's `serverCron`.
+fn sample_rates(srv: &Shared) {
+    let s = &srv.stats;
+    let get = |c: &std::sync::atomic::AtomicU64| c.load(std::sync::atomic::Ordering::Relaxed);
+    // Milliseconds since start, plus one: 0 means "no sample yet".
+    let now_ms = srv.started.elapsed().as_millis() as u64 + 1;
+    s.inst.sample(
+        now_ms,
+        [
+            get(&s.total_commands),
+            get(&s.net_input_bytes),
+            get(&s.net_output_bytes),
+        ],
+    );
+}
+
 /// Active expiry: every 100 ms remove keys whose deadline passed (bounded per shard so a
 /// burst of expirations cannot stall the workers for long); and client eviction's round.
 async fn active_expiry(srv: Arc<Shared>) {
@@ -162,7 +178,9 @@ async fn active_expiry(srv: Arc<Shared>) {
         let (_, ready) = srv.ks.sweep_ready(now, 200);
         // The latency monitor's `expire-cycle` event, as Redis times `activeExpireCycle`.
         let threshold = crate::config_num!(srv.config, "latency-monitor-threshold");
-        let ms = started.elapsed().as_millis() as u64;
+        let took = started.elapsed();
+        srv.stats.expire_cycle.add(took.as_micros() as u64);
+        let ms = took.as_millis() as u64;
         if threshold > 0 && ms >= threshold as u64 {
             srv.latency.add("expire-cycle", (now / 1000) as i64, ms);
         }
@@ -171,5 +189,6 @@ async fn active_expiry(srv: Arc<Shared>) {
         }
         // Client eviction also covers clients that grow without reading (their output).
         crate::cmd::client::evict_clients(&srv);
+        sample_rates(&srv);
     }
 }

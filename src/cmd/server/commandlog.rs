@@ -4,12 +4,11 @@
 
 use super::super::args::{self, is};
 use super::super::{CommandSpec, Cx, KeySpec};
+use super::slowlog::{entries, parse_count};
 use crate::instance::slowlog::SlowLog;
-use crate::num::parse_i64;
 use crate::protocol::Reply;
 
 const TYPE_ERR: &str = "ERR type should be one of the following: slow, large-request, large-reply";
-const COUNT_ERR: &str = "ERR count should be greater than or equal to -1";
 
 fn help(_cx: &mut Cx) -> Reply {
     args::help(
@@ -47,30 +46,14 @@ fn log<'a>(cx: &'a Cx, name: &[u8]) -> Result<&'a SlowLog, Reply> {
 
 /// `COMMANDLOG GET count type`: the count is checked before the type, as in Valkey.
 fn get(cx: &mut Cx) -> Reply {
-    let count = match parse_i64(&cx.args[2]) {
-        Some(-1) => usize::MAX,
-        Some(n) if n >= 0 => usize::try_from(n).unwrap_or(usize::MAX),
-        _ => return Reply::error(COUNT_ERR),
-    };
-    let log = match log(cx, &cx.args[3]) {
-        Ok(l) => l,
+    let count = match parse_count(&cx.args[2]) {
+        Ok(n) => n,
         Err(e) => return e,
     };
-    Reply::Array(
-        log.newest(count)
-            .into_iter()
-            .map(|e| {
-                Reply::Array(vec![
-                    Reply::Int(i64::try_from(e.id).unwrap_or(i64::MAX)),
-                    Reply::Int(e.time),
-                    Reply::Int(i64::try_from(e.value).unwrap_or(i64::MAX)),
-                    Reply::Array(e.args.into_iter().map(Reply::Bulk).collect()),
-                    Reply::bulk(e.peer),
-                    Reply::Bulk(e.name),
-                ])
-            })
-            .collect(),
-    )
+    match log(cx, &cx.args[3]) {
+        Ok(l) => entries(l, count),
+        Err(e) => e,
+    }
 }
 
 fn len(cx: &mut Cx) -> Reply {

@@ -392,17 +392,27 @@ fn stats(srv: &Shared, l: &mut Lines) {
     let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
     push(l, "total_connections_received", get(&s.total_connections));
     push(l, "total_commands_processed", get(&s.total_commands));
+    use crate::instance::metrics::Metric;
+    push(l, "instantaneous_ops_per_sec", s.inst.get(Metric::Commands));
     push(l, "total_net_input_bytes", get(&s.net_input_bytes));
     push(l, "total_net_output_bytes", get(&s.net_output_bytes));
     // No replication traffic and no replica has ever synced: Redis's zeros on a primary
     // without replicas.
     push(l, "total_net_repl_input_bytes", 0);
     push(l, "total_net_repl_output_bytes", 0);
+    let kbps = |m| format!("{:.2}", s.inst.get(m) as f32 / 1024.0);
+    push(l, "instantaneous_input_kbps", kbps(Metric::NetInput));
+    push(l, "instantaneous_output_kbps", kbps(Metric::NetOutput));
+    push(l, "instantaneous_input_repl_kbps", "0.00");
+    push(l, "instantaneous_output_repl_kbps", "0.00");
     push(l, "rejected_connections", get(&s.rejected_connections));
     push(l, "sync_full", 0);
     push(l, "sync_partial_ok", 0);
     push(l, "sync_partial_err", 0);
     push(l, "expired_keys", get(&ks.expired));
+    // Not `expired_stale_perc` nor `expired_time_cap_reached_count`: the sweep walks a
+    // deadline index instead of sampling under a time cap, so neither has a meaning here.
+    push(l, "expire_cycle_cpu_milliseconds", s.expire_cycle.ms());
     push(l, "evicted_keys", get(&ks.evicted));
     push(l, "evicted_clients", get(&srv.client_eviction.evicted));
     // Milliseconds over maxmemory, the current episode included in the total (Redis).
@@ -444,6 +454,8 @@ fn stats(srv: &Shared, l: &mut Lines) {
     push(l, "tracking_total_prefixes", 0);
     push(l, "unexpected_error_replies", 0);
     push(l, "total_error_replies", get(&s.error_replies));
+    push(l, "total_reads_processed", get(&s.reads_processed));
+    push(l, "total_writes_processed", get(&s.writes_processed));
     // `io-threads` is 1: no reads or writes are handed to I/O threads.
     push(l, "io_threaded_reads_processed", 0);
     push(l, "io_threaded_writes_processed", 0);

@@ -3,6 +3,7 @@
 
 use super::super::args;
 use super::super::{errors, CommandSpec, Cx, KeySpec};
+use crate::instance::slowlog::SlowLog;
 use crate::num::parse_i64;
 use crate::protocol::Reply;
 
@@ -25,24 +26,21 @@ fn help(_cx: &mut Cx) -> Reply {
     )
 }
 
-/// `SLOWLOG GET [count]`: the newest `count` entries (10 by default, -1 for all).
-fn get(cx: &mut Cx) -> Reply {
-    let a = cx.args;
-    if a.len() > 3 {
-        return errors::subcommand_syntax("slowlog", &a[1]);
+/// A GET count: -1 for all, else at least 0. Redis and Valkey give the same message for
+/// a non-number as for one below -1.
+pub(super) fn parse_count(arg: &[u8]) -> Result<usize, Reply> {
+    match parse_i64(arg) {
+        Some(-1) => Ok(usize::MAX),
+        Some(n) if n >= 0 => Ok(usize::try_from(n).unwrap_or(usize::MAX)),
+        _ => Err(Reply::error(COUNT_ERR)),
     }
-    let count = match a.get(2) {
-        None => 10,
-        // Redis gives the same message for a non-number as for one below -1.
-        Some(c) => match parse_i64(c) {
-            Some(-1) => usize::MAX,
-            Some(n) if n >= 0 => usize::try_from(n).unwrap_or(usize::MAX),
-            _ => return Reply::error(COUNT_ERR),
-        },
-    };
-    let entries = cx.srv.slowlog.newest(count);
+}
+
+/// The newest `count` entries of a log as SLOWLOG GET and COMMANDLOG GET both print
+/// them: id, unix time, duration or size, arguments, peer, client name.
+pub(super) fn entries(log: &SlowLog, count: usize) -> Reply {
     Reply::Array(
-        entries
+        log.newest(count)
             .into_iter()
             .map(|e| {
                 Reply::Array(vec![
@@ -56,6 +54,20 @@ fn get(cx: &mut Cx) -> Reply {
             })
             .collect(),
     )
+}
+
+/// `SLOWLOG GET [count]`: the newest `count` entries (10 by default, -1 for all).
+fn get(cx: &mut Cx) -> Reply {
+    let a = cx.args;
+    if a.len() > 3 {
+        return errors::subcommand_syntax("slowlog", &a[1]);
+    }
+    let count = match a.get(2).map(|c| parse_count(c)) {
+        None => 10,
+        Some(Ok(n)) => n,
+        Some(Err(e)) => return e,
+    };
+    entries(&cx.srv.slowlog, count)
 }
 
 fn len(cx: &mut Cx) -> Reply {
