@@ -638,3 +638,98 @@ fn blocked_commands_record_run_time_not_wait_as_redis_72() {
         "{stats}"
     );
 }
+
+/// INFO everything's field names by section (`# Memory` left out: another issue's).
+fn info_names(port: u16) -> BTreeMap<String, Vec<String>> {
+    let mut c = Conn::connect(port).expect("connect");
+    call(&mut c, &["SET", "k", "v"]);
+    let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut section = String::new();
+    for l in text(&call(&mut c, &["INFO", "everything"])).lines() {
+        if let Some(s) = l.strip_prefix("# ") {
+            section = s.to_string();
+        } else if let Some((k, _)) = l.split_once(':') {
+            out.entry(section.clone()).or_default().push(k.to_string());
+        }
+    }
+    out.remove("Memory");
+    out
+}
+
+/// Redis fields respite leaves out because it has nothing honest to show: the expire
+/// cycle walks a deadline index (no sampling, no time cap), there is no main thread, no
+/// growing/shrinking reply buffer, and RESTORE always validates the whole payload (no
+/// "deep sanitization" to count).
+const INFO_ABSENT: &[&str] = &[
+    "expired_stale_perc",
+    "expired_time_cap_reached_count",
+    "dump_payload_sanitizations",
+    "reply_buffer_shrinks",
+    "reply_buffer_expands",
+    "used_cpu_sys_main_thread",
+    "used_cpu_user_main_thread",
+];
+
+#[test]
+fn info_sections_have_redis_fields() {
+    let oracle = redis();
+    let srv = respite();
+    let want = info_names(oracle.port);
+    let got = info_names(srv.port());
+    // Per-command, per-error and per-db lines depend on history (compared elsewhere).
+    let dynamic = ["Commandstats", "Errorstats", "Latencystats", "Keyspace"];
+    for (section, fields) in want.iter().filter(|(s, _)| !dynamic.contains(&s.as_str())) {
+        let ours = got.get(section).unwrap_or_else(|| panic!("no # {section}"));
+        for f in fields {
+            if INFO_ABSENT.contains(&f.as_str()) {
+                assert!(!ours.contains(f), "{f} is listed absent but shown");
+            } else {
+                assert!(ours.contains(f), "# {section} lacks {f}");
+            }
+        }
+    }
+    // Fields Redis 7.2 added after the 7.0 oracle.
+    for f in [
+        "total_blocking_keys",
+        "total_blocking_keys_on_nokey",
+        "acl_access_denied_auth",
+    ] {
+        assert!(got.values().flatten().any(|x| x == f), "{f}");
+    }
+}
+
+/// Socket reads and writes of one synchronous client, and the sampled rates' shapes.
+fn io_counts(port: u16) -> Vec<String> {
+    let mut c = Conn::connect(port).expect("connect");
+    call(&mut c, &["CONFIG", "RESETSTAT"]);
+    for _ in 0..5 {
+        call(&mut c, &["PING"]);
+    }
+    let info = text(&call(&mut c, &["INFO", "stats"]));
+    let field = |name: &str| {
+        info.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}:")))
+            .unwrap_or_else(|| panic!("no {name}"))
+            .to_string()
+    };
+    for f in ["instantaneous_ops_per_sec", "expire_cycle_cpu_milliseconds"] {
+        field(f).parse::<u64>().expect(f);
+    }
+    for f in ["instantaneous_input_kbps", "instantaneous_output_kbps"] {
+        let v = field(f);
+        assert!(v.parse::<f64>().is_ok() && v.split('.').nth(1).map(str::len) == Some(2));
+    }
+    ["total_reads_processed", "total_writes_processed"]
+        .iter()
+        .map(|f| format!("{f}:{}", field(f)))
+        .collect()
+}
+
+#[test]
+fn info_reads_and_writes_processed_match_redis() {
+    let oracle = redis();
+    let srv = respite();
+    let want = io_counts(oracle.port);
+    assert_eq!(io_counts(srv.port()), want, "respite (left) vs redis-server");
+    assert_eq!(want, ["total_reads_processed:6", "total_writes_processed:6"]);
+}
