@@ -305,3 +305,60 @@ fn client_list_fields_and_flags_match_redis() {
     assert_eq!(want[1]["flags"], "O");
     assert_eq!(want[6]["flags"], "b");
 }
+
+/// Aborted transactions, as Redis 7.2 shows them: MULTI, then EXEC alone whether EXEC
+/// finds the transaction flagged (`execCommand`), is refused before it runs (OOM here:
+/// `rejectCommand` → `execCommandAbort` feeds EXEC), or finds a watched key touched; the
+/// queued commands never ran and are never shown.
+fn aborted_transactions(port: u16) -> Vec<String> {
+    let mut m = Wire::connect_port(port);
+    assert_eq!(m.cmd("MONITOR"), "+OK\r\n");
+    let mut c = Wire::connect_port(port);
+    let mut admin = Wire::connect_port(port);
+    let mut replies = Vec::new();
+    let mut run = |w: &mut Wire, args: &[&str]| {
+        w.send(args);
+        replies.push(String::from_utf8_lossy(&w.frame_bytes()).into_owned());
+    };
+    // Refused EXEC: memory ran out after a write was queued.
+    run(&mut c, &["MULTI"]);
+    run(&mut c, &["SET", "x", "1"]);
+    run(&mut admin, &["CONFIG", "SET", "maxmemory", "1"]);
+    run(&mut c, &["EXEC"]);
+    run(&mut admin, &["CONFIG", "SET", "maxmemory", "0"]);
+    // Flagged while queueing.
+    run(&mut c, &["MULTI"]);
+    run(&mut c, &["SET", "x"]);
+    run(&mut c, &["SET", "x", "2"]);
+    run(&mut c, &["EXEC"]);
+    // A touched watched key.
+    run(&mut c, &["WATCH", "w"]);
+    run(&mut admin, &["SET", "w", "1"]);
+    run(&mut c, &["MULTI"]);
+    run(&mut c, &["SET", "x", "3"]);
+    run(&mut c, &["EXEC"]);
+    run(&mut c, &["ECHO", "the-end"]);
+    let mut lines = replies;
+    loop {
+        let l = normalise(&String::from_utf8_lossy(&m.frame_bytes()));
+        if l.ends_with("\"ECHO\" \"the-end\"") {
+            return lines;
+        }
+        lines.push(l);
+    }
+}
+
+#[test]
+fn aborted_transactions_show_multi_and_exec_only() {
+    let redis = ServerProcess::redis();
+    let respite = respite::TestServer::start().expect("start");
+    let want = aborted_transactions(redis.port);
+    let got = aborted_transactions(respite.port());
+    assert_eq!(got, want, "respite (left) vs redis-server (right)");
+    assert_eq!(
+        got.iter().filter(|l| *l == "[0 C] \"EXEC\"").count(),
+        3,
+        "{got:#?}"
+    );
+    assert!(got.iter().any(|l| l.starts_with("-EXECABORT") && l.contains("OOM")));
+}

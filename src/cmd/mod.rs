@@ -327,7 +327,7 @@ fn dispatch_inner(srv: &Arc<Shared>, sess: &mut Session, args: &mut Vec<Bytes>) 
     };
     if !spec.arity_ok(args.len()) {
         let msg = format!("wrong number of arguments for '{}' command", spec.name);
-        return reject(srv, sess, id, spec, &msg, "ERR ");
+        return reject(srv, sess, args, id, spec, &msg, "ERR ");
     }
     // Redis's protected commands are refused right after the arity check (before auth,
     // BUSY and MULTI queueing), so inside MULTI a refused DEBUG dooms the transaction.
@@ -337,22 +337,22 @@ fn dispatch_inner(srv: &Arc<Shared>, sess: &mut Session, args: &mut Vec<Bytes>) 
             sess.handle.is_local(),
         )
     {
-        return reject(srv, sess, id, spec, errors::DEBUG_NOT_ALLOWED, "");
+        return reject(srv, sess, args, id, spec, errors::DEBUG_NOT_ALLOWED, "");
     }
     if !sess.authenticated && !allowed_unauthenticated(spec) {
-        return reject(srv, sess, id, spec, errors::NOAUTH, "");
+        return reject(srv, sess, args, id, spec, errors::NOAUTH, "");
     }
     // A `resp3_only()` test server: nothing but the handshake before `HELLO 3`.
     if !sess.resp3
         && srv.resp3_only.load(Ordering::Relaxed)
         && !matches!(spec.name, "hello" | "auth" | "quit" | "reset")
     {
-        return reject(srv, sess, id, spec, RESP3_ONLY, "");
+        return reject(srv, sess, args, id, spec, RESP3_ONLY, "");
     }
     // RESP2 subscribed mode (Redis `processCommand`): checked before MULTI queueing.
     if sess.subs.is_some() && sess.resp2_subscribed() {
         if let pubsub::Gate::Reject(msg) = pubsub::resp2_gate(spec) {
-            return reject(srv, sess, id, spec, &msg, "ERR ");
+            return reject(srv, sess, args, id, spec, &msg, "ERR ");
         }
     }
     if let Some(p) = srv.persist.get() {
@@ -360,14 +360,14 @@ fn dispatch_inner(srv: &Arc<Shared>, sess: &mut Session, args: &mut Vec<Bytes>) 
             // Redis refuses writes while its AOF cannot be written (`-MISCONF`).
             if let Some(e) = p.failure() {
                 let msg = format!("Errors writing to the AOF file: {e}");
-                return reject(srv, sess, id, spec, &msg, "MISCONF ");
+                return reject(srv, sess, args, id, spec, &msg, "MISCONF ");
             }
             sess.wrote.store(true, Ordering::Relaxed);
         }
     }
     let script = crate::script::state(srv);
     if let Some(msg) = state_refusal(srv, sess, spec, args, script) {
-        return reject(srv, sess, id, spec, msg, "");
+        return reject(srv, sess, args, id, spec, msg, "");
     }
     let now = match sess.mark {
         Some(t) => srv.clock.ms_at(t),
@@ -381,11 +381,11 @@ fn dispatch_inner(srv: &Arc<Shared>, sess: &mut Session, args: &mut Vec<Bytes>) 
     // while a script is timed out dooms the transaction it was meant for.
     if let ScriptState::TimedOut(busy) = script {
         if !spec.has_flag("allow_busy") {
-            return reject(srv, sess, id, spec, busy, "");
+            return reject(srv, sess, args, id, spec, busy, "");
         }
     }
     if monitor::refuses(sess, spec) {
-        return reject(srv, sess, id, spec, monitor::REFUSED, "ERR ");
+        return reject(srv, sess, args, id, spec, monitor::REFUSED, "ERR ");
     }
     if sess.multi.is_some() && !transactions::runs_inside_multi(spec) {
         if spec.has_flag("no_multi") {
@@ -417,7 +417,7 @@ fn dispatch_inner(srv: &Arc<Shared>, sess: &mut Session, args: &mut Vec<Bytes>) 
     } else {
         match lock(srv, sess, spec, args, now, run) {
             Ok(done) => done,
-            Err(Gave::Busy(busy)) => return reject(srv, sess, id, spec, busy, ""),
+            Err(Gave::Busy(busy)) => return reject(srv, sess, args, id, spec, busy, ""),
             Err(Gave::Served(r)) => return r,
         }
     };
@@ -594,7 +594,7 @@ pub fn off_core<R>(f: impl FnOnce() -> R) -> R {
 /// reply, and inside MULTI it dooms the transaction (`EXEC` itself answers `EXECABORT`).
 pub fn reject_injected(srv: &Arc<Shared>, sess: &mut Session, args: &[Bytes], err: &str) -> Reply {
     let reply = match registry().resolve(args) {
-        Ok((id, spec)) => reject(srv, sess, id, spec, err, ""),
+        Ok((id, spec)) => reject(srv, sess, args, id, spec, err, ""),
         Err(_) => {
             transactions::flag_abort(sess);
             Reply::error(err.to_string())
@@ -610,6 +610,7 @@ pub fn reject_injected(srv: &Arc<Shared>, sess: &mut Session, args: &[Bytes], er
 fn reject(
     srv: &Arc<Shared>,
     sess: &mut Session,
+    args: &[Bytes],
     id: usize,
     spec: &'static CommandSpec,
     msg: &str,
@@ -631,6 +632,11 @@ fn reject(
                 off_core(|| srv.ks.exclusive(sess.db, now))
             };
             transactions::forget_watches(sess, &mut access);
+        }
+        // Redis's `execCommandAbort` shows the EXEC to monitors, so they see the
+        // transaction end (its MULTI was shown; the queued commands never ran).
+        if srv.monitors.active() {
+            monitor::exec_aborted(srv, sess, args);
         }
         return Reply::error(format!("EXECABORT Transaction discarded because of: {msg}"));
     }

@@ -7,7 +7,7 @@
 //! runners), except that a script runner is shown before its script runs, and its script's
 //! `redis.call`s are shown as `[db lua]`. In a transaction, MULTI, then each queued
 //! command as EXEC runs it, then EXEC (queueing shows nothing; an aborted EXEC shows only
-//! itself). A blocked command is shown once, when it blocks, not again when it is served.
+//! itself, refused before it ran too). A blocked command is shown once, when it blocks, not again when it is served.
 
 use super::{CommandSpec, Cx, KeySpec};
 use crate::instance::monitor::Origin;
@@ -92,6 +92,15 @@ pub fn before(srv: &Shared, sess: &mut Session, spec: &CommandSpec, args: &[Byte
     }
     srv.monitors.feed(sess.db, origin(sess), args);
     sess.monitor_lua += 1;
+}
+
+/// A refused EXEC (Redis's `execCommandAbort`), while some client monitors.
+#[cold]
+#[inline(never)]
+pub fn exec_aborted(srv: &Shared, sess: &Session, args: &[Bytes]) {
+    if !sess.internal {
+        srv.monitors.feed(sess.db, origin(sess), args);
+    }
 }
 
 /// After a command ran, while some client monitors (the same call's [`before`] ran).
