@@ -360,5 +360,7 @@ fn aborted_transactions_show_multi_and_exec_only() {
         3,
         "{got:#?}"
     );
-    assert!(got.iter().any(|l| l.starts_with("-EXECABORT") && l.contains("OOM")));
+    assert!(got
+        .iter()
+        .any(|l| l.starts_with("-EXECABORT") && l.contains("OOM")));
 }

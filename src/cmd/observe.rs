@@ -167,8 +167,8 @@ pub fn commandlog_limits(srv: &Shared) -> (u64, u64) {
 /// After a command line whose reply (the bytes written for it) reached COMMANDLOG's
 /// `large-reply` threshold: an entry, when the command ran (not queued by MULTI, not
 /// refused, not blocked) and is not `skip_slowlog` (Valkey's `skip_commandlog`, which
-/// EXEC has). Valkey also logs a command inside EXEC with the size of EXEC's reply so far;
-/// here EXEC's replies are only sized once written, so those are not logged.
+/// EXEC has). The commands EXEC runs are logged by [`ExecReplySizes`]; a script's
+/// `redis.call`s never are (their replies go to the script, not the client).
 #[cold]
 #[inline(never)]
 pub fn commandlog_reply(srv: &Arc<Shared>, sess: &Session, args: &[Bytes], reply: u64) {
@@ -180,6 +180,52 @@ pub fn commandlog_reply(srv: &Arc<Shared>, sess: &Session, args: &[Bytes], reply
     }
     let max_len = config_num!(srv.config, "commandlog-large-reply-max-len").max(0);
     push(srv, &srv.large_replies, sess, args, reply, max_len as usize);
+}
+
+/// COMMANDLOG `large-reply` for the commands EXEC runs: Valkey logs each one whose
+/// reply brings EXEC's reply so far (its array header included) to the threshold, with
+/// that running size. Only kept while the threshold is on; sizes are the encoded replies.
+pub(super) struct ExecReplySizes {
+    limit: u64,
+    total: u64,
+    scratch: bytes::BytesMut,
+}
+
+impl ExecReplySizes {
+    pub(super) fn new(srv: &Shared, n: usize) -> Option<ExecReplySizes> {
+        let limit = commandlog_limits(srv).1;
+        (limit != u64::MAX).then(|| ExecReplySizes {
+            limit,
+            // `*<n>\r\n`
+            total: itoa::Buffer::new().format(n).len() as u64 + 3,
+            scratch: bytes::BytesMut::new(),
+        })
+    }
+
+    /// After one queued command (`spec` None: it did not resolve, and is not logged).
+    pub(super) fn add(
+        &mut self,
+        srv: &Arc<Shared>,
+        sess: &Session,
+        spec: Option<&CommandSpec>,
+        args: &[Bytes],
+        reply: &crate::protocol::Reply,
+    ) {
+        self.scratch.clear();
+        crate::protocol::write_reply(&mut self.scratch, reply, sess.resp3);
+        self.total += self.scratch.len() as u64;
+        if self.total >= self.limit && spec.is_some_and(|s| !s.has_flag("skip_slowlog")) {
+            let max_len = config_num!(srv.config, "commandlog-large-reply-max-len").max(0);
+            push(
+                srv,
+                &srv.large_replies,
+                sess,
+                args,
+                self.total,
+                max_len as usize,
+            );
+        }
+    }
 }
 
 /// A `large-request` entry for a command that ran as part of a command line at least that

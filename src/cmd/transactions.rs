@@ -152,12 +152,19 @@ fn exec(cx: &mut Cx) -> Reply {
     unwatch_all(cx);
     let reg = registry();
     let mut replies = Vec::with_capacity(m.queue.len());
+    let mut sizes = super::observe::ExecReplySizes::new(cx.srv, m.queue.len());
     cx.sess.in_exec = true;
     for args in m.queue {
-        let r = match reg.resolve(&args) {
-            Ok((id, spec)) => super::execute(cx.srv, cx.sess, cx.ks, id, spec, &args),
-            Err(e) => e,
+        let (r, spec) = match reg.resolve(&args) {
+            Ok((id, spec)) => (
+                super::execute(cx.srv, cx.sess, cx.ks, id, spec, &args),
+                Some(spec),
+            ),
+            Err(e) => (e, None),
         };
+        if let Some(sizes) = &mut sizes {
+            sizes.add(cx.srv, cx.sess, spec, &args, &r);
+        }
         replies.push(r);
     }
     cx.sess.in_exec = false;

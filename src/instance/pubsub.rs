@@ -150,7 +150,6 @@ fn bulk(out: &mut BytesMut, b: &[u8]) {
     out.extend_from_slice(b"\r\n");
 }
 
-
 #[derive(Default)]
 struct Outbox {
     queue: VecDeque<Push>,
