@@ -86,8 +86,8 @@ pub fn register(srv: &Arc<Shared>, sess: &mut Session, args: &[Bytes]) {
         sess.handle.clone(),
         sess.resp3,
         req.timeout_reply.clone(),
-        req.exec_us,
     );
+    waiter.exec_us.store(req.exec_us, Ordering::Relaxed);
     srv.ks.blocked_clients.fetch_add(1, Ordering::Relaxed);
     sess.handle.info.lock().blocked = true;
     sess.blocked = Some(Blocked {
@@ -165,7 +165,7 @@ pub fn serve_ready(srv: &Arc<Shared>, mut ready: Vec<(usize, Bytes)>) {
             // answers counts in the error stats like any reply.
             let run = std::mem::take(&mut sess.pending);
             if sess.block_request.is_none() {
-                let ran = w.exec_us + run.usec;
+                let ran = w.exec_us.load(Ordering::Relaxed) + run.usec;
                 super::observe::after_unblock(srv, &w.handle, id, spec, &w.args, ran);
                 let st = &srv.cmdstats[id];
                 st.usec.fetch_add(run.usec, Ordering::Relaxed);
@@ -217,7 +217,8 @@ pub fn unblock_client(srv: &Arc<Shared>, client_id: u64, error: bool) -> bool {
 /// time its attempt ran, as Redis's `updateStatsOnUnblock`.
 pub fn timed_out(srv: &Shared, w: &Waiter) {
     if let Ok((id, spec)) = registry().resolve(&w.args) {
-        super::observe::after_unblock(srv, &w.handle, id, spec, &w.args, w.exec_us);
+        let ran = w.exec_us.load(Ordering::Relaxed);
+        super::observe::after_unblock(srv, &w.handle, id, spec, &w.args, ran);
     }
 }
 

@@ -680,8 +680,10 @@ pub fn evict_after_read(srv: &Shared, me: &ClientHandle) {
 }
 
 /// Redis `evictClients`: while the normal and pub/sub clients together hold at least
-/// `maxmemory-clients`, closes the largest ones that may be evicted (not `CLIENT NO-EVICT
-/// on`), counting each in INFO `evicted_clients`.
+/// `maxmemory-clients`, closes the ones that may be evicted (not `CLIENT NO-EVICT on`) by
+/// memory bucket, largest first
+/// ([`crate::instance::clients::Eviction::order`]), counting each in INFO
+/// `evicted_clients`.
 pub fn evict_clients(srv: &Shared) {
     let limit = eviction_limit(srv);
     if limit == 0 {
@@ -707,7 +709,7 @@ pub fn evict_clients(srv: &Shared) {
         ev.warned.store(false, Ordering::Relaxed);
         return;
     }
-    candidates.sort_by_key(|c| std::cmp::Reverse(c.0));
+    ev.order(&mut candidates);
     for (used, h) in candidates {
         if total < limit {
             return;

@@ -38,7 +38,8 @@ pub struct Waiter {
     /// some commands shape replies by protocol).
     pub resp3: bool,
     /// How long the attempt that blocked ran, in µs: what its stats record at the end.
-    pub exec_us: u64,
+    /// (Set by whoever blocks it, right after [`Blocking::block`].)
+    pub exec_us: std::sync::atomic::AtomicU64,
     state: AtomicU8,
     tx: Mutex<Option<oneshot::Sender<Reply>>>,
 }
@@ -103,7 +104,6 @@ impl Blocking {
         handle: Arc<super::clients::ClientHandle>,
         resp3: bool,
         timeout_reply: Reply,
-        exec_us: u64,
     ) -> (Arc<Waiter>, oneshot::Receiver<Reply>) {
         let (tx, rx) = oneshot::channel();
         let w = Arc::new(Waiter {
@@ -115,7 +115,7 @@ impl Blocking {
             handle,
             timeout_reply,
             resp3,
-            exec_us,
+            exec_us: Default::default(),
             state: AtomicU8::new(WAITING),
             tx: Mutex::new(Some(tx)),
         });
@@ -207,7 +207,6 @@ mod tests {
             h1,
             false,
             Reply::Nil,
-            0,
         );
         let (w2, _r2) = b.block(
             0,
@@ -216,7 +215,6 @@ mod tests {
             h2,
             false,
             Reply::Nil,
-            0,
         );
         let ws = b.waiters(0, b"k");
         assert_eq!(

@@ -189,10 +189,52 @@ pub struct Eviction {
     pub last_check_us: AtomicU64,
     /// Over the limit with nothing left to evict was logged (until back under).
     pub warned: std::sync::atomic::AtomicBool,
+    /// Each evictable client's memory bucket when last seen, and when it entered it.
+    buckets: Mutex<std::collections::HashMap<u64, (usize, u64)>>,
+    entered: AtomicU64,
+}
+
+/// Redis's client memory buckets (`CLIENT_MEM_USAGE_BUCKET_MIN_LOG`/`MAX_LOG`): one per
+/// power of two from 32 KB to 8 GB, everything smaller in the first, larger in the last.
+const BUCKET_MIN_LOG: u32 = 15;
+const BUCKET_MAX_LOG: u32 = 33;
+
+/// The bucket of a client holding `mem` bytes (Redis's `getMemUsageBucket`).
+pub fn mem_bucket(mem: usize) -> usize {
+    let bits = usize::BITS - mem.leading_zeros();
+    (bits.clamp(BUCKET_MIN_LOG, BUCKET_MAX_LOG) - BUCKET_MIN_LOG) as usize
 }
 
 impl Eviction {
     pub const EVERY_US: u64 = 10_000;
+
+    /// Orders eviction candidates (memory, client) as Redis's `evictClients` visits them:
+    /// the largest bucket first and, within a bucket, the client that entered it first
+    /// (Redis appends a client to its new bucket's list). A client is seen entering a
+    /// bucket when a check finds it there and not before; clients gone are forgotten.
+    pub fn order(&self, candidates: &mut [(usize, Arc<ClientHandle>)]) {
+        let mut seen = self.buckets.lock();
+        let mut keyed: Vec<(usize, u64)> = Vec::with_capacity(candidates.len());
+        for (mem, h) in candidates.iter() {
+            let b = mem_bucket(*mem);
+            let e = seen.entry(h.id).or_insert((usize::MAX, 0));
+            if e.0 != b {
+                *e = (b, self.entered.fetch_add(1, Ordering::Relaxed));
+            }
+            keyed.push(*e);
+        }
+        if seen.len() > candidates.len() {
+            let live: std::collections::HashSet<u64> =
+                candidates.iter().map(|(_, h)| h.id).collect();
+            seen.retain(|id, _| live.contains(id));
+        }
+        drop(seen);
+        let mut idx: Vec<usize> = (0..candidates.len()).collect();
+        idx.sort_by_key(|&i| (std::cmp::Reverse(keyed[i].0), keyed[i].1));
+        let sorted: Vec<(usize, Arc<ClientHandle>)> =
+            idx.iter().map(|&i| candidates[i].clone()).collect();
+        candidates.clone_from_slice(&sorted);
+    }
 }
 
 #[derive(Default)]
@@ -251,5 +293,59 @@ impl Clients {
 
     pub fn get(&self, id: u64) -> Option<Arc<ClientHandle>> {
         self.map.lock().get(&id).cloned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_are_redis_powers_of_two() {
+        assert_eq!(mem_bucket(0), 0);
+        assert_eq!(mem_bucket(32 * 1024 - 1), 0);
+        assert_eq!(mem_bucket(32 * 1024), 1);
+        assert_eq!(mem_bucket(64 * 1024 - 1), 1);
+        assert_eq!(mem_bucket(64 * 1024), 2);
+        assert_eq!(mem_bucket(usize::MAX), 18);
+    }
+
+    #[test]
+    fn eviction_visits_larger_buckets_first_then_who_entered_first() {
+        let clients = Clients::default();
+        let addr = SocketAddr::from(([127, 0, 0, 1], 1));
+        let [a, b, c, d] = [(); 4].map(|_| clients.register(addr, addr, 0));
+        let ev = Eviction::default();
+        let ids = |v: &[(usize, Arc<ClientHandle>)]| v.iter().map(|x| x.1.id).collect::<Vec<_>>();
+        let mut v = vec![
+            (10, a.clone()),
+            (100 * 1024, b.clone()),
+            (40 * 1024, c.clone()),
+            (10, d.clone()),
+        ];
+        ev.order(&mut v);
+        assert_eq!(ids(&v), [b.id, c.id, a.id, d.id]);
+        // `a` grows into `c`'s bucket after it: still after `c`, though larger.
+        let mut v = vec![
+            (50 * 1024, a.clone()),
+            (100 * 1024, b.clone()),
+            (40 * 1024, c.clone()),
+            (10, d.clone()),
+        ];
+        ev.order(&mut v);
+        assert_eq!(ids(&v), [b.id, c.id, a.id, d.id]);
+        // `c` leaves the bucket and comes back: now it entered after `a`.
+        let mut v = vec![(50 * 1024, a.clone()), (10, c.clone())];
+        ev.order(&mut v);
+        let mut v = vec![
+            (10, d.clone()),
+            (40 * 1024, c.clone()),
+            (50 * 1024, a.clone()),
+            (100 * 1024, b.clone()),
+        ];
+        ev.order(&mut v);
+        assert_eq!(ids(&v), [b.id, a.id, c.id, d.id]);
+        ev.order(&mut [(10, d.clone())]);
+        assert_eq!(ev.buckets.lock().len(), 1, "gone clients are forgotten");
     }
 }

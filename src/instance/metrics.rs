@@ -45,7 +45,7 @@ impl Instantaneous {
                 let base = now_ms.saturating_sub(t.last_ms);
                 // A counter reset by CONFIG RESETSTAT between samples reads as 0, not a wrap.
                 let value = v.saturating_sub(t.last_value);
-                t.samples[t.idx] = if base > 0 { value * 1000 / base } else { 0 };
+                t.samples[t.idx] = (value * 1000).checked_div(base).unwrap_or(0);
                 t.idx = (t.idx + 1) % SAMPLES;
             }
             t.last_ms = now_ms;
