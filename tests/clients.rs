@@ -265,3 +265,59 @@ fn clients_over_maxmemory_clients_are_evicted_largest_first() {
     );
     assert_eq!(small.cmd("PING"), Frame::Simple("PONG".into()));
 }
+
+/// Which of two evictable clients in the same memory bucket (128 KB to 256 KB: tot-mem counts the query buffer and ~20 KB more) survive a
+/// limit that one eviction satisfies: Redis's `evictClients` takes the one that entered
+/// the bucket first (`first`, smaller), not the largest (`second`).
+fn bucket_survivors(port: u16) -> Vec<String> {
+    let mut admin = Conn::connect(port).expect("admin");
+    admin.cmd("CLIENT SETNAME control");
+    admin.cmd("CLIENT NO-EVICT on");
+    admin.cmd("CONFIG SET maxmemory-clients 0");
+    let mut held = Vec::new();
+    for (name, size) in [("first", 140_000), ("second", 200_000)] {
+        let mut w = common::Wire::connect_port(port);
+        w.send(&["CLIENT", "SETNAME", name]);
+        w.frame_bytes();
+        // A declared big argument, all but its last bytes sent: the query buffer holds it.
+        w.write(format!("*2\r\n${size}\r\n").as_bytes());
+        w.write(&vec![b'v'; size]);
+        common::wait_until("the argument read", || {
+            list_field(&mut admin, name, "tot-mem").is_some_and(|m| m >= size as u64)
+        });
+        held.push(w);
+    }
+    let list = text(admin.cmd("CLIENT LIST"));
+    let total: u64 = list
+        .lines()
+        .filter_map(|l| l.split(' ').find_map(|kv| kv.strip_prefix("tot-mem=")))
+        .map(|v| v.parse::<u64>().unwrap())
+        .sum();
+    let first = list_field(&mut admin, "first", "tot-mem").unwrap();
+    // Over the limit by less than `first` holds.
+    let limit = total - first / 2;
+    admin.cmd(&format!("CONFIG SET maxmemory-clients {limit}"));
+    // Redis frees an evicted client at once: CLIENT LIST no longer shows it.
+    let list = text(admin.cmd("CLIENT LIST"));
+    admin.cmd("CONFIG SET maxmemory-clients 0");
+    let mut names: Vec<String> = list
+        .lines()
+        .filter_map(|l| l.split(' ').find_map(|kv| kv.strip_prefix("name=")))
+        .map(str::to_string)
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn client_eviction_follows_redis_memory_buckets() {
+    let redis = common::ServerProcess::redis();
+    let server = respite::TestServer::start().expect("start");
+    let want = bucket_survivors(redis.port);
+    assert_eq!(want, ["control", "second"], "the oracle's choice");
+    assert_eq!(
+        bucket_survivors(server.port()),
+        want,
+        "respite vs redis-server"
+    );
+}

@@ -501,6 +501,11 @@ fn lines_for(cx: &Cx, clients: &[Arc<ClientHandle>], ty: Option<ClientType>) -> 
     let me = self_view(cx);
     let mut out = String::new();
     for h in clients {
+        // Evicted or killed: Redis frees such a client at once, so it is not listed
+        // (here its connection ends a moment later).
+        if h.is_killed() && h.id != cx.sess.handle.id {
+            continue;
+        }
         let info = h.info.lock().clone();
         if ty.is_some_and(|t| type_of(&info) != t) {
             continue;
