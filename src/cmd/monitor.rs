@@ -7,7 +7,8 @@
 //! runners), except that a script runner is shown before its script runs, and its script's
 //! `redis.call`s are shown as `[db lua]`. In a transaction, MULTI, then each queued
 //! command as EXEC runs it, then EXEC (queueing shows nothing; an aborted EXEC shows only
-//! itself, refused before it ran too). A blocked command is shown once, when it blocks, not again when it is served.
+//! itself, refused before it ran too). A blocked command is shown once, when it blocks,
+//! not again when it is served.
 
 use super::{CommandSpec, Cx, KeySpec};
 use crate::instance::monitor::Origin;
