@@ -321,3 +321,32 @@ fn client_eviction_follows_redis_memory_buckets() {
         "respite vs redis-server"
     );
 }
+
+/// A client watching ever more keys is evicted once its watch list takes it past
+/// `maxmemory-clients` (Redis counts the list in `multi-mem`; tests/unit/client-eviction.tcl
+/// "client evicted due to watched key list"). Returns how many WATCHes were answered.
+fn watches_until_evicted(port: u16) -> usize {
+    let mut admin = Conn::connect(port).expect("admin");
+    admin.cmd("CLIENT NO-EVICT on");
+    admin.cmd("CONFIG SET maxmemory-clients 200000");
+    let mut c = Conn::connect(port).expect("watcher");
+    let mut answered = 0;
+    for j in 0..200_000 {
+        match c.call(&[b"WATCH".to_vec(), format!("{j}").into_bytes()]) {
+            Ok(Frame::Simple(ok)) if ok == "OK" => answered += 1,
+            _ => break,
+        }
+    }
+    admin.cmd("CONFIG SET maxmemory-clients 0");
+    answered
+}
+
+#[test]
+fn watched_keys_count_toward_client_eviction() {
+    let redis = common::ServerProcess::redis();
+    let server = respite::TestServer::start().expect("start");
+    // Redis's entries are a list node and a small struct each (the key is shared).
+    assert!(watches_until_evicted(redis.port) < 10_000);
+    let ours = watches_until_evicted(server.port());
+    assert!(ours < 10_000, "{ours} watches and still connected");
+}

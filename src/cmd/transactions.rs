@@ -119,6 +119,7 @@ pub fn forget_watches(sess: &mut Session, ks: &mut Access) {
     }
     sess.watch_dirty.store(false, Ordering::Release);
     sess.handle.info.lock().watch = 0;
+    sess.handle.mem.watched.store(0, Ordering::Relaxed);
 }
 
 /// True if a watched key was modified, or has expired since it was watched.
@@ -199,6 +200,12 @@ fn watch(cx: &mut Cx) -> Reply {
         cx.sess
             .watched
             .push((db, bytes::Bytes::copy_from_slice(key), expired));
+        let entry = std::mem::size_of::<(usize, bytes::Bytes, bool)>() + key.len();
+        cx.sess
+            .handle
+            .mem
+            .watched
+            .fetch_add(entry, Ordering::Relaxed);
     }
     cx.sess.handle.info.lock().watch = cx.sess.watched.len();
     Reply::OK

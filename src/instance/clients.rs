@@ -39,6 +39,9 @@ pub struct ConnMem {
     /// commands (`multi`).
     pub multi: AtomicUsize,
     pub multi_cmds: AtomicUsize,
+    /// Bytes of the session's WATCH list (its entries and their key copies): part of
+    /// `multi-mem`, as Redis counts its watched-keys list there.
+    pub watched: AtomicUsize,
     /// Encoded replies not yet written to the socket, the write buffer's capacity, and the
     /// most it held since it was last reallocated (`rbp`).
     pub out_pending: AtomicUsize,
@@ -84,7 +87,7 @@ impl ConnMem {
         let obl = pending.min(REPLY_CHUNK);
         let rest = pending - obl;
         let omem = rest + push_bytes;
-        let (argv_mem, multi_mem) = (ld(&self.argv), ld(&self.multi));
+        let (argv_mem, multi_mem) = (ld(&self.argv), ld(&self.multi) + ld(&self.watched));
         MemView {
             qbuf,
             qbuf_free: qcap.saturating_sub(qbuf),
