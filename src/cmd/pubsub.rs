@@ -282,6 +282,11 @@ fn publish_counts(sess: &Session) {
         info.sub = s.channels.len();
         info.psub = s.patterns.len();
         info.ssub = s.shard.len();
+        drop(info);
+        // Part of the client's memory (`tot-mem`, client eviction), as in Redis.
+        let mem = &sess.handle.mem;
+        mem.pubsub
+            .store(s.mem_overhead(), std::sync::atomic::Ordering::Relaxed);
     }
 }
 

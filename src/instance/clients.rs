@@ -42,6 +42,8 @@ pub struct ConnMem {
     /// Bytes of the session's WATCH list (its entries and their key copies): part of
     /// `multi-mem`, as Redis counts its watched-keys list there.
     pub watched: AtomicUsize,
+    /// The subscription sets' overhead (`Subscriptions::mem_overhead`): in `tot-mem`.
+    pub pubsub: AtomicUsize,
     /// Encoded replies not yet written to the socket, the write buffer's capacity, and the
     /// most it held since it was last reallocated (`rbp`).
     pub out_pending: AtomicUsize,
@@ -103,6 +105,7 @@ impl ConnMem {
                 + push_bytes
                 + argv_mem
                 + multi_mem
+                + ld(&self.pubsub)
                 + CONN_OVERHEAD,
         }
     }

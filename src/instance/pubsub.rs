@@ -329,6 +329,17 @@ impl Subscriptions {
         }
     }
 
+    /// What the client's subscription sets hold besides the names (Redis's
+    /// `pubsubMemOverhead`, which also leaves the strings out): their tables' slots.
+    pub fn mem_overhead(&self) -> usize {
+        let slot = std::mem::size_of::<Bytes>() + 1;
+        [&self.channels, &self.patterns, &self.shard]
+            .iter()
+            .filter(|s| !s.is_empty())
+            .map(|s| s.capacity() * slot)
+            .sum()
+    }
+
     /// Subscribed to anything (Redis's `CLIENT_PUBSUB` flag).
     pub fn active(&self) -> bool {
         !(self.channels.is_empty() && self.patterns.is_empty() && self.shard.is_empty())
