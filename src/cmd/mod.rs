@@ -512,13 +512,13 @@ fn forgets_watches(spec: &CommandSpec) -> bool {
 /// connections (SCRIPT KILL, SHUTDOWN, BUSY replies) are still served, even with
 /// `--threads 1`. The wait ends with the script's BUSY error once it times out, unless the
 /// command is allowed then (it then runs ungated if it can, or waits for the script).
-fn lock<'k, R>(
-    srv: &'k Arc<Shared>,
+fn lock<R>(
+    srv: &Arc<Shared>,
     sess: &mut Session,
     spec: &'static CommandSpec,
     args: &[Bytes],
     now: u64,
-    run: impl FnOnce(&mut Access<'k>, &mut Session) -> R,
+    run: impl FnOnce(&mut Access<'_>, &mut Session) -> R,
 ) -> Result<R, Gave> {
     let db = sess.db;
     let attempt = |waiting: &mut dyn FnMut() -> bool| match spec.lock {
