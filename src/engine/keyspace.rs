@@ -594,6 +594,11 @@ impl<'a> Access<'a> {
     }
 
     /// The keys signalled ready so far (drained).
+    #[inline]
+    pub fn ready_is_empty(&self) -> bool {
+        self.ready.is_empty()
+    }
+
     pub fn take_ready(&mut self) -> Vec<(usize, Bytes)> {
         std::mem::take(&mut self.ready)
     }
