@@ -204,6 +204,73 @@ async fn pipeline_in_one_write_replies_in_order() {
     assert_alive(&mut r).await;
 }
 
+/// GET's reply in every context it is built in: straight into the connection's buffer
+/// (a plain command), or as a reply of its own (inside EXEC and scripts, with replies
+/// skipped, for a subscribed RESP3 client whose pushes come first), for stored bytes,
+/// integer-encoded values, a missing key and the wrong type.
+#[tokio::test]
+async fn get_replies_the_same_in_every_context() {
+    let t = Target::start();
+    let mut r = t.raw().await;
+    let (k, n, l) = (unique("get:k"), unique("get:n"), unique("get:l"));
+    let (k, n, l) = (k.as_bytes(), n.as_bytes(), l.as_bytes());
+    let big = vec![b'x'; 70_000];
+    let cmds: Vec<Vec<&[u8]>> = vec![
+        vec![b"SET", k, b"value"],
+        vec![b"SET", n, b"-12345"],
+        vec![b"RPUSH", l, b"a"],
+        vec![b"GET", k],
+        vec![b"GET", n],
+        vec![b"GET", b"get:missing:key"],
+        vec![b"GET", l],
+        vec![b"MULTI"],
+        vec![b"GET", k],
+        vec![b"GET", n],
+        vec![b"EXEC"],
+        vec![b"EVAL", b"return redis.call('GET', KEYS[1])", b"1", n],
+        vec![b"CLIENT", b"REPLY", b"SKIP"],
+        vec![b"GET", k],
+        vec![b"GET", n],
+        vec![b"SET", k, &big],
+        vec![b"GET", k],
+    ];
+    let mut want = Vec::new();
+    want.extend(OK);
+    want.extend(OK);
+    want.extend(b":1\r\n");
+    want.extend(bulk(b"value"));
+    want.extend(bulk(b"-12345"));
+    want.extend(b"$-1\r\n");
+    want.extend(&b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"[..]);
+    want.extend(OK);
+    want.extend(b"+QUEUED\r\n+QUEUED\r\n*2\r\n");
+    want.extend(bulk(b"value"));
+    want.extend(bulk(b"-12345"));
+    want.extend(bulk(b"-12345"));
+    want.extend(bulk(b"-12345"));
+    want.extend(OK);
+    want.extend(bulk(&big));
+    let req: Vec<u8> = cmds.iter().flat_map(|c| frame(c)).collect();
+    r.send(&req).await;
+    r.expect(&want).await;
+    // RESP3 and subscribed: a message published before GET runs is pushed before its reply.
+    let mut r = t.raw().await;
+    let mut req = Vec::new();
+    for c in [
+        &[&b"HELLO"[..], b"3"][..],
+        &[b"SUBSCRIBE", b"get:chan"],
+        &[b"PUBLISH", b"get:chan", b"m"],
+        &[b"GET", n],
+        &[b"QUIT"],
+    ] {
+        req.extend(frame(c));
+    }
+    r.send(&req).await;
+    let got = r.read_to_close().await;
+    let tail = b">3\r\n$7\r\nmessage\r\n$8\r\nget:chan\r\n$1\r\nm\r\n:1\r\n$6\r\n-12345\r\n+OK\r\n";
+    assert!(got.ends_with(tail), "{}", String::from_utf8_lossy(&got));
+}
+
 #[tokio::test]
 async fn pipeline_split_at_every_boundary() {
     // The same pipeline cut into pieces of every size from 1 to 13 bytes.

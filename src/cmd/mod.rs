@@ -187,16 +187,24 @@ impl Registry {
 
     /// Resolves a command line to its spec (subcommand when the command is a container).
     /// Errors are the replies Redis gives for unknown commands/subcommands.
+    #[inline]
     pub fn resolve(&self, args: &[Bytes]) -> Result<(usize, &'static CommandSpec), Reply> {
         // `config|get` names a subcommand in COMMAND INFO, never on a command line
         // (Redis issue #10070): only top-level names resolve here.
-        let found = self.lookup_top(&args[0]);
-        let Some((id, spec)) = found else {
-            return Err(errors::unknown_command(args));
-        };
-        if spec.subcommands.is_empty() || args.len() < 2 {
-            return Ok((id, spec));
+        match self.lookup_top(&args[0]) {
+            Some((id, spec)) if spec.subcommands.is_empty() || args.len() < 2 => Ok((id, spec)),
+            Some((_, spec)) => self.resolve_sub(spec, args),
+            None => Err(errors::unknown_command(args)),
         }
+    }
+
+    /// [`Registry::resolve`] of a container command's subcommand.
+    #[inline(never)]
+    fn resolve_sub(
+        &self,
+        spec: &'static CommandSpec,
+        args: &[Bytes],
+    ) -> Result<(usize, &'static CommandSpec), Reply> {
         let mut full = Vec::with_capacity(spec.name.len() + 1 + args[1].len());
         full.extend_from_slice(spec.name.as_bytes());
         full.push(b'|');
@@ -408,7 +416,9 @@ fn dispatch_inner(srv: &Arc<Shared>, sess: &mut Session, args: &mut Vec<Bytes>) 
         if sess.block_request.is_some() {
             blocking::register(srv, sess, args);
         }
-        (reply, access.take_ready())
+        // Most commands make nothing ready: no vector to move out and drop then.
+        let ready = (!access.ready_is_empty()).then(|| access.take_ready());
+        (reply, ready)
     };
     // The view drops (its changes go to the journal, locks released) before the ready
     // keys' blocked clients are served.
@@ -421,7 +431,7 @@ fn dispatch_inner(srv: &Arc<Shared>, sess: &mut Session, args: &mut Vec<Bytes>) 
             Err(Gave::Served(r)) => return r,
         }
     };
-    if !ready.is_empty() {
+    if let Some(ready) = ready {
         blocking::serve_ready(srv, ready);
     }
     reply
@@ -512,13 +522,13 @@ fn forgets_watches(spec: &CommandSpec) -> bool {
 /// connections (SCRIPT KILL, SHUTDOWN, BUSY replies) are still served, even with
 /// `--threads 1`. The wait ends with the script's BUSY error once it times out, unless the
 /// command is allowed then (it then runs ungated if it can, or waits for the script).
-fn lock<'k, R>(
-    srv: &'k Arc<Shared>,
+fn lock<R>(
+    srv: &Arc<Shared>,
     sess: &mut Session,
     spec: &'static CommandSpec,
     args: &[Bytes],
     now: u64,
-    run: impl FnOnce(&mut Access<'k>, &mut Session) -> R,
+    run: impl FnOnce(&mut Access<'_>, &mut Session) -> R,
 ) -> Result<R, Gave> {
     let db = sess.db;
     let attempt = |waiting: &mut dyn FnMut() -> bool| match spec.lock {

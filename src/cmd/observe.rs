@@ -40,11 +40,16 @@ pub(super) fn after_call(
     }
     p.lat_idx = idx;
     p.lat_n += 1;
-    if usec >= srv.observe_floor.get() {
-        slow_call(srv, sess, access, id, spec, args, usec);
-    }
-    if sess.request.0 >= sess.request.1 {
-        large_request(srv, sess, spec, args);
+    // One branch for both rare cases (`|`, not `||`: both flags are cheap to compute).
+    let slow = usec >= srv.observe_floor.get();
+    let large = sess.request.0 >= sess.request.1;
+    if slow | large {
+        if slow {
+            slow_call(srv, sess, access, id, spec, args, usec);
+        }
+        if large {
+            large_request(srv, sess, spec, args);
+        }
     }
 }
 

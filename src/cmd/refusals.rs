@@ -79,12 +79,21 @@ pub fn config_changed(srv: &Shared) {
 /// Redis `processCommand`'s memory check: evicts as the policy allows and answers whether
 /// memory is still over `maxmemory` with nothing left to evict (`EVICT_FAIL`). While
 /// `maxmemory` is 0 this is one relaxed load, as before eviction existed.
+#[inline]
 pub fn out_of_memory(srv: &Arc<Shared>) -> bool {
     let max = srv.config.num(params().maxmemory) as u64;
     if max == 0 {
         // `oom_before_command` reads maxmemory first, so the stale state is never seen.
         return false;
     }
+    over_maxmemory(srv, max)
+}
+
+/// [`out_of_memory`] with a limit set: out of line, so the check inlined into every
+/// command stays a load and a branch.
+#[cold]
+#[inline(never)]
+fn over_maxmemory(srv: &Arc<Shared>, max: u64) -> bool {
     let oom = perform_evictions(srv, max) == Outcome::Fail;
     let state = &srv.ks.stats.oom_before_command;
     if state.load(Ordering::Relaxed) != oom {

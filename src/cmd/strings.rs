@@ -355,6 +355,22 @@ fn new_value(data: &[u8]) -> Value {
 // ---- GET / SET family ----
 
 fn get(cx: &mut Cx) -> Reply {
+    // The common case: the value goes straight into the connection's replies, copied once
+    // under the shard lock (no reply of its own to allocate, copy again and free).
+    if let Some(out) = cx.sess.direct_out() {
+        return match cx.ks.get(&cx.args[1]).map(|e| as_str(&e.value)) {
+            None => Reply::Nil,
+            Some(None) => errors::wrongtype(),
+            Some(Some(StrVal::Bytes { data, .. })) => {
+                crate::protocol::put_bulk(out, data);
+                Reply::NoReply
+            }
+            Some(Some(StrVal::Int(i))) => {
+                crate::protocol::put_bulk(out, itoa::Buffer::new().format(*i).as_bytes());
+                Reply::NoReply
+            }
+        };
+    }
     match read_str(cx, &cx.args[1]) {
         Ok(v) => Reply::opt_bulk(v),
         Err(e) => e,

@@ -74,29 +74,46 @@ struct Keys {
     slots: Chunked<Slot>,
     /// Ordered (deadline, slot) index so the active sweep finds due keys without scanning.
     expires: BTreeSet<(u64, u32)>,
-    /// Travels with the table it built (SWAPDB, lazy flush).
-    hasher: RandomState,
+}
+
+/// A key's hash in every shard's index ([`key_hash`]'s seed).
+fn key_hasher() -> &'static RandomState {
+    static SEED: std::sync::OnceLock<RandomState> = std::sync::OnceLock::new();
+    SEED.get_or_init(RandomState::new)
+}
+
+/// The hash a key is indexed by, in whichever shard and database: one random seed per
+/// process (flood resistance, as Redis's seeded SipHash), shared by all shards so the
+/// keyspace can hash a command's key once for its shard choice and its lookups.
+#[inline]
+pub fn key_hash(key: &[u8]) -> u64 {
+    key_hasher().hash_one(key)
 }
 
 impl Keys {
     #[inline]
     fn hash(&self, key: &[u8]) -> u64 {
-        self.hasher.hash_one(key)
+        key_hash(key)
     }
 
     #[inline]
     fn find(&self, key: &[u8]) -> Option<usize> {
-        let h = self.hash(key);
+        self.find_hashed(key, self.hash(key))
+    }
+
+    /// [`Keys::find`] with the key's [`key_hash`] already known.
+    #[inline]
+    fn find_hashed(&self, key: &[u8], h: u64) -> Option<usize> {
         let slots = &self.slots;
         self.index
             .find(h, |&i| slots[i as usize].key.as_slice() == key)
             .map(|&i| i as usize)
     }
 
-    /// Stores `entry` under `key`, replacing (and returning) any previous entry.
-    fn insert(&mut self, key: &[u8], entry: Entry) -> Option<Entry> {
+    /// Stores `entry` under `key` (whose [`key_hash`] is `h`), replacing (and returning)
+    /// any previous entry.
+    fn insert(&mut self, key: &[u8], h: u64, entry: Entry) -> Option<Entry> {
         let new_at = entry.expire_at();
-        let h = self.hash(key);
         let slots = &self.slots;
         if let Some(&i) = self
             .index
@@ -111,9 +128,9 @@ impl Keys {
             key: Key::new(key),
             entry,
         });
-        let (slots, hasher) = (&self.slots, &self.hasher);
+        let slots = &self.slots;
         self.index
-            .insert_unique(h, i, |&j| hasher.hash_one(slots[j as usize].key.as_slice()));
+            .insert_unique(h, i, |&j| key_hash(slots[j as usize].key.as_slice()));
         if let Some(t) = new_at {
             self.expires.insert((t, i));
         }
@@ -212,7 +229,13 @@ impl Shard {
 
     #[inline]
     pub fn peek_mut(&mut self, key: &[u8]) -> Option<&mut Entry> {
-        let i = self.keys.find(key)?;
+        self.peek_mut_hashed(key, key_hash(key))
+    }
+
+    /// [`Shard::peek_mut`] of a key whose [`key_hash`] is `h`.
+    #[inline]
+    pub fn peek_mut_hashed(&mut self, key: &[u8], h: u64) -> Option<&mut Entry> {
+        let i = self.keys.find_hashed(key, h)?;
         Some(&mut self.keys.slots[i].entry)
     }
 
@@ -237,13 +260,26 @@ impl Shard {
         expire_at: Option<u64>,
         now: u64,
     ) -> Option<Entry> {
-        self.keys.insert(key, Entry::new(value, expire_at, now))
+        self.insert_hashed(key, key_hash(key), value, expire_at, now)
+    }
+
+    /// [`Shard::insert`] of a key whose [`key_hash`] is `h`.
+    #[inline]
+    pub fn insert_hashed(
+        &mut self,
+        key: &[u8],
+        h: u64,
+        value: Value,
+        expire_at: Option<u64>,
+        now: u64,
+    ) -> Option<Entry> {
+        self.keys.insert(key, h, Entry::new(value, expire_at, now))
     }
 
     /// Inserts or replaces a whole entry (value, deadline and access time kept as given:
     /// RENAME and MOVE carry an entry over); returns the previous entry.
     pub fn insert_entry(&mut self, key: &[u8], entry: Entry) -> Option<Entry> {
-        self.keys.insert(key, entry)
+        self.keys.insert(key, key_hash(key), entry)
     }
 
     pub fn remove(&mut self, key: &[u8]) -> Option<Entry> {

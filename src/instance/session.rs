@@ -2,7 +2,7 @@
 
 use super::clients::ClientHandle;
 use crate::engine::shard::WatchFlag;
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
@@ -66,14 +66,19 @@ pub struct Session {
     /// logs take only a command that ran, and EXEC's or a script's own id comes last.
     pub last_run: usize,
     /// The current command line's size as received and COMMANDLOG's `large-request`
-    /// threshold (`u64::MAX`: off), set by the connection: every command the line runs
-    /// (EXEC's and a script's included) is logged with it, as Valkey does.
+    /// threshold, set by the connection only while a line that large runs (otherwise
+    /// `(0, u64::MAX)`, which never matches): every command the line runs (EXEC's and a
+    /// script's included) is logged with it, as Valkey does.
     pub request: (u64, u64),
     /// In MONITOR mode: the lines fed to this client wait here for its connection.
     pub monitor: Option<Arc<super::monitor::Monitor>>,
     /// Scripts running in this session as monitors saw them start: while non-zero, the
     /// commands it runs are the script's (`[db lua]` in MONITOR).
     pub monitor_lua: u32,
+    /// A connection's encoded replies not yet written (the connection's, with `conn_out`
+    /// set; unused otherwise).
+    pub out: BytesMut,
+    pub conn_out: bool,
 }
 
 /// Per-connection command counters, flushed to `Shared` when the command changes or the
@@ -119,6 +124,23 @@ impl Session {
         !self.resp3 && self.subs.as_ref().is_some_and(|s| s.active())
     }
 
+    /// Where a handler may encode its reply itself, returning [`Reply::NoReply`]
+    /// (GET copies its value there once, under the shard lock, instead of into a reply of
+    /// its own): the connection's output buffer, for a command the connection runs itself
+    /// (not one of EXEC's or a script's, whose replies are collected), with replies on and
+    /// nothing to come before the reply (no Pub/Sub pushes, no MONITOR feed).
+    ///
+    /// [`Reply::NoReply`]: crate::protocol::Reply::NoReply
+    #[inline]
+    pub fn direct_out(&mut self) -> Option<&mut BytesMut> {
+        let direct = self.conn_out
+            && !self.in_exec
+            && self.reply_mode == ReplyMode::On
+            && self.subs.is_none()
+            && self.monitor.is_none();
+        direct.then_some(&mut self.out)
+    }
+
     pub fn new(handle: Arc<ClientHandle>, authenticated: bool) -> Session {
         Session {
             id: handle.id,
@@ -145,6 +167,8 @@ impl Session {
             request: (0, u64::MAX),
             monitor: None,
             monitor_lua: 0,
+            out: BytesMut::new(),
+            conn_out: false,
         }
     }
 }

@@ -7,4 +7,4 @@ pub mod write;
 
 pub use parse::{parse_command, Limits, Next, ParseError, Parsed, Parser};
 pub use reply::Reply;
-pub use write::write_reply;
+pub use write::{put_bulk, write_reply};

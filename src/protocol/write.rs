@@ -14,7 +14,7 @@ fn put_int_line(out: &mut BytesMut, prefix: u8, n: i64) {
 }
 
 /// `$<len>\r\n<bytes>\r\n`, with one capacity check for the whole of it.
-fn put_bulk(out: &mut BytesMut, b: &[u8]) {
+pub fn put_bulk(out: &mut BytesMut, b: &[u8]) {
     let mut buf = itoa::Buffer::new();
     let len = buf.format(b.len()).as_bytes();
     out.reserve(len.len() + b.len() + 5);

@@ -53,11 +53,18 @@ pub enum ScriptState {
     TimedOut(&'static str),
 }
 
-/// The running script's state (one atomic load when no script runs in the process).
+/// The running script's state (one atomic load, inlined, when no script runs in the
+/// process).
+#[inline]
 pub fn state(srv: &std::sync::Arc<crate::instance::state::Shared>) -> ScriptState {
     if engine::RUNNING.load(std::sync::atomic::Ordering::Acquire) == 0 {
         return ScriptState::Idle;
     }
+    running_state(srv)
+}
+
+#[inline(never)]
+fn running_state(srv: &std::sync::Arc<crate::instance::state::Shared>) -> ScriptState {
     let s = scripts(srv);
     let Some(ran) = s.running_for_ms() else {
         return ScriptState::Idle;

@@ -120,7 +120,6 @@ type Kill<'a, 'b> = std::pin::Pin<&'a mut tokio::sync::futures::Notified<'b>>;
 /// (a subscriber over its output buffer limit, CLIENT KILL) stops waiting at once.
 async fn flush(
     stream: &mut TcpStream,
-    out: &mut BytesMut,
     srv: &Shared,
     sess: &mut Session,
     kill: Kill<'_, '_>,
@@ -130,6 +129,7 @@ async fn flush(
     if sess.wrote.swap(false, Ordering::Relaxed) {
         wait_durable(srv).await?;
     }
+    let out = &mut sess.out;
     if !out.is_empty() {
         // One `writeToClient` in Redis's terms (`total_writes_processed`).
         Stats::bump(&srv.stats.writes_processed, 1);
@@ -220,18 +220,18 @@ async fn wait_durable(srv: &Shared) -> std::io::Result<()> {
 }
 
 /// Appends the messages and confirmations queued for a subscribed session.
-fn take_pushes(sess: &Session, scratch: &mut VecDeque<Push>, out: &mut BytesMut) {
+fn take_pushes(sess: &mut Session, scratch: &mut VecDeque<Push>) {
     if let Some(s) = &sess.subs {
-        s.sub.drain_encode(scratch, out, sess.resp3);
+        s.sub.drain_encode(scratch, &mut sess.out, sess.resp3);
     }
 }
 
 /// Appends the MONITOR lines fed to a monitoring session (after the reply of the command
 /// that just ran: Redis feeds monitors once a command has replied).
 #[inline]
-fn take_monitor(sess: &Session, out: &mut BytesMut) {
+fn take_monitor(sess: &mut Session) {
     if let Some(m) = &sess.monitor {
-        m.drain(out);
+        m.drain(&mut sess.out);
     }
 }
 
@@ -342,7 +342,6 @@ async fn wait_for_pause(
 async fn test_faults(
     srv: &Shared,
     stream: &mut TcpStream,
-    out: &mut BytesMut,
     sess: &mut Session,
     mut kill: Kill<'_, '_>,
     args: &[Bytes],
@@ -357,7 +356,7 @@ async fn test_faults(
     }
     if armed & (faults::PAUSE | faults::DELAY) != 0 && !faults::is_admin(args) {
         // Replies already computed go out; this one waits.
-        flush(stream, out, srv, sess, kill.as_mut()).await?;
+        flush(stream, srv, sess, kill.as_mut()).await?;
         let hold = async {
             srv.faults.wait_unpaused(args).await;
             let d = srv.faults.current_delay();
@@ -541,7 +540,10 @@ fn over_query_limit(
 
 async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> std::io::Result<()> {
     let mut inbuf = BytesMut::with_capacity(READ_CHUNK);
-    let mut out = BytesMut::with_capacity(READ_CHUNK);
+    // The replies of a read batch: the session's, so a handler may encode its reply there
+    // itself (see `Session::direct_out`).
+    sess.out = BytesMut::with_capacity(READ_CHUNK);
+    sess.conn_out = true;
     let mut parser = Parser::default();
     // Every command's arguments, in one vector reused from command to command.
     let mut args: Vec<Bytes> = Vec::new();
@@ -553,7 +555,10 @@ async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> s
     let mut scratch: VecDeque<Push> = VecDeque::new();
     // The MULTI queue last reported (see `report_multi`).
     let mut multi_mem = (0usize, 0usize, 0usize);
-    handle.mem.out_cap.store(out.capacity(), Ordering::Relaxed);
+    handle
+        .mem
+        .out_cap
+        .store(sess.out.capacity(), Ordering::Relaxed);
     report_input(&handle, &inbuf);
     // Query buffer resizing (see `idle_shrink` and `busy_shrink`): released while idle
     // (`parked`), the most it held since the last check, and when that was. One timer per
@@ -620,12 +625,12 @@ async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> s
         let n = match wake {
             Wake::Read(n) => n,
             Wake::Pushed => {
-                take_pushes(sess, &mut scratch, &mut out);
+                take_pushes(sess, &mut scratch);
                 if sess.monitor.is_some() {
                     srv.monitors.refresh_limits(&srv.config);
-                    take_monitor(sess, &mut out);
+                    take_monitor(sess);
                 }
-                flush(stream, &mut out, srv, sess, kill.as_mut()).await?;
+                flush(stream, srv, sess, kill.as_mut()).await?;
                 continue;
             }
             Wake::Idle => {
@@ -693,11 +698,10 @@ async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> s
                     let armed = srv.faults.armed();
                     if armed != 0 {
                         if let Some(err) =
-                            test_faults(srv, stream, &mut out, sess, kill.as_mut(), &args, armed)
-                                .await?
+                            test_faults(srv, stream, sess, kill.as_mut(), &args, armed).await?
                         {
                             let reply = cmd::reject_injected(srv, sess, &args, &err);
-                            write_reply(&mut out, &reply, sess.resp3);
+                            write_reply(&mut sess.out, &reply, sess.resp3);
                             sess.mark = Some(crate::clock::Instant::now());
                             continue;
                         }
@@ -711,7 +715,7 @@ async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> s
                             .current(crate::clock::Clock::system().now_ms())
                             .is_some()
                     {
-                        flush(stream, &mut out, srv, sess, kill.as_mut()).await?;
+                        flush(stream, srv, sess, kill.as_mut()).await?;
                         // As in Redis, a postponed client shows its command and flag `b`.
                         if let Ok((id, _)) = cmd::registry().resolve(&args) {
                             handle.last_cmd.store(id, Ordering::Relaxed);
@@ -723,18 +727,31 @@ async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> s
                         sess.mark = Some(crate::clock::Instant::now());
                     }
                     sess.last_run = usize::MAX;
-                    sess.request = (request, size_limits.0);
+                    // Only a line at COMMANDLOG's `large-request` size is noted in the
+                    // session (its default never matches), and only while it runs.
+                    let large = request >= size_limits.0;
+                    if large {
+                        sess.request = (request, size_limits.0);
+                    }
+                    let mut written = sess.out.len();
                     let reply = cmd::dispatch_in(srv, sess, &mut args);
+                    if large {
+                        sess.request = (0, u64::MAX);
+                    }
                     // Pushes queued so far (including this command's own confirmations or
                     // its self-published messages) precede its reply, as in Redis.
-                    take_pushes(sess, &mut scratch, &mut out);
-                    let written = out.len();
-                    write_reply(&mut out, &reply, sess.resp3);
-                    let reply_len = (out.len() - written) as u64;
+                    take_pushes(sess, &mut scratch);
+                    // A reply the handler encoded itself is already there (only when no
+                    // pushes can be queued: `direct_out`), and counts as this line's.
+                    if sess.subs.is_some() {
+                        written = sess.out.len();
+                    }
+                    write_reply(&mut sess.out, &reply, sess.resp3);
+                    let reply_len = (sess.out.len() - written) as u64;
                     if reply_len >= size_limits.1 {
                         cmd::commandlog_reply(srv, sess, &args, reply_len);
                     }
-                    take_monitor(sess, &mut out);
+                    take_monitor(sess);
                     // The arguments go now (they hold the read buffer); the vector stays.
                     args.clear();
                     if args.capacity() > KEEP_ARGS {
@@ -749,7 +766,7 @@ async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> s
                         handle.info.lock().block_timeout = blocked.b.deadline.is_some();
                         report_input(&handle, &inbuf);
                         // Replies so far go out now; this client waits, others don't.
-                        flush(stream, &mut out, srv, sess, kill.as_mut()).await?;
+                        flush(stream, srv, sess, kill.as_mut()).await?;
                         let r =
                             wait_blocked(srv, stream, &mut inbuf, &mut blocked.b, kill.as_mut())
                                 .await;
@@ -761,18 +778,18 @@ async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> s
                                 // before the hand-over): under `appendfsync always` the
                                 // reply waits for its commit like any write's.
                                 sess.wrote.store(true, Ordering::Relaxed);
-                                write_reply(&mut out, &reply, sess.resp3)
+                                write_reply(&mut sess.out, &reply, sess.resp3)
                             }
                             None => return Ok(()),
                         }
                         sess.mark = Some(crate::clock::Instant::now());
                     }
                     if sess.close_after_reply {
-                        flush(stream, &mut out, srv, sess, kill.as_mut()).await?;
+                        flush(stream, srv, sess, kill.as_mut()).await?;
                         return Ok(());
                     }
-                    if out.len() > KEEP_BUF {
-                        flush(stream, &mut out, srv, sess, kill.as_mut()).await?;
+                    if sess.out.len() > KEEP_BUF {
+                        flush(stream, srv, sess, kill.as_mut()).await?;
                         sess.mark = Some(crate::clock::Instant::now());
                     }
                 }
@@ -792,15 +809,15 @@ async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> s
                 }
                 Err(e) => {
                     srv.stats.error_replies.fetch_add(1, Ordering::Relaxed);
-                    out.extend_from_slice(&e.reply_line());
-                    flush(stream, &mut out, srv, sess, kill.as_mut()).await?;
+                    sess.out.extend_from_slice(&e.reply_line());
+                    flush(stream, srv, sess, kill.as_mut()).await?;
                     return Ok(());
                 }
             }
         }
         sess.mark = None;
         report_multi(sess, &mut multi_mem);
-        flush(stream, &mut out, srv, sess, kill.as_mut()).await?;
+        flush(stream, srv, sess, kill.as_mut()).await?;
         if inbuf.is_empty() && inbuf.capacity() > KEEP_BUF {
             inbuf = BytesMut::with_capacity(READ_CHUNK);
         } else if inbuf.is_empty() && inbuf.capacity() < READ_CHUNK {

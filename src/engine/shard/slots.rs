@@ -49,6 +49,7 @@ impl<T> Chunked<T> {
         self.chunks.get(c)?.get(j)
     }
 
+    #[inline]
     pub fn push(&mut self, v: T) {
         let c = self.len / Self::CHUNK;
         if c == self.chunks.len() {
