@@ -388,8 +388,8 @@ impl Keyspace {
                     return (total, ready);
                 };
                 let mut sh = self.dbs[db][s].lock();
-                let gone = sh.sweep_noting(now, per_shard, |k, v| {
-                    if blocked && v.is_stream() {
+                let gone = sh.sweep_noting(now, per_shard, |k, e| {
+                    if blocked && e.value.is_stream() {
                         ready.push((db, Bytes::copy_from_slice(k)));
                     }
                 });
