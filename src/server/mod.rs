@@ -81,6 +81,7 @@ pub fn start_with(
         tokio::spawn(accept_loop(shared.clone(), l));
     }
     tokio::spawn(active_expiry(shared.clone()));
+    tokio::spawn(eviction_timer(shared.clone()));
     Ok(Running { shared, addrs })
 }
 
@@ -146,6 +147,23 @@ async fn accept_loop(srv: Arc<Shared>, listener: TcpListener) {
         };
         let _ = stream.set_nodelay(true);
         tokio::spawn(conn::serve(srv.clone(), stream, peer));
+    }
+}
+
+/// Redis's `evictionTimeProc`: started when a command's eviction ran out of its time budget
+/// still over `maxmemory`, it evicts a budget's worth per turn, letting the connections run
+/// in between, until memory is under the limit or nothing is left to evict.
+async fn eviction_timer(srv: Arc<Shared>) {
+    use crate::cmd::refusals::{eviction_cycle, Cycle};
+    loop {
+        srv.ks.eviction_timer.started().await;
+        loop {
+            match eviction_cycle(&srv) {
+                Cycle::Again => tokio::task::yield_now().await,
+                Cycle::Later => tokio::time::sleep(Duration::from_millis(1)).await,
+                Cycle::Done => break,
+            }
+        }
     }
 }
 
