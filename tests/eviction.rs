@@ -604,6 +604,8 @@ fn memory_stats_and_doctor_match_redis() {
 /// after each command must be redis-server's. Each case: setup lines, then the command.
 #[test]
 fn each_command_counts_one_access_per_key_as_redis() {
+    // Builds commands in this process: the in-process tests' counter must not see them.
+    let _s = serial();
     const CASES: &[(&[&str], &str, &[&str])] = &[
         (&["SET s hello"], "APPEND s world", &["s"]),
         (&["SET s hello"], "SETRANGE s 2 XY", &["s"]),
@@ -741,6 +743,8 @@ fn each_command_counts_one_access_per_key_as_redis() {
 /// memory back, and INFO must not count a buffer of its own, or this fails.
 #[test]
 fn one_byte_values_stay_within_4k_of_the_limit_as_in_redis() {
+    // Builds commands in this process: the in-process tests' counter must not see them.
+    let _s = serial();
     let run = |p: &ServerProcess, policy: &str, mixed: bool| {
         let mut c = p.conn();
         c.cmd("CONFIG SET maxmemory 0");
@@ -800,6 +804,8 @@ fn one_byte_values_stay_within_4k_of_the_limit_as_in_redis() {
 /// (one `lazyfreed_objects`), as redis-server does; with the setting off, in place (none).
 #[test]
 fn lazy_expire_frees_big_expired_values_off_the_command_path_as_redis() {
+    // Builds commands in this process: the in-process tests' counter must not see them.
+    let _s = serial();
     let [r, o] = both();
     for p in [&r, &o] {
         let mut c = p.conn();
@@ -828,6 +834,8 @@ fn lazy_expire_frees_big_expired_values_off_the_command_path_as_redis() {
 /// (evicted keys / 16) commands were sent: without the timer it could not.
 #[test]
 fn the_eviction_timer_carries_on_between_commands() {
+    // Builds commands in this process: the in-process tests' counter must not see them.
+    let _s = serial();
     let p = ServerProcess::respite(&[]);
     let mut c = p.conn();
     assert!(fill(&mut c, "k", 0..20_000, |_| None).is_empty());
@@ -848,4 +856,33 @@ fn the_eviction_timer_carries_on_between_commands() {
         "{evicted} keys evicted over {sent} commands"
     );
     assert_eq!(c.cmd("PING"), Frame::Simple("PONG".into()));
+}
+
+/// `mem_clients_normal` is what the connections hold: a client queueing a 200 KB SET in
+/// MULTI raises it by at least that, as in redis-server; and CONFIG RESETSTAT leaves
+/// `used_memory_peak` alone (Redis 7.2 `resetServerStats` does not touch the peak).
+#[test]
+fn clients_memory_and_peak_after_resetstat_as_redis() {
+    // Builds commands in this process: the in-process tests' counter must not see them.
+    let _s = serial();
+    let [r, o] = both();
+    for p in [&r, &o] {
+        let mut a = p.conn();
+        let mem = |c: &mut Conn, f: &str| conn_info_int(c, "memory", f);
+        let before = mem(&mut a, "mem_clients_normal");
+        let mut b = p.conn();
+        assert_eq!(b.cmd("MULTI"), ok());
+        let set = [b"SET".to_vec(), b"k".to_vec(), vec![b'v'; 200_000]];
+        assert_eq!(
+            b.call(&set).expect("queued"),
+            Frame::Simple("QUEUED".into())
+        );
+        common::wait_until("the queue counted", || {
+            mem(&mut a, "mem_clients_normal") >= before + 200_000
+        });
+        assert_eq!(b.cmd("DISCARD"), ok());
+        let peak = mem(&mut a, "used_memory_peak");
+        assert_eq!(a.cmd("CONFIG RESETSTAT"), ok());
+        assert!(mem(&mut a, "used_memory_peak") >= peak);
+    }
 }
