@@ -598,3 +598,291 @@ fn memory_stats_and_doctor_match_redis() {
     );
     assert!(e.starts_with("Hi Sam, "), "{e}");
 }
+
+/// Every command counts one access per key it looks up (Redis `lookupKey`), never two:
+/// under `lfu-log-factor 0` each access adds exactly one to OBJECT FREQ, so the counter
+/// after each command must be redis-server's. Each case: setup lines, then the command.
+#[test]
+fn each_command_counts_one_access_per_key_as_redis() {
+    // Builds commands in this process: the in-process tests' counter must not see them.
+    let _s = serial();
+    const CASES: &[(&[&str], &str, &[&str])] = &[
+        (&["SET s hello"], "APPEND s world", &["s"]),
+        (&["SET s hello"], "SETRANGE s 2 XY", &["s"]),
+        (&["SET s hello"], "GETRANGE s 0 2", &["s"]),
+        (&["SET s hello"], "STRLEN s", &["s"]),
+        (&["SET s hello"], "GET s", &["s"]),
+        (&["SET s hello"], "GETEX s PERSIST", &["s"]),
+        (&["SET s hello"], "GETSET s bye", &["s"]),
+        (&["SET s hello"], "SET s bye GET", &["s"]),
+        (&["SET s hello"], "SET s bye XX", &["s"]),
+        (&["SET s hello"], "SET s bye NX", &["s"]),
+        (&["SET s hello"], "SETNX s bye", &["s"]),
+        (&["SET s hello"], "MGET s s", &["s"]),
+        // Past Redis's shared integers (below 10000), whose counters all keys share.
+        (&["SET n 100000"], "INCR n", &["n"]),
+        (&["SET n 100000"], "DECRBY n 3", &["n"]),
+        (&["SET n 100000"], "INCRBYFLOAT n 1.5", &["n"]),
+        (&[], "XADD x 1-1 f v", &["x"]),
+        (&["RPUSH l a"], "RPOPLPUSH l m", &["l", "m"]),
+        (&["SET s hello"], "SETBIT s 3 1", &["s"]),
+        (&["SET s hello"], "GETBIT s 3", &["s"]),
+        (&["SET s hello"], "BITCOUNT s", &["s"]),
+        (&["SET s hello"], "BITPOS s 1", &["s"]),
+        (
+            &["SET s hello"],
+            "BITFIELD s GET u8 0 INCRBY u8 8 1",
+            &["s"],
+        ),
+        (&["SET a x", "SET b y"], "BITOP OR d a b", &["a", "b", "d"]),
+        (&["PFADD h a b"], "PFADD h c", &["h"]),
+        (&["PFADD h a b"], "PFCOUNT h", &["h"]),
+        (&["RPUSH l a b c"], "RPUSH l d", &["l"]),
+        (&["RPUSH l a b c"], "LPOP l", &["l"]),
+        (&["RPUSH l a b c"], "LRANGE l 0 -1", &["l"]),
+        (&["RPUSH l a b c"], "LINDEX l 1", &["l"]),
+        (&["RPUSH l a b c"], "LLEN l", &["l"]),
+        (&["RPUSH l a b c"], "LSET l 0 z", &["l"]),
+        (&["RPUSH l a b c"], "LINSERT l BEFORE b q", &["l"]),
+        (&["RPUSH l a b c"], "LREM l 0 b", &["l"]),
+        (&["RPUSH l a b c"], "LTRIM l 0 1", &["l"]),
+        (&["RPUSH l a b c"], "LPOS l c", &["l"]),
+        (
+            &["RPUSH l a b c", "RPUSH m x"],
+            "LMOVE l m LEFT RIGHT",
+            &["l", "m"],
+        ),
+        (&["RPUSH l a b c"], "RPOPLPUSH l l", &["l"]),
+        (&["HSET h f v g w"], "HSET h f z", &["h"]),
+        (&["HSET h f v g w"], "HGET h f", &["h"]),
+        (&["HSET h f v g w"], "HGETALL h", &["h"]),
+        (&["HSET h f v g w"], "HDEL h f", &["h"]),
+        (&["HSET h f 1"], "HINCRBY h f 2", &["h"]),
+        (&["HSET h f 1"], "HINCRBYFLOAT h f 2.5", &["h"]),
+        (&["HSET h f v"], "HEXISTS h f", &["h"]),
+        (&["HSET h f v"], "HLEN h", &["h"]),
+        (&["HSET h f v"], "HMGET h f g", &["h"]),
+        (&["HSET h f v"], "HSETNX h f z", &["h"]),
+        (&["HSET h f v"], "HSTRLEN h f", &["h"]),
+        (&["HSET h f v"], "HKEYS h", &["h"]),
+        (&["SADD t a b"], "SADD t c", &["t"]),
+        (&["SADD t a b"], "SREM t a", &["t"]),
+        (&["SADD t a b"], "SISMEMBER t a", &["t"]),
+        (&["SADD t a b"], "SMISMEMBER t a z", &["t"]),
+        (&["SADD t a"], "SMEMBERS t", &["t"]),
+        (&["SADD t a b"], "SCARD t", &["t"]),
+        (&["SADD t a"], "SPOP t", &["t"]),
+        (&["SADD t a"], "SRANDMEMBER t", &["t"]),
+        (&["SADD t a b", "SADD u b"], "SINTER t u", &["t", "u"]),
+        (
+            &["SADD t a b", "SADD u b"],
+            "SUNIONSTORE d t u",
+            &["t", "u", "d"],
+        ),
+        (&["SADD t a b", "SADD u b"], "SMOVE t u a", &["t", "u"]),
+        (&["ZADD z 1 a 2 b"], "ZADD z 3 c", &["z"]),
+        (&["ZADD z 1 a 2 b"], "ZINCRBY z 1 a", &["z"]),
+        (&["ZADD z 1 a 2 b"], "ZSCORE z a", &["z"]),
+        (&["ZADD z 1 a 2 b"], "ZMSCORE z a b", &["z"]),
+        (&["ZADD z 1 a 2 b"], "ZRANGE z 0 -1", &["z"]),
+        (&["ZADD z 1 a 2 b"], "ZRANK z b", &["z"]),
+        (&["ZADD z 1 a 2 b"], "ZREM z a", &["z"]),
+        (&["ZADD z 1 a 2 b"], "ZCARD z", &["z"]),
+        (&["ZADD z 1 a 2 b"], "ZCOUNT z 0 5", &["z"]),
+        (&["ZADD z 1 a 2 b"], "ZPOPMIN z", &["z"]),
+        (&["ZADD z 1 a 2 b"], "ZRANGEBYSCORE z 0 5", &["z"]),
+        (
+            &["ZADD z 1 a 2 b", "ZADD y 1 a"],
+            "ZUNIONSTORE d 2 z y",
+            &["z", "y", "d"],
+        ),
+        (&["SET s v"], "EXPIRE s 100", &["s"]),
+        (&["SET s v EX 100"], "PERSIST s", &["s"]),
+        (&["SET s v"], "TTL s", &["s"]),
+        (&["SET s v"], "TYPE s", &["s"]),
+        (&["SET s v"], "EXISTS s s", &["s"]),
+        (&["SET s v"], "TOUCH s", &["s"]),
+        (&["SET s v"], "DUMP s", &["s"]),
+        (&["SET s v"], "COPY s d", &["s", "d"]),
+        (&["SET s v"], "RENAME s d", &["d"]),
+        (&["RPUSH l 3 1 2"], "SORT l", &["l"]),
+        (&["XADD x 1-1 f v"], "XADD x 2-1 f v", &["x"]),
+        (&["XADD x 1-1 f v"], "XLEN x", &["x"]),
+        (&["XADD x 1-1 f v"], "XRANGE x - +", &["x"]),
+    ];
+    let [r, o] = both();
+    let (mut a, mut b) = (r.conn(), o.conn());
+    for c in [&mut a, &mut b] {
+        c.cmd("CONFIG SET maxmemory-policy allkeys-lfu");
+        c.cmd("CONFIG SET lfu-log-factor 0");
+    }
+    let mut differ = Vec::new();
+    for (setup, command, keys) in CASES {
+        for c in [&mut a, &mut b] {
+            c.cmd("FLUSHALL");
+            for line in *setup {
+                c.cmd(line);
+            }
+        }
+        assert_eq!(a.cmd(command), b.cmd(command), "{command}");
+        for k in *keys {
+            let line = format!("OBJECT FREQ {k}");
+            let (x, y) = (a.cmd(&line), b.cmd(&line));
+            if x != y {
+                differ.push(format!("{command}: {k} {x} vs {y}"));
+            }
+        }
+    }
+    assert!(differ.is_empty(), "{differ:#?}");
+}
+
+/// Redis's own maxmemory.tcl scenarios with one-byte values, run against a respite process
+/// (its own counter, no test thread in it) and redis-server alike: filled to within 4 KiB
+/// of a limit 100 KiB above the start, as many keys again stay under the limit plus 4 KiB;
+/// a volatile policy evicts only keys with a TTL. A removed small key must give its slot
+/// memory back, and INFO must not count a buffer of its own, or this fails.
+#[test]
+fn one_byte_values_stay_within_4k_of_the_limit_as_in_redis() {
+    // Builds commands in this process: the in-process tests' counter must not see them.
+    let _s = serial();
+    let run = |p: &ServerProcess, policy: &str, mixed: bool| {
+        let mut c = p.conn();
+        c.cmd("CONFIG SET maxmemory 0");
+        c.cmd("FLUSHALL");
+        let limit = used(&mut c) + 100 * 1024;
+        c.cmd(&format!("CONFIG SET maxmemory {limit}"));
+        c.cmd(&format!("CONFIG SET maxmemory-policy {policy}"));
+        let mut n = 0;
+        loop {
+            let line = if mixed && n % 2 == 0 {
+                format!("SET key:{n} x")
+            } else {
+                format!("SETEX key:{n} 10000 x")
+            };
+            c.cmd(&line);
+            if used(&mut c) + 4096 > limit {
+                break;
+            }
+            n += 1;
+        }
+        assert!(n > 10, "{policy}: {n} keys filled the budget");
+        for j in 0..n {
+            // Refusals are allowed (a volatile policy may run out of TTL keys).
+            c.cmd(&format!("SETEX foo:{j} 10000 x"));
+        }
+        let now = used(&mut c);
+        assert!(now < limit + 4096, "{policy}: used {now}, limit {limit}");
+        if mixed {
+            for j in (0..n).step_by(2) {
+                assert_eq!(c.cmd(&format!("EXISTS key:{j}")), Frame::Int(1), "{policy}");
+            }
+        }
+        c.cmd("CONFIG SET maxmemory 0");
+    };
+    let [r, o] = both();
+    for p in [&r, &o] {
+        for policy in [
+            "allkeys-random",
+            "allkeys-lru",
+            "allkeys-lfu",
+            "volatile-ttl",
+        ] {
+            run(p, policy, false);
+        }
+        for policy in [
+            "volatile-lru",
+            "volatile-lfu",
+            "volatile-random",
+            "volatile-ttl",
+        ] {
+            run(p, policy, true);
+        }
+    }
+}
+
+/// `lazyfree-lazy-expire`: a big value whose key expires is freed on the lazyfree thread
+/// (one `lazyfreed_objects`), as redis-server does; with the setting off, in place (none).
+#[test]
+fn lazy_expire_frees_big_expired_values_off_the_command_path_as_redis() {
+    // Builds commands in this process: the in-process tests' counter must not see them.
+    let _s = serial();
+    let [r, o] = both();
+    for p in [&r, &o] {
+        let mut c = p.conn();
+        let freed = |c: &mut Conn| conn_info_int(c, "memory", "lazyfreed_objects");
+        for (lazy, want) in [("no", 0), ("yes", 1)] {
+            c.cmd(&format!("CONFIG SET lazyfree-lazy-expire {lazy}"));
+            c.cmd("CONFIG RESETSTAT");
+            // 200 string members: a hash table (past the listpack limit) worth 200 frees.
+            let mut sadd = vec![b"SADD".to_vec(), b"big".to_vec()];
+            sadd.extend((0..200).map(|i| format!("member:{i}").into_bytes()));
+            assert_eq!(c.call(&sadd).expect("sadd"), Frame::Int(200));
+            c.cmd("PEXPIRE big 1");
+            // Reached lazily (this access) or by the active sweep: the same free either way.
+            common::wait_until("big expired", || c.cmd("EXISTS big") == Frame::Int(0));
+            if want > 0 {
+                common::wait_until("lazily freed", || freed(&mut c) == want);
+            }
+            assert_eq!(freed(&mut c), want, "lazyfree-lazy-expire {lazy}");
+        }
+    }
+}
+
+/// Redis's `evictionTimeProc`: with `maxmemory-eviction-tenacity 0` a command evicts at
+/// most one batch of 16 keys before its budget is spent; the rest is evicted between
+/// commands by the eviction timer. So memory comes under the limit while far fewer than
+/// (evicted keys / 16) commands were sent: without the timer it could not.
+#[test]
+fn the_eviction_timer_carries_on_between_commands() {
+    // Builds commands in this process: the in-process tests' counter must not see them.
+    let _s = serial();
+    let p = ServerProcess::respite(&[]);
+    let mut c = p.conn();
+    assert!(fill(&mut c, "k", 0..20_000, |_| None).is_empty());
+    c.cmd("CONFIG SET maxmemory-policy allkeys-random");
+    c.cmd("CONFIG SET maxmemory-eviction-tenacity 0");
+    let half = used(&mut c) / 2;
+    c.cmd(&format!("CONFIG SET maxmemory {half}"));
+    // Commands sent from here on, each allowed one batch of 16 by the command path.
+    let mut sent = 0;
+    common::wait_until("used_memory <= maxmemory", || {
+        sent += 1;
+        used(&mut c) <= half
+    });
+    sent += 1;
+    let evicted = conn_info_int(&mut c, "stats", "evicted_keys");
+    assert!(
+        evicted > 16 * (sent + 1),
+        "{evicted} keys evicted over {sent} commands"
+    );
+    assert_eq!(c.cmd("PING"), Frame::Simple("PONG".into()));
+}
+
+/// `mem_clients_normal` is what the connections hold: a client queueing a 200 KB SET in
+/// MULTI raises it by at least that, as in redis-server; and CONFIG RESETSTAT leaves
+/// `used_memory_peak` alone (Redis 7.2 `resetServerStats` does not touch the peak).
+#[test]
+fn clients_memory_and_peak_after_resetstat_as_redis() {
+    // Builds commands in this process: the in-process tests' counter must not see them.
+    let _s = serial();
+    let [r, o] = both();
+    for p in [&r, &o] {
+        let mut a = p.conn();
+        let mem = |c: &mut Conn, f: &str| conn_info_int(c, "memory", f);
+        let before = mem(&mut a, "mem_clients_normal");
+        let mut b = p.conn();
+        assert_eq!(b.cmd("MULTI"), ok());
+        let set = [b"SET".to_vec(), b"k".to_vec(), vec![b'v'; 200_000]];
+        assert_eq!(
+            b.call(&set).expect("queued"),
+            Frame::Simple("QUEUED".into())
+        );
+        common::wait_until("the queue counted", || {
+            mem(&mut a, "mem_clients_normal") >= before + 200_000
+        });
+        assert_eq!(b.cmd("DISCARD"), ok());
+        let peak = mem(&mut a, "used_memory_peak");
+        assert_eq!(a.cmd("CONFIG RESETSTAT"), ok());
+        assert!(mem(&mut a, "used_memory_peak") >= peak);
+    }
+}

@@ -10,7 +10,7 @@
 
 use crate::types::value::{Entry, Value};
 use parking_lot::{Condvar, Mutex};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{channel, Sender};
 use std::sync::{Arc, OnceLock};
 
@@ -79,6 +79,8 @@ pub struct LazyFree {
     /// The queue to the thread; `None` inside when the thread could not be started (jobs
     /// are then dropped by the caller, still counted).
     queue: OnceLock<Option<Sender<Job>>>,
+    /// `lazyfree-lazy-expire` (the command layer sets it from the config).
+    lazy_expire: AtomicBool,
 }
 
 impl LazyFree {
@@ -106,6 +108,19 @@ impl LazyFree {
     pub fn free_entry(&self, e: Entry) {
         if free_effort(&e.value) > LAZYFREE_THRESHOLD {
             self.free(e, 1);
+        }
+    }
+
+    pub fn set_lazy_expire(&self, on: bool) {
+        self.lazy_expire.store(on, Ordering::Relaxed);
+    }
+
+    /// A value removed because its key expired (lazily or by the active sweep): freed as
+    /// [`LazyFree::free_entry`] would under `lazyfree-lazy-expire`, here otherwise (Redis
+    /// `deleteExpiredKeyAndPropagate`).
+    pub fn free_expired(&self, e: Entry) {
+        if self.lazy_expire.load(Ordering::Relaxed) {
+            self.free_entry(e);
         }
     }
 

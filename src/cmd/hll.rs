@@ -88,9 +88,10 @@ fn put(s: &mut StrVal, data: Vec<u8>) {
 }
 
 /// Redis's `dbUnshareStringValue` without a change of content: the encoding becomes `raw`.
+/// The read lookup before it was the command's access; this counts none.
 fn unshare(cx: &mut Cx, key: &[u8]) {
     let db = cx.ks.db;
-    if let Some(e) = cx.ks.lookup_elems_in(db, key) {
+    if let Some(e) = cx.ks.get_in(db, key) {
         if let Value::Str(StrVal::Bytes { raw, .. }) = &mut e.value {
             *raw = true;
         }
@@ -200,7 +201,8 @@ fn pfcount(cx: &mut Cx) -> Reply {
         }
         Card::Fresh(c) => {
             // Storing the cache is a modification (Redis signals and propagates it).
-            if let Some(Value::Str(sv)) = cx.ks.get_mut(key).map(|e| &mut e.value) {
+            let db = cx.ks.db;
+            if let Some(Value::Str(sv)) = cx.ks.rewrite_in(db, key).map(|e| &mut e.value) {
                 let mut s = take(sv);
                 hll::store_cache(&mut s, c);
                 put(sv, s);

@@ -358,6 +358,18 @@ fn write_list<'c>(ks: &'c mut Access<'_>, key: &[u8]) -> Result<Option<&'c mut L
     }
 }
 
+/// A list the command already looked up with [`write_list`], again: no second access.
+fn quiet_list<'c>(ks: &'c mut Access<'_>, key: &[u8]) -> Result<Option<&'c mut List>, Reply> {
+    let db = ks.db;
+    match ks.get_in(db, key) {
+        None => Ok(None),
+        Some(e) => match &mut e.value {
+            Value::List(l) => Ok(Some(l)),
+            _ => Err(errors::wrongtype()),
+        },
+    }
+}
+
 /// Read lookup (`lookupKeyRead`: hit/miss stats, access time) of a list.
 fn read_list<'c>(ks: &'c mut Access<'_>, key: &[u8]) -> Result<Option<&'c List>, Reply> {
     match ks.get(key) {
@@ -787,17 +799,17 @@ fn lmove_generic(cx: &mut Cx, from: End, to: End) -> Result<Reply, Reply> {
     let args = cx.args;
     let srv = cx.srv;
     let (src, dst) = (&args[1], &args[2]);
+    // Redis's two `lookupKeyWrite`s, one per argument (so `src == dst` counts two
+    // accesses); the lookups after them count none.
     if write_list(cx.ks, src)?.is_none() {
         cx.changes(0);
         return Ok(Reply::Nil);
     }
-    if src != dst {
-        write_list(cx.ks, dst)?;
-    }
+    write_list(cx.ks, dst)?;
     if cx.ks.journaling() {
         journal_move(cx.ks, src, dst, from, to);
     }
-    let Some(l) = write_list(cx.ks, src)? else {
+    let Some(l) = quiet_list(cx.ks, src)? else {
         return Ok(Reply::Nil);
     };
     let Some(v) = l.pop(from) else {
@@ -819,7 +831,7 @@ fn lmove_generic(cx: &mut Cx, from: End, to: End) -> Result<Reply, Reply> {
         return Ok(Reply::Bulk(v));
     }
     let empty = settle(l, srv);
-    match write_list(cx.ks, dst)? {
+    match quiet_list(cx.ks, dst)? {
         Some(d) => push(d),
         None => {
             let mut d = List::new();
@@ -838,7 +850,7 @@ fn lmove_generic(cx: &mut Cx, from: End, to: End) -> Result<Reply, Reply> {
 /// Durable: records LMOVE's pop from `src` and push to `dst` before they happen (both
 /// keys are known to be lists or, for `dst`, missing).
 fn journal_move(ks: &mut Access<'_>, src: &[u8], dst: &[u8], from: End, to: End) {
-    let Some((v, len)) = write_list(ks, src).ok().flatten().and_then(|l| {
+    let Some((v, len)) = quiet_list(ks, src).ok().flatten().and_then(|l| {
         let pos = if from == End::Head {
             0
         } else {

@@ -6,8 +6,10 @@
 //! Eviction (Redis `performEvictions`) runs here, before every command while `maxmemory` is
 //! set, on the calling connection's thread and never under a keyspace lock: it frees what
 //! the current overshoot asks for, key by key, until done or out of its time budget
-//! (`maxmemory-eviction-tenacity`); what is left is taken up by the next command. The key
-//! choice is the engine's (`engine::evict`).
+//! (`maxmemory-eviction-tenacity`); what is left is taken up by the eviction timer (Redis
+//! `evictionTimeProc`: the server's background task runs [`eviction_cycle`] until memory is
+//! under the limit) and by the next command. The key choice is the engine's
+//! (`engine::evict`).
 
 use crate::config::{self, kind::N_EVICTED, ConfigStore, ParamRef};
 use crate::engine::evict::{NoKey, Policy};
@@ -74,6 +76,9 @@ pub fn config_changed(srv: &Shared) {
         decay_min: c.num(p.decay).clamp(0, i64::from(u32::MAX)) as u32,
     });
     srv.ks.set_lfu(lfu);
+    srv.ks
+        .lazyfree
+        .set_lazy_expire(crate::config_num!(c, "lazyfree-lazy-expire") != 0);
 }
 
 /// Redis `processCommand`'s memory check: evicts as the policy allows and answers whether
@@ -113,10 +118,43 @@ pub fn oom_before_command(srv: &Shared) -> bool {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Outcome {
     Ok,
-    /// Still over the limit, but eviction is under way (time budget spent, or another
-    /// thread is evicting, or a script holds the keyspace): the command may run.
+    /// Still over the limit, but eviction is under way (time budget spent, or the eviction
+    /// timer runs): the command may run.
     Running,
+    /// As `Running` for a command, but nothing was done: another thread is evicting or a
+    /// script (EXEC) holds the keyspace.
+    Busy,
     Fail,
+}
+
+/// What the eviction timer does next (see [`eviction_cycle`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cycle {
+    /// Still over the limit: run again once other tasks had their turn.
+    Again,
+    /// The keyspace or the evictor is held by someone else: try again a little later
+    /// rather than spin.
+    Later,
+    /// Under the limit, or nothing left to evict: the timer stops.
+    Done,
+}
+
+/// One run of Redis's `evictionTimeProc`: evicts for one time budget and says whether to
+/// go on; stops the timer when done.
+pub fn eviction_cycle(srv: &Arc<Shared>) -> Cycle {
+    let max = srv.config.num(params().maxmemory) as u64;
+    let next = match max {
+        0 => Cycle::Done,
+        _ => match perform_evictions(srv, max) {
+            Outcome::Running => Cycle::Again,
+            Outcome::Busy => Cycle::Later,
+            Outcome::Ok | Outcome::Fail => Cycle::Done,
+        },
+    };
+    if next == Cycle::Done {
+        srv.ks.eviction_timer.stop();
+    }
+    next
 }
 
 /// Redis `evictionTimeLimitUs`: the time one call may spend evicting.
@@ -191,7 +229,7 @@ fn evict(srv: &Arc<Shared>, max: u64, to_free: u64) -> Outcome {
     // One evicting thread at a time: the others go ahead (their overshoot is the same one
     // being worked off), as a second Redis client finds eviction already done.
     let Some(mut ev) = srv.ks.evictor.try_lock() else {
-        return Outcome::Running;
+        return Outcome::Busy;
     };
     let p = params();
     // Redis `performEvictions`: with lazy eviction, what the lazyfree thread has not yet
@@ -228,15 +266,21 @@ fn evict(srv: &Arc<Shared>, max: u64, to_free: u64) -> Outcome {
                         break;
                     }
                     if start.elapsed().as_micros() as u64 > limit {
-                        return Outcome::Running;
+                        // Out of budget, still over: the timer carries on.
+                        srv.ks.eviction_timer.start();
+                        break;
                     }
                 }
             }
             Err(NoKey::Nothing) => return Outcome::Fail,
-            Err(NoKey::Busy) => return Outcome::Running,
+            Err(NoKey::Busy) => return Outcome::Busy,
         }
     }
-    Outcome::Ok
+    if srv.ks.eviction_timer.running() {
+        Outcome::Running
+    } else {
+        Outcome::Ok
+    }
 }
 
 /// Live heap bytes (Redis `zmalloc_used_memory`) when the counting allocator is

@@ -742,8 +742,10 @@ fn smove(cx: &mut Cx) -> Reply {
             None => Reply::Int(0),
         };
     }
-    let (removed, emptied) = match write_set(cx, src) {
-        Ok(Some(s)) => (s.remove(member), s.is_empty()),
+    // `probe` made the access (Redis's one `lookupKeyWrite`): no second one here.
+    let db = cx.ks.db;
+    let (removed, emptied) = match cx.ks.get_in(db, src).map(|e| &mut e.value) {
+        Some(Value::Set(s)) => (s.remove(member), s.is_empty()),
         _ => (false, false),
     };
     if !removed {

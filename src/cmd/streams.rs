@@ -48,6 +48,19 @@ fn lookup_write<'c>(cx: &'c mut Cx, key: &[u8]) -> Result<Option<&'c mut Stream>
     }
 }
 
+/// A stream the command already looked up (or just created) with [`lookup_write`], again:
+/// no second access is counted.
+fn relookup<'c>(cx: &'c mut Cx, key: &[u8]) -> Result<Option<&'c mut Stream>, Reply> {
+    let db = cx.ks.db;
+    match cx.ks.get_in(db, key) {
+        None => Ok(None),
+        Some(e) => match &mut e.value {
+            Value::Stream(s) => Ok(Some(s)),
+            _ => Err(errors::wrongtype()),
+        },
+    }
+}
+
 /// After an in-place change: signals WATCHers of `key`.
 fn modified(cx: &mut Cx, key: &[u8]) {
     let db = cx.ks.db;

@@ -337,6 +337,14 @@ fn lookup_write<'e>(cx: &'e mut Cx, key: &[u8]) -> Option<&'e mut Entry> {
     cx.ks.lookup_write_in(db, key)
 }
 
+/// The entry a command already looked up with `lookup_write`, to change in place: WATCHers
+/// signalled and the key journaled, but no second access counted (Redis modifies the object
+/// `lookupKeyWrite` returned).
+fn rewrite<'e>(cx: &'e mut Cx, key: &[u8]) -> Option<&'e mut Entry> {
+    let db = cx.ks.db;
+    cx.ks.rewrite_in(db, key)
+}
+
 /// Option names compared as C strings, as Redis does: `"nx\0junk"` is `NX`.
 fn opt(arg: &[u8], name: &str) -> bool {
     let end = arg.iter().position(|&b| b == 0).unwrap_or(arg.len());
@@ -468,9 +476,18 @@ fn set_generic(
     };
     // Only NX/XX need the lookup: plain SET stays one hash operation. NX aborts when the
     // key exists, XX when it does not (they never come together).
-    if flags & (NX | XX) != 0 && (flags & NX != 0) == lookup_write(cx, key).is_some() {
-        cx.changes(0);
-        return old.map_or(abort, Reply::opt_bulk);
+    // Redis's one `lookupKeyWrite` counts an access: the store below counts it when SET
+    // goes on (the new entry inherits the counter), so the check here counts one only when
+    // SET stops at an existing key.
+    if flags & (NX | XX) != 0 {
+        let found = cx.ks.exists(key);
+        if (flags & NX != 0) == found {
+            if found {
+                lookup_write(cx, key);
+            }
+            cx.changes(0);
+            return old.map_or(abort, Reply::opt_bulk);
+        }
     }
     let value = new_value(value);
     let created = if flags & KEEPTTL != 0 {
@@ -680,9 +697,10 @@ fn append(cx: &mut Cx) -> Reply {
 }
 
 /// Applies an in-place edit to the existing string at `key`; the result is `raw`, as Redis
-/// unshares and decodes it. Replies with the new length.
+/// unshares and decodes it. Replies with the new length. The caller's `lookup_write` was
+/// the command's one access (LRU/LFU): this lookup does not count another.
 fn edit(cx: &mut Cx, key: &[u8], f: impl FnOnce(&mut Vec<u8>)) -> Reply {
-    let Some(s) = cx.ks.get_mut(key).and_then(|e| as_str_mut(&mut e.value)) else {
+    let Some(s) = rewrite(cx, key).and_then(|e| as_str_mut(&mut e.value)) else {
         return errors::wrongtype();
     };
     let mut buf = s.take_mut();
@@ -819,7 +837,7 @@ pub fn incr_by(cx: &mut Cx, key: &[u8], delta: i64) -> Reply {
 /// Replaces the value of a key that `exists` in place (keeping its TTL), or creates it.
 fn store_keep_ttl(cx: &mut Cx, key: &[u8], exists: bool, value: Value) {
     if exists {
-        if let Some(e) = cx.ks.get_mut(key) {
+        if let Some(e) = rewrite(cx, key) {
             e.value = value;
             return;
         }

@@ -65,6 +65,40 @@ impl Policy {
     }
 }
 
+/// Redis `evictionTimeProc` / `isEvictionProcRunning`: when a call runs out of its time
+/// budget still over `maxmemory`, eviction goes on from a background task (the server's,
+/// woken through `wake`) until memory is under the limit or nothing is left to evict.
+/// While it runs, a command finding memory still over the limit is let through
+/// (`EVICT_RUNNING`), not refused.
+#[derive(Default)]
+pub struct EvictionTimer {
+    running: std::sync::atomic::AtomicBool,
+    wake: tokio::sync::Notify,
+}
+
+impl EvictionTimer {
+    /// Redis `startEvictionTimeProc`: wakes the task unless it already runs.
+    pub fn start(&self) {
+        if !self.running.swap(true, Ordering::AcqRel) {
+            self.wake.notify_one();
+        }
+    }
+
+    pub fn running(&self) -> bool {
+        self.running.load(Ordering::Acquire)
+    }
+
+    /// The task's cycle ended (memory under the limit, or nothing to evict).
+    pub fn stop(&self) {
+        self.running.store(false, Ordering::Release);
+    }
+
+    /// Waits for the next [`EvictionTimer::start`].
+    pub async fn started(&self) {
+        self.wake.notified().await
+    }
+}
+
 /// Redis `EVPOOL_SIZE`.
 pub const POOL_SIZE: usize = 16;
 
@@ -283,26 +317,19 @@ impl Keyspace {
         decay_min: u32,
         now: u64,
     ) -> Result<Option<(usize, Bytes)>, NoKey> {
-        let volatile = policy.volatile();
         let soonest = policy == Policy::VolatileTtl;
         let _g = self.try_gate().ok_or(NoKey::Busy)?;
         let mut any = false;
         for db in 0..self.databases() {
-            let (keys, expires) = ev.counts.get(db).copied().unwrap_or((0, 0));
-            if (if volatile { expires } else { keys }) == 0 {
-                continue;
-            }
-            let found = self.with_random_shard(ev, db, volatile, |ev, sh| {
-                let mut seen: smallvec::SmallVec<[(u64, Bytes); 8]> = smallvec::SmallVec::new();
-                let mut rng = || ev.next();
-                sh.sample(samples, volatile, soonest, &mut rng, &mut |k, e| {
-                    seen.push((score(policy, e, now, decay_min), Bytes::copy_from_slice(k)))
-                });
+            let seen = self.sample_db(ev, db, samples, policy.volatile(), soonest, |e| {
+                score(policy, e, now, decay_min)
+            });
+            if let Some(seen) = seen {
+                any = true;
                 for (s, k) in seen {
                     ev.offer(s, db, &k);
                 }
-            });
-            any |= found.is_some();
+            }
         }
         if !any && ev.pool.is_empty() {
             return Ok(None);
@@ -321,23 +348,40 @@ impl Keyspace {
         for _ in 0..dbs {
             ev.next_db = (ev.next_db + 1) % dbs;
             let db = ev.next_db;
-            let (keys, expires) = ev.counts.get(db).copied().unwrap_or((0, 0));
-            if (if volatile { expires } else { keys }) == 0 {
-                continue;
-            }
-            let key = self.with_random_shard(ev, db, volatile, |ev, sh| {
-                let mut out = None;
-                let mut rng = || ev.next();
-                sh.sample(1, volatile, false, &mut rng, &mut |k, _| {
-                    out = Some(Bytes::copy_from_slice(k))
-                });
-                out
-            });
-            if let Some(Some(k)) = key {
+            if let Some((_, k)) = self
+                .sample_db(ev, db, 1, volatile, false, |_| 0)
+                .and_then(|mut seen| seen.pop())
+            {
                 return Ok(Some((db, k)));
             }
         }
         Ok(None)
+    }
+
+    /// The one sampling step both pickers share: `n` candidates (scored by `score`) of a
+    /// random shard of `db` that has some; `None` when the counts or the shards show none.
+    /// The caller holds the gate.
+    fn sample_db(
+        &self,
+        ev: &mut Evictor,
+        db: usize,
+        n: usize,
+        volatile: bool,
+        soonest: bool,
+        score: impl Fn(&Entry) -> u64,
+    ) -> Option<smallvec::SmallVec<[(u64, Bytes); 8]>> {
+        let (keys, expires) = ev.counts.get(db).copied().unwrap_or((0, 0));
+        if (if volatile { expires } else { keys }) == 0 {
+            return None;
+        }
+        self.with_random_shard(ev, db, volatile, |ev, sh| {
+            let mut seen = smallvec::SmallVec::new();
+            let mut rng = || ev.next();
+            sh.sample(n, volatile, soonest, &mut rng, &mut |k, e| {
+                seen.push((score(e), Bytes::copy_from_slice(k)))
+            });
+            seen
+        })
     }
 
     /// Deletes a chosen key as DEL would (WATCH dirtied, blocked stream readers woken, a

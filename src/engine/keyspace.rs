@@ -54,6 +54,8 @@ pub struct Keyspace {
     /// Eviction's state between calls (pool, counts); `try_lock`ed, so one thread evicts
     /// at a time and the others carry on.
     pub evictor: Mutex<Evictor>,
+    /// Redis's `evictionTimeProc`: eviction carried on between commands.
+    pub eviction_timer: super::evict::EvictionTimer,
     /// Live heap bytes when the keyspace was made (Redis `used_memory_startup`); 0 when the
     /// counting allocator is not installed.
     pub startup_memory: u64,
@@ -146,6 +148,7 @@ impl Keyspace {
             journal: OnceLock::new(),
             lfu: AtomicU64::new(0),
             evictor: Mutex::new(Evictor::new(rand::random())),
+            eviction_timer: Default::default(),
             startup_memory: crate::alloc::used().unwrap_or(0),
             lazyfree: Default::default(),
         }
@@ -440,10 +443,11 @@ impl Keyspace {
                     return (total, ready);
                 };
                 let mut sh = self.dbs[db][s].lock();
-                let gone = sh.sweep_noting(now, per_shard, |k, v| {
-                    if blocked && v.is_stream() {
+                let gone = sh.sweep_noting(now, per_shard, |k, e| {
+                    if blocked && e.value.is_stream() {
                         ready.push((db, Bytes::copy_from_slice(k)));
                     }
+                    self.lazyfree.free_expired(e);
                 });
                 for k in &gone {
                     sh.signal(k);
@@ -682,8 +686,11 @@ impl<'a> Access<'a> {
             sh.signal(key);
             self.ks.stats.expired.fetch_add(1, Ordering::Relaxed);
             self.ks.expired(db, key);
-            if gone.is_some_and(|e| e.value.is_stream()) {
-                self.signal_ready_in(db, key);
+            if let Some(e) = gone {
+                if e.value.is_stream() {
+                    self.signal_ready_in(db, key);
+                }
+                self.ks.lazyfree.free_expired(e);
             }
             self.mark_dirty(db, key);
             return true;
@@ -773,6 +780,14 @@ impl<'a> Access<'a> {
     pub fn modified_in(&mut self, db: usize, key: &[u8]) {
         self.shard_in(db, key).signal(key);
         self.mark_dirty(db, key);
+    }
+
+    /// The entry of a key the command already looked up (its one access, Redis
+    /// `lookupKey`), to modify in place: WATCHers signalled and, on a durable keyspace, the
+    /// key's final state recorded, but no second access counted.
+    pub fn rewrite_in(&mut self, db: usize, key: &[u8]) -> Option<&mut Entry> {
+        self.modified_in(db, key);
+        self.get_in(db, key)
     }
 
     /// Signals WATCHers of an entry found with `lookup_elems_in` and modified in place (its

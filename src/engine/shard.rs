@@ -177,7 +177,23 @@ impl Keys {
                 self.expires.insert((t, n));
             }
         }
+        self.shrink();
         slot
+    }
+
+    /// Memory follows the keys down, as Redis frees each key's allocations on delete:
+    /// eviction measures what a removal freed, and a table that kept its size would free
+    /// nothing it can see (keys and small values live in the slots). Halves the slot array
+    /// and the index once a quarter full, so an insert after a removal does not reallocate.
+    fn shrink(&mut self) {
+        self.slots.shrink();
+        let (len, cap) = (self.index.len(), self.index.capacity());
+        if cap > 16 && len <= cap / 4 {
+            let (slots, hasher) = (&self.slots, &self.hasher);
+            self.index.shrink_to(len * 2, |&j| {
+                hasher.hash_one(slots[j as usize].key.as_slice())
+            });
+        }
     }
 }
 
@@ -304,12 +320,13 @@ impl Shard {
         self.sweep_noting(now, limit, |_, _| {})
     }
 
-    /// As `sweep`, showing each removed key and value to `removed` first.
+    /// As `sweep`, handing each removed key and entry to `removed` (to drop, or to free
+    /// elsewhere).
     pub fn sweep_noting(
         &mut self,
         now: u64,
         limit: usize,
-        mut removed: impl FnMut(&[u8], &Value),
+        mut removed: impl FnMut(&[u8], Entry),
     ) -> Vec<Bytes> {
         let mut out = Vec::new();
         while out.len() < limit {
@@ -317,10 +334,9 @@ impl Shard {
                 Some(&(t, i)) if t < now => i,
                 _ => break,
             };
-            let slot = self.keys.remove_at(i as usize);
-            let k = slot.key.as_slice();
-            removed(k, &slot.entry.value);
-            out.push(Bytes::copy_from_slice(k));
+            let Slot { key, entry } = self.keys.remove_at(i as usize);
+            out.push(Bytes::copy_from_slice(key.as_slice()));
+            removed(key.as_slice(), entry);
         }
         out
     }
@@ -425,7 +441,7 @@ impl Shard {
     /// the deadline index, estimated from their capacities.
     pub fn overhead(&self) -> (usize, usize) {
         let k = &self.keys;
-        let main = k.slots.len() * std::mem::size_of::<Slot>()
+        let main = k.slots.capacity() * std::mem::size_of::<Slot>()
             + k.index.capacity() * (std::mem::size_of::<u32>() + 1);
         // A B-tree of (u64, u32) pairs: 16 bytes per entry plus about half a node's slack.
         let expires = k.expires.len() * 24;
@@ -539,6 +555,26 @@ mod tests {
 
     fn b(s: &str) -> Bytes {
         Bytes::copy_from_slice(s.as_bytes())
+    }
+
+    #[test]
+    fn removing_keys_gives_the_table_memory_back() {
+        let mut sh = Shard::default();
+        for i in 0..1000 {
+            sh.insert(format!("k{i}").as_bytes(), v("x"), Some(i), 0);
+        }
+        let full = sh.overhead().0;
+        for i in 0..990 {
+            assert!(sh.remove(format!("k{i}").as_bytes()).is_some());
+        }
+        sh.check_invariants();
+        let (slots, index) = (sh.keys.slots.capacity(), sh.keys.index.capacity());
+        // Ten keys left: at most a quarter-full array's worth each is kept, not 1000.
+        assert!(slots <= 64 && index <= 64, "slots {slots}, index {index}");
+        assert!(sh.overhead().0 * 10 < full);
+        for i in 990..1000 {
+            assert!(sh.peek(format!("k{i}").as_bytes()).is_some());
+        }
     }
 
     #[test]

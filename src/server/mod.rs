@@ -81,6 +81,7 @@ pub fn start_with(
         tokio::spawn(accept_loop(shared.clone(), l));
     }
     tokio::spawn(active_expiry(shared.clone()));
+    tokio::spawn(eviction_timer(shared.clone()));
     Ok(Running { shared, addrs })
 }
 
@@ -163,6 +164,23 @@ fn sample_rates(srv: &Shared) {
             get(&s.net_output_bytes),
         ],
     );
+}
+
+/// Redis's `evictionTimeProc`: started when a command's eviction ran out of its time budget
+/// still over `maxmemory`, it evicts a budget's worth per turn, letting the connections run
+/// in between, until memory is under the limit or nothing is left to evict.
+async fn eviction_timer(srv: Arc<Shared>) {
+    use crate::cmd::refusals::{eviction_cycle, Cycle};
+    loop {
+        srv.ks.eviction_timer.started().await;
+        loop {
+            match eviction_cycle(&srv) {
+                Cycle::Again => tokio::task::yield_now().await,
+                Cycle::Later => tokio::time::sleep(Duration::from_millis(1)).await,
+                Cycle::Done => break,
+            }
+        }
+    }
 }
 
 /// Active expiry: every 100 ms remove keys whose deadline passed (bounded per shard so a

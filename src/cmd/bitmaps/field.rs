@@ -168,8 +168,9 @@ fn generic(cx: &mut Cx, read_only: bool) -> Reply {
     }
     let need = (highest >> 3) as usize + 1;
     let db = cx.ks.db;
-    // Type check first, so a wrong-type key is not journaled.
-    if let Some(e) = cx.ks.lookup_elems_in(db, key) {
+    // Type check first, so a wrong-type key is not journaled (no access counted: the
+    // write lookup below is the command's one).
+    if let Some(e) = cx.ks.get_in(db, key) {
         if !matches!(e.value, Value::Str(_)) {
             return errors::wrongtype();
         }

@@ -56,7 +56,9 @@ pub(in crate::cmd) fn info(cx: &mut Cx) -> Reply {
     // This connection's earlier commands count (they are otherwise added per batch).
     crate::cmd::flush_stats(cx.srv, cx.sess);
     let on = selection(&cx.args[1..]);
-    let mut out = String::with_capacity(4096);
+    // Grown as sections are added, not reserved up front: `used_memory` is read part-way
+    // and would count a 4 KiB buffer Redis's INFO does not hold (its sds grows too).
+    let mut out = String::new();
     for (i, (name, _)) in SECTIONS.iter().enumerate() {
         if !on[i] {
             continue;
@@ -272,12 +274,12 @@ fn memory(cx: &mut Cx, l: &mut Lines) {
         "mem_replication_backlog",
         "mem_total_replication_buffers",
         "mem_clients_slaves",
-        "mem_clients_normal",
-        "mem_cluster_links",
-        "mem_aof_buffer",
     ] {
         push(l, k, 0);
     }
+    push(l, "mem_clients_normal", o.clients_normal);
+    push(l, "mem_cluster_links", 0);
+    push(l, "mem_aof_buffer", 0);
     push(l, "mem_allocator", "mimalloc");
     push(l, "active_defrag_running", 0);
     push(l, "lazyfree_pending_objects", srv.ks.lazyfree.pending());

@@ -185,6 +185,9 @@ pub(in crate::cmd) struct Overhead {
     pub rss: u64,
     pub lua_caches: u64,
     pub functions_caches: u64,
+    /// What the connections hold (`mem_clients_normal`: Redis 7.2 sums its normal and
+    /// pub/sub clients there), as CLIENT LIST's `tot-mem` adds it up.
+    pub clients_normal: u64,
     /// (db, main table bytes, expires index bytes) of each database with keys.
     pub dbs: Vec<(usize, u64, u64)>,
     pub overhead_total: u64,
@@ -229,7 +232,8 @@ pub(in crate::cmd) fn overhead(srv: &Shared, ks: &mut Access) -> Overhead {
     let startup = srv.ks.startup_memory.min(total);
     let peak = crate::alloc::peak().unwrap_or(total).max(total);
     let m = crate::script::memory_info(srv);
-    let mut overhead_total = startup + m.scripts_eval + m.functions_bytes;
+    let clients_normal: u64 = srv.clients.all().iter().map(|h| h.mem.total() as u64).sum();
+    let mut overhead_total = startup + clients_normal + m.scripts_eval + m.functions_bytes;
     let mut dbs = Vec::new();
     let mut keys = 0u64;
     for db in 0..srv.ks.databases() {
@@ -258,6 +262,7 @@ pub(in crate::cmd) fn overhead(srv: &Shared, ks: &mut Access) -> Overhead {
         peak,
         rss,
         lua_caches: m.scripts_eval,
+        clients_normal,
         functions_caches: m.functions_bytes,
         dbs,
         overhead_total,
@@ -288,7 +293,7 @@ pub fn stats(cx: &mut Cx) -> Reply {
         (key("startup.allocated"), int(o.startup)),
         (key("replication.backlog"), int(0)),
         (key("clients.slaves"), int(0)),
-        (key("clients.normal"), int(0)),
+        (key("clients.normal"), int(o.clients_normal)),
         (key("cluster.links"), int(0)),
         (key("aof.buffer"), int(0)),
         (key("lua.caches"), int(o.lua_caches)),

@@ -3,7 +3,7 @@
 use super::journal::{journal, Touched};
 use super::{
     entry_reply, int_or, invalid_id, limits, lookup_read, lookup_write, modified, range_end,
-    range_start, reply, strict_id,
+    range_start, relookup, reply, strict_id,
 };
 use crate::cmd::args::is;
 use crate::cmd::{errors, Cx};
@@ -184,7 +184,7 @@ fn xadd_inner(cx: &mut Cx) -> Result<Reply, Reply> {
             if let Some(ev) = ev {
                 ev.created(true, key);
             }
-            let s = lookup_write(cx, key)?.expect("stream exists");
+            let s = relookup(cx, key)?.expect("stream exists");
             (true, add(s, true)?)
         }
     };
@@ -192,7 +192,7 @@ fn xadd_inner(cx: &mut Cx) -> Result<Reply, Reply> {
         let mut ids = Vec::new();
         if let Some(t) = opts.trim {
             ids = trim_candidates(cx, key, Some(t));
-            trimmed = lookup_write(cx, key)?.map_or(0, |s| s.trim(t));
+            trimmed = relookup(cx, key)?.map_or(0, |s| s.trim(t));
         }
         ids.truncate(trimmed as usize);
         ids.push(id);

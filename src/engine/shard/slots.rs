@@ -91,6 +91,22 @@ impl<T> Chunked<T> {
         std::mem::replace(&mut self.chunks[c][j], tail)
     }
 
+    /// Gives back most of a single chunk left mostly empty: under a quarter full, it keeps
+    /// twice what it holds. Later chunks are whole and go when emptied (`swap_remove`).
+    pub fn shrink(&mut self) {
+        if let [only] = &mut self.chunks[..] {
+            let cap = only.capacity();
+            if cap > 4 && only.len() <= cap / 4 {
+                only.shrink_to((only.len() * 2).max(4));
+            }
+        }
+    }
+
+    /// Elements the chunks have room for without allocating.
+    pub fn capacity(&self) -> usize {
+        self.chunks.iter().map(Vec::capacity).sum()
+    }
+
     pub fn iter(&self) -> impl Iterator<Item = &T> {
         self.chunks.iter().flatten()
     }

@@ -207,8 +207,13 @@ impl Tree {
                 if leaf.items.len() <= LEAF_MAX {
                     return None;
                 }
+                // Both halves get room for a full leaf and its overflow item, once: left to
+                // `Vec`'s doubling, the left half would keep the 128 slots the 65th item
+                // grew it to (twice the memory a leaf of items needs).
                 let half = leaf.items.len() / 2;
-                let right = leaf.items.split_off(half);
+                let mut right = Vec::with_capacity(LEAF_MAX + 1);
+                right.extend(leaf.items.drain(half..));
+                leaf.items.shrink_to(LEAF_MAX + 1);
                 let next = leaf.next;
                 let sep = right[0].clone();
                 let new_id = self.alloc(Node::Leaf(Leaf {
@@ -742,5 +747,32 @@ impl<'a> Iterator for RevIter<'a> {
             }
         }
         None
+    }
+}
+
+#[cfg(test)]
+mod capacity_tests {
+    use super::*;
+
+    #[test]
+    fn leaves_keep_room_for_one_full_leaf_only() {
+        let mut t = Tree::new();
+        let mut x = 7u64;
+        for i in 0..20_000u32 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let m = Bytes::from(i.to_string());
+            t.insert(Item {
+                score: (x >> 40) as f64,
+                member: m,
+            });
+        }
+        t.check();
+        for n in &t.nodes {
+            if let Node::Leaf(l) = n {
+                assert!(l.items.capacity() <= LEAF_MAX + 1, "{}", l.items.capacity());
+            }
+        }
     }
 }
