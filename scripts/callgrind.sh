@@ -19,6 +19,11 @@
 #   KEYSPACE []        if set, -r KEYSPACE (random keys); unset = one key
 #   THREADS [1]        respite --threads (1 keeps the count free of cross-thread wake-ups;
 #                      valgrind runs threads one at a time anyway)
+#   RESPITE_ARGS []    extra respite flags, e.g. "--engine redb --appendfsync everysec" (a
+#                      fresh --dir in OUT is added with --engine); the count covers every
+#                      thread (committer and checkpointer too), and with --engine each dump
+#                      waits until INFO shows no pending or unapplied change, so the log
+#                      append and checkpoint of all its writes are counted in that test
 #   SERVERS ["respite redis"]   which servers to measure
 #   TOP [25]           how many functions to list per profile
 #   NO_BUILD [0]  RESPITE_BIN [target/release/respite]  REDIS_SERVER [redis-server]
@@ -48,6 +53,7 @@ TESTS=${TESTS:-"set get incr"}
 KEYSPACE=${KEYSPACE:-}
 THREADS=${THREADS:-1}
 SERVERS=${SERVERS:-"respite redis"}
+RESPITE_ARGS=${RESPITE_ARGS:-}
 TOP=${TOP:-25}
 NO_BUILD=${NO_BUILD:-0}
 RESPITE_BIN=${RESPITE_BIN:-target/release/respite}
@@ -104,7 +110,14 @@ declare -A IR
 for server in $SERVERS; do
     port=$(free_port)
     case $server in
-    respite) cmd=("$RESPITE_BIN" --port "$port" --bind $HOST --threads "$THREADS") ;;
+    respite)
+        # shellcheck disable=SC2206 # RESPITE_ARGS is a list of flags
+        cmd=("$RESPITE_BIN" --port "$port" --bind $HOST --threads "$THREADS" $RESPITE_ARGS)
+        if [[ $RESPITE_ARGS == *--engine* ]]; then
+            rm -rf "$OUT/respite-dir" && mkdir -p "$OUT/respite-dir"
+            cmd+=(--dir "$OUT/respite-dir")
+        fi
+        ;;
     redis) cmd=("$REDIS_SERVER" --port "$port" --bind $HOST --save '' --appendonly no --daemonize no) ;;
     *)
         echo "callgrind.sh: unknown server $server" >&2
@@ -146,6 +159,13 @@ while s.recv(1 << 20):
         redis-benchmark -h $HOST -p "$port" -n "$REQUESTS" -c "$CLIENTS" -P "$PIPELINE" \
             -d "$DATASIZE" "${extra[@]}" -q --csv "${what[@]}" >"$OUT/$server.$test.csv" 2>>"$OUT/benchmark.err"
         if [[ -n $sub ]]; then kill "$sub" 2>/dev/null || true; wait "$sub" 2>/dev/null || true; fi
+        if [[ $server == respite && $RESPITE_ARGS == *--engine* ]]; then
+            # (Not SAVE: that would force a checkpoint the load alone would not make.)
+            while redis-cli -h $HOST -p "$port" INFO persistence |
+                grep -Eq '^respite_(pending|unapplied)_changes:[1-9]'; do
+                sleep 0.5
+            done
+        fi
         callgrind_control --dump="$test" "$PID" >/dev/null 2>&1
         callgrind_control --instr=off "$PID" >/dev/null 2>&1
         # The dump lands next to the boot file with a numbered suffix; take the newest.
