@@ -189,10 +189,9 @@ impl Keys {
         self.slots.shrink();
         let (len, cap) = (self.index.len(), self.index.capacity());
         if cap > 16 && len <= cap / 4 {
-            let (slots, hasher) = (&self.slots, &self.hasher);
-            self.index.shrink_to(len * 2, |&j| {
-                hasher.hash_one(slots[j as usize].key.as_slice())
-            });
+            let slots = &self.slots;
+            self.index
+                .shrink_to(len * 2, |&j| key_hash(slots[j as usize].key.as_slice()));
         }
     }
 }
