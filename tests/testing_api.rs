@@ -431,3 +431,26 @@ fn inspection_leaves_no_trace() {
         .unwrap();
     assert_eq!(idle, 10, "inspection does not touch the key");
 }
+
+/// INFO keyspace's `avg_ttl`: the mean remaining TTL in ms of the keys that have one (0
+/// when none has), following the clock; keys without a TTL do not count.
+#[test]
+fn info_keyspace_avg_ttl_is_the_mean_remaining_ttl() {
+    let srv = TestServer::builder().clock_at(1_000_000).start().unwrap();
+    let line = |srv: &TestServer| {
+        let info = srv.run_text(&["INFO", "keyspace"]);
+        info.lines()
+            .find(|l| l.starts_with("db0:"))
+            .map(str::to_string)
+            .unwrap_or_default()
+    };
+    srv.set("plain", "1");
+    assert_eq!(line(&srv), "db0:keys=1,expires=0,avg_ttl=0");
+    srv.set_ex("a", "1", Duration::from_millis(10_000));
+    srv.set_ex("b", "1", Duration::from_millis(30_000));
+    assert_eq!(line(&srv), "db0:keys=3,expires=2,avg_ttl=20000");
+    srv.advance(Duration::from_millis(4_000));
+    assert_eq!(line(&srv), "db0:keys=3,expires=2,avg_ttl=16000");
+    assert_eq!(srv.run_text(&["PERSIST", "b"]), "1");
+    assert_eq!(line(&srv), "db0:keys=3,expires=1,avg_ttl=6000");
+}

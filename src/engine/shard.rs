@@ -74,6 +74,9 @@ struct Keys {
     slots: Chunked<Slot>,
     /// Ordered (deadline, slot) index so the active sweep finds due keys without scanning.
     expires: BTreeSet<(u64, u32)>,
+    /// The sum of the deadlines in `expires`: INFO's `avg_ttl` in O(1) (Redis estimates it
+    /// by sampling in its expiry cycle; this is the exact mean).
+    deadline_sum: u128,
 }
 
 /// A key's hash in every shard's index ([`key_hash`]'s seed).
@@ -132,9 +135,21 @@ impl Keys {
         self.index
             .insert_unique(h, i, |&j| key_hash(slots[j as usize].key.as_slice()));
         if let Some(t) = new_at {
-            self.expires.insert((t, i));
+            self.add_deadline(t, i);
         }
         None
+    }
+
+    fn add_deadline(&mut self, t: u64, i: u32) {
+        if self.expires.insert((t, i)) {
+            self.deadline_sum += t as u128;
+        }
+    }
+
+    fn drop_deadline(&mut self, t: u64, i: u32) {
+        if self.expires.remove(&(t, i)) {
+            self.deadline_sum -= t as u128;
+        }
     }
 
     /// Moves slot `i`'s index entry from deadline `old` to `new` (the slot already has `new`).
@@ -143,10 +158,10 @@ impl Keys {
             return;
         }
         if let Some(t) = old {
-            self.expires.remove(&(t, i));
+            self.drop_deadline(t, i);
         }
         if let Some(t) = new {
-            self.expires.insert((t, i));
+            self.add_deadline(t, i);
         }
     }
 
@@ -162,7 +177,7 @@ impl Keys {
         }
         let slot = self.slots.swap_remove(i);
         if let Some(t) = slot.entry.expire_at() {
-            self.expires.remove(&(t, n));
+            self.drop_deadline(t, n);
         }
         if let Some(moved) = self.slots.get(i) {
             let last = self.slots.len() as u32;
@@ -173,8 +188,8 @@ impl Keys {
                 .find_mut(h, |&j| j == last)
                 .expect("the moved slot is indexed") = n;
             if let Some(t) = at {
-                self.expires.remove(&(t, last));
-                self.expires.insert((t, n));
+                self.drop_deadline(t, last);
+                self.add_deadline(t, n);
             }
         }
         self.shrink();
@@ -234,6 +249,10 @@ impl Shard {
     }
     pub fn expires_len(&self) -> usize {
         self.keys.expires.len()
+    }
+    /// The sum of the deadlines (ms) of the keys that have one, for a mean TTL.
+    pub fn deadline_sum(&self) -> u128 {
+        self.keys.deadline_sum
     }
 
     /// Raw lookup, ignoring expiry.
@@ -540,6 +559,11 @@ impl Shard {
             k.expires.len(),
             "stale entries in the expiry index"
         );
+        let sum: u128 = k.expires.iter().map(|&(t, _)| t as u128).sum();
+        assert_eq!(
+            sum, k.deadline_sum,
+            "deadline sum out of step with the index"
+        );
     }
 }
 
@@ -600,6 +624,7 @@ mod tests {
         assert!(sh.remove(b"c").is_none());
         sh.check_invariants();
         assert_eq!(sh.expires_len(), 1);
+        assert_eq!(sh.deadline_sum(), 7);
     }
 
     #[test]

@@ -529,17 +529,26 @@ fn commandstats(srv: &Shared, l: &mut Lines) {
 fn keyspace(cx: &mut Cx, l: &mut Lines) {
     // INFO holds the whole keyspace (Lock::All), so shards are read through its view.
     for db in 0..cx.srv.ks.databases() {
-        let (mut keys, mut expires) = (0, 0);
+        let (mut keys, mut expires, mut sum) = (0, 0, 0u128);
         for s in 0..SHARDS {
             let sh = cx.ks.shard_at(db, s);
             keys += sh.len();
             expires += sh.expires_len();
+            sum += sh.deadline_sum();
         }
         if keys > 0 {
+            // The mean remaining TTL in ms (0 with no volatile key, as Redis), from the
+            // exact mean deadline where Redis keeps a sampled running estimate.
+            let now = cx.srv.clock.now_ms() as u128;
+            let avg_ttl = if expires == 0 {
+                0
+            } else {
+                (sum / expires as u128).saturating_sub(now)
+            };
             push(
                 l,
                 &format!("db{db}"),
-                format!("keys={keys},expires={expires},avg_ttl=0"),
+                format!("keys={keys},expires={expires},avg_ttl={avg_ttl}"),
             );
         }
     }
