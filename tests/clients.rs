@@ -222,6 +222,57 @@ fn query_buffers_grow_and_shrink_as_in_redis() {
     assert_eq!(int(admin.cmd("STRLEN a")), 1_000_000);
 }
 
+/// `DEBUG PAUSE-CRON 1` holds back what Redis's `serverCron` does (tests/unit/querybuf.tcl
+/// "when not idle" relies on it): a grown query buffer keeps its size while small commands
+/// follow, a key past its deadline is not swept, and both resume once it is lifted. The same
+/// script against redis-server.
+fn cron_pause_holds_the_cron(port: u16) -> Vec<String> {
+    let mut admin = Conn::connect(port).expect("admin");
+    let mut seen = vec![format!("{}", admin.cmd("DEBUG PAUSE-CRON 1"))];
+    let mut c = Conn::connect(port).expect("c");
+    c.cmd("CLIENT SETNAME paused_client");
+    c.call(&[b"SET".to_vec(), b"x".to_vec(), vec![b'A'; 400_000]])
+        .unwrap();
+    let grown = query_buffer(&mut admin, "paused_client");
+    assert!(grown > 32768, "{grown}");
+    admin.cmd("SET gone v PX 1");
+    // Several of respite's 100 ms resize checks and Redis's cron turns (hz 10).
+    for _ in 0..5 {
+        std::thread::sleep(Duration::from_millis(100));
+        c.call(&[b"SET".to_vec(), b"x".to_vec(), b"small".to_vec()])
+            .unwrap();
+    }
+    // Not shrunk toward the small commands' peak (respite's buffer gives up the bytes it
+    // consumed from the front, so it is not byte for byte the size of Redis's).
+    let held = query_buffer(&mut admin, "paused_client");
+    seen.push(format!("held {}", held > 32768));
+    seen.push(format!("dbsize {}", admin.cmd("DBSIZE")));
+    seen.push(format!("{}", admin.cmd("DEBUG PAUSE-CRON 0")));
+    common::wait_until("the query buffer shrunk after the pause", || {
+        c.call(&[b"SET".to_vec(), b"x".to_vec(), b"small".to_vec()])
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(10));
+        let now = query_buffer(&mut admin, "paused_client");
+        now > 0 && now <= 32768
+    });
+    common::wait_until("the expired key swept after the pause", || {
+        admin.cmd("DBSIZE") == Frame::Int(1)
+    });
+    seen
+}
+
+#[test]
+fn debug_pause_cron_holds_resizing_and_expiry_as_redis() {
+    let server = respite::TestServer::builder()
+        .param("enable-debug-command", "yes")
+        .start()
+        .expect("start");
+    let ours = cron_pause_holds_the_cron(server.port());
+    let redis = common::ServerProcess::redis_with(&["--enable-debug-command", "yes"]);
+    assert_eq!(ours, cron_pause_holds_the_cron(redis.port));
+    assert_eq!(ours, ["+OK", "held true", "dbsize :2", "+OK"]);
+}
+
 /// `maxmemory-clients` (tests/unit/client-eviction.tcl's rules): the largest clients go
 /// once the clients together hold the limit, `CLIENT NO-EVICT on` ones never, and each
 /// counts in INFO `evicted_clients`.

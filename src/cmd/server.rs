@@ -436,6 +436,8 @@ fn debug(cx: &mut Cx) -> Reply {
                 "    Write <message> to the server log.",
                 "SLEEP <seconds>",
                 "    Stop the server for <seconds>. Decimals allowed.",
+                "PAUSE-CRON <0|1>",
+                "    Stop periodic cron job processing.",
             ],
         );
     }
@@ -451,6 +453,13 @@ fn debug(cx: &mut Cx) -> Reply {
         }
         return Reply::OK;
     }
+    if is(sub, "PAUSE-CRON") && a.len() == 3 {
+        // C `atoi`, as Redis reads the flag: any non-zero leading integer pauses.
+        cx.srv
+            .cron_paused
+            .store(c_atoi(&a[2]) != 0, Ordering::Relaxed);
+        return Reply::OK;
+    }
     if is(sub, "RELOAD") {
         return debug_reload(cx);
     }
@@ -462,6 +471,27 @@ fn debug(cx: &mut Cx) -> Reply {
         return Reply::error(String::from_utf8_lossy(&a[2]).into_owned());
     }
     errors::subcommand_syntax("debug", sub)
+}
+
+/// C `atoi`: optional leading blanks and sign, then the digits that follow (0 if none).
+fn c_atoi(s: &[u8]) -> i64 {
+    let s = s.trim_ascii_start();
+    let (neg, digits) = match s.first() {
+        Some(b'-') => (true, &s[1..]),
+        Some(b'+') => (false, &s[1..]),
+        _ => (false, s),
+    };
+    let n = digits
+        .iter()
+        .take_while(|b| b.is_ascii_digit())
+        .fold(0i64, |n, &d| {
+            n.wrapping_mul(10).wrapping_add((d - b'0') as i64)
+        });
+    if neg {
+        n.wrapping_neg()
+    } else {
+        n
+    }
 }
 
 /// C `strtod(s, NULL)`: the longest numeric prefix, 0 when there is none.

@@ -4,7 +4,7 @@ use super::clients::Clients;
 use crate::clock::Clock;
 use crate::config::{Config, ConfigStore};
 use crate::engine::Keyspace;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::time::Instant;
 
 #[derive(Default)]
@@ -225,6 +225,10 @@ pub struct Shared {
     /// Indexed like `cmd::registry()`'s ids.
     pub cmdstats: Vec<CmdStat>,
     pub started: Instant,
+    /// `DEBUG PAUSE-CRON`: the periodic work Redis's `serverCron` does (active expiry,
+    /// client crons such as query buffer resizing, client eviction, rate samples) skips
+    /// its turns while set.
+    pub cron_paused: AtomicBool,
     /// `started` on the cheap clock: connections read the uptime twice per read batch.
     started_fast: crate::clock::Instant,
     /// Recent client buffer peaks (INFO clients).
@@ -307,6 +311,7 @@ impl Shared {
             clients: Clients::default(),
             stats: Stats::default(),
             started: Instant::now(),
+            cron_paused: AtomicBool::new(false),
             started_fast: crate::clock::Instant::now(),
             peaks: ClientPeaks::default(),
             started_unix_ms: now,

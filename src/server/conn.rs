@@ -20,6 +20,8 @@ use tokio::net::TcpStream;
 const READ_CHUNK: usize = 16 * 1024;
 /// Buffers larger than this are released after use instead of kept per connection.
 const KEEP_BUF: usize = 1024 * 1024;
+/// How often a paused cron (`DEBUG PAUSE-CRON 1`) looks again at an idle client.
+const CRON_PAUSED_RETRY_MS: u64 = 100;
 /// Argument vectors longer than this are released after their command.
 const KEEP_ARGS: usize = 1024;
 /// Query buffer resizing as Redis's `clientsCronResizeQueryBuffer` does it: free space
@@ -634,7 +636,14 @@ async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> s
                 continue;
             }
             Wake::Idle => {
-                match idle_shrink(&handle, last_read, &mut inbuf, &mut parked) {
+                // DEBUG PAUSE-CRON holds the shrink back, as it holds Redis's clientsCron.
+                let paused = srv.cron_paused.load(Ordering::Relaxed);
+                let shrunk = if paused {
+                    Some(Duration::from_millis(CRON_PAUSED_RETRY_MS))
+                } else {
+                    idle_shrink(&handle, last_read, &mut inbuf, &mut parked)
+                };
+                match shrunk {
                     Some(again) => idle_timer
                         .as_mut()
                         .reset(tokio::time::Instant::now() + again),
@@ -824,7 +833,10 @@ async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> s
             // The bytes consumed from the front come back when nothing else holds them
             // (no allocation): an idle client shows its whole read buffer, as Redis's.
             let _ = inbuf.try_reclaim(READ_CHUNK);
-        } else if inbuf.capacity() > RESIZE_THRESHOLD && !mid_bulk {
+        } else if inbuf.capacity() > RESIZE_THRESHOLD
+            && !mid_bulk
+            && !srv.cron_paused.load(Ordering::Relaxed)
+        {
             busy_shrink(&mut inbuf, &mut qpeak, &mut resize_checked);
         }
         report_input(&handle, &inbuf);

@@ -190,6 +190,9 @@ async fn active_expiry(srv: Arc<Shared>) {
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
+        if srv.cron_paused.load(std::sync::atomic::Ordering::Relaxed) {
+            continue;
+        }
         srv.clock.resync();
         let now = srv.clock.now_ms();
         let started = std::time::Instant::now();
