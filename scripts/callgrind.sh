@@ -26,6 +26,9 @@
 #                      append and checkpoint of all its writes are counted in that test
 #   SERVERS ["respite redis"]   which servers to measure
 #   TOP [25]           how many functions to list per profile
+#   CACHE_SIM [0]      1 = valgrind --cache-sim=yes: also prints D1 and LL (last-level) data
+#                      misses per request (read + write) from the simulated caches (exact for the
+#                      same binary and load; slower, so keep REQUESTS small)
 #   NO_BUILD [0]  RESPITE_BIN [target/release/respite]  REDIS_SERVER [redis-server]
 #   OUT [tmp dir]      callgrind.<server>.<test> dumps and annotations are kept here
 #
@@ -56,6 +59,7 @@ SERVERS=${SERVERS:-"respite redis"}
 RESPITE_ARGS=${RESPITE_ARGS:-}
 TOP=${TOP:-25}
 NO_BUILD=${NO_BUILD:-0}
+CACHE_SIM=${CACHE_SIM:-0}
 RESPITE_BIN=${RESPITE_BIN:-target/release/respite}
 REDIS_SERVER=${REDIS_SERVER:-redis-server}
 OUT=${OUT:-$(mktemp -d /tmp/respite-callgrind.XXXXXX)}
@@ -125,7 +129,9 @@ for server in $SERVERS; do
         ;;
     esac
     # valgrind itself becomes the server process, so $! is the pid callgrind_control needs.
-    RESPITE_LOG=warn valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$OUT/callgrind.$server.boot" \
+    sim=()
+    [[ $CACHE_SIM == 1 ]] && sim=(--cache-sim=yes)
+    RESPITE_LOG=warn valgrind --tool=callgrind "${sim[@]}" --instr-atstart=no --callgrind-out-file="$OUT/callgrind.$server.boot" \
         "${cmd[@]}" >"$OUT/$server.log" 2>&1 &
     PID=$!
     wait_ready "$port"
@@ -195,6 +201,25 @@ for test in $TESTS; do
     fi
     echo
 done | tee "$OUT/summary.txt"
+
+if [[ $CACHE_SIM == 1 ]]; then
+    # Events of a dump by name: the "events:" line names the columns of "summary:".
+    misses() { # file -> "D1 LL" data misses (reads + writes)
+        awk '/^events:/ { for (i = 2; i <= NF; i++) col[$i] = i }
+             /^(summary|totals):/ { print $col["D1mr"] + $col["D1mw"], $col["DLmr"] + $col["DLmw"]; exit }' "$1"
+    }
+    echo
+    echo "data cache misses per request (simulated D1 and last-level, reads + writes)"
+    printf '%-6s %-8s %10s %10s\n' test server D1 LL
+    for test in $TESTS; do
+        for server in $SERVERS; do
+            read -r d1 ll < <(misses "$OUT/callgrind.$server.$test")
+            printf '%-6s %-8s %10.2f %10.2f\n' "$test" "$server" \
+                "$(awk -v x="$d1" -v n="$REQUESTS" 'BEGIN { print x / n }')" \
+                "$(awk -v x="$ll" -v n="$REQUESTS" 'BEGIN { print x / n }')"
+        done
+    done | tee -a "$OUT/summary.txt"
+fi
 
 for server in $SERVERS; do
     for test in $TESTS; do

@@ -12,9 +12,45 @@ mod tree;
 
 pub use tree::{cmp_key, Item, Pos};
 
-use crate::types::set::table::Table;
+use crate::types::set::table::{Key, Table};
 use bytes::Bytes;
 use tree::Tree;
+
+/// The member → score table's view of a member whose bytes the tree's [`Item`] owns: each
+/// member is stored once, and its `Bytes` stays the only handle (a second handle would add a
+/// shared-ownership header per member). Half the size of a `Bytes`, too.
+///
+/// Invariant, kept by every [`ZSet`] method: an alias in `map` points into the buffer of a
+/// `Bytes` held by the tree item of that member, for as long as the alias is in the map. A
+/// `Bytes` buffer never moves while a handle to it lives, so items moving between leaves keep
+/// their aliases valid, and a cloned `ZSet` clones the tree's handles (same buffers) too.
+#[derive(Clone, Copy, Debug)]
+struct Alias {
+    ptr: *const u8,
+    len: usize,
+}
+
+unsafe impl Send for Alias {} // SAFETY: a read-only view of bytes its set's tree keeps alive
+unsafe impl Sync for Alias {} // SAFETY: as for Send: only shared reads of immutable bytes
+
+impl Alias {
+    #[inline]
+    fn of(b: &Bytes) -> Alias {
+        Alias {
+            ptr: b.as_ptr(),
+            len: b.len(),
+        }
+    }
+}
+
+impl Key for Alias {
+    #[inline]
+    fn key(&self) -> &[u8] {
+        unsafe /* SAFETY: the Alias invariant: the tree holds these bytes while the alias is in the map */ {
+            std::slice::from_raw_parts(self.ptr, self.len)
+        }
+    }
+}
 
 /// A score interval (`zrangespec`).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -113,7 +149,7 @@ pub struct Place(u64);
 #[derive(Clone, Debug, Default)]
 pub struct ZSet {
     /// Member → score: Redis's `zset->dict`, with its bucket walk for ZSCAN.
-    map: Table<f64>,
+    map: Table<f64, Alias>,
     tree: Tree,
     skiplist: bool,
     member_bytes: usize,
@@ -187,7 +223,7 @@ impl ZSet {
 
     /// Longest member (for the listpack value threshold).
     pub fn max_member_len(&self) -> usize {
-        self.map.iter().map(|m| m.len()).max().unwrap_or(0)
+        self.map.iter().map(|m| m.key().len()).max().unwrap_or(0)
     }
 
     /// The score as stored: a listpack keeps integral doubles as integers (`-0` → `0`).
@@ -221,7 +257,7 @@ impl ZSet {
     pub fn insert_at(&mut self, place: Place, member: Bytes, score: f64) {
         let score = self.stored(score);
         self.member_bytes += member.len();
-        self.map.insert_hashed(member.clone(), place.0, score);
+        self.map.insert_hashed(Alias::of(&member), place.0, score);
         self.tree.insert(Item { score, member });
     }
 
@@ -236,7 +272,7 @@ impl ZSet {
     pub fn insert(&mut self, member: Bytes, score: f64) {
         let score = self.stored(score);
         self.member_bytes += member.len();
-        self.map.insert_new_with(member.clone(), score);
+        self.map.insert_new_with(Alias::of(&member), score);
         self.tree.insert(Item { score, member });
     }
 
@@ -402,8 +438,9 @@ impl ZSet {
     /// member present for a whole iteration is returned at least once. Appends (member,
     /// score) pairs to `out`; returns the next cursor (0 at the end).
     pub fn scan(&self, cursor: u64, count: usize, out: &mut Vec<(Bytes, f64)>) -> u64 {
-        self.map
-            .scan_each(cursor, count.max(1), |m, &s| out.push((m.clone(), s)))
+        self.map.scan_each(cursor, count.max(1), |m, &s| {
+            out.push((Bytes::copy_from_slice(m.key()), s))
+        })
     }
 }
 

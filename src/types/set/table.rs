@@ -14,6 +14,20 @@
 use bytes::Bytes;
 use std::sync::OnceLock;
 
+/// What a slot stores as its member: something that reads as the member's bytes. A set owns
+/// its members (`Bytes`); a sorted set's table holds aliases of the bytes its tree owns, so
+/// each member is stored once, without a shared-ownership header.
+pub trait Key {
+    fn key(&self) -> &[u8];
+}
+
+impl Key for Bytes {
+    #[inline]
+    fn key(&self) -> &[u8] {
+        self
+    }
+}
+
 /// Slot numbers are `u32` (with the stored hash's low 32 bits, a slot is 8 bytes smaller
 /// and a bucket 4): a table holds fewer than 2^32 members, as a key's value does.
 const NIL: u32 = u32::MAX;
@@ -29,24 +43,24 @@ fn hash(m: &[u8]) -> u64 {
 }
 
 #[derive(Clone, Debug)]
-struct Slot<V> {
+struct Slot<V, M> {
     /// The low 32 bits of the member's hash: enough for any bucket count a `u32` slot
     /// number allows, and a cheap filter before comparing members.
     hash: u32,
     next: u32,
-    member: Bytes,
+    member: M,
     value: V,
 }
 
 #[derive(Clone, Debug)]
-pub struct Table<V = ()> {
-    slots: Vec<Slot<V>>,
+pub struct Table<V = (), M = Bytes> {
+    slots: Vec<Slot<V, M>>,
     buckets: Vec<u32>,
     /// Sum of member lengths, for memory accounting.
     bytes: usize,
 }
 
-impl<V> Default for Table<V> {
+impl<V, M> Default for Table<V, M> {
     fn default() -> Self {
         Table {
             slots: Vec::new(),
@@ -83,9 +97,9 @@ impl Table<()> {
     }
 }
 
-impl<V> Table<V> {
+impl<V, M: Key> Table<V, M> {
     /// An empty table presized for `cap` members (Redis `dictExpand`).
-    pub fn with_capacity(cap: usize) -> Table<V> {
+    pub fn with_capacity(cap: usize) -> Table<V, M> {
         let mut t = Table {
             slots: Vec::with_capacity(cap.min(1 << 20)),
             buckets: Vec::new(),
@@ -123,7 +137,7 @@ impl<V> Table<V> {
         let mut i = self.buckets[h as u32 as usize & self.mask()];
         while i != NIL {
             let s = &self.slots[i as usize];
-            if s.hash == h as u32 && s.member[..] == *m {
+            if s.hash == h as u32 && s.member.key() == m {
                 return Some(i as usize);
             }
             i = s.next;
@@ -161,15 +175,15 @@ impl<V> Table<V> {
     }
 
     /// Adds a member that [`Table::lookup`] found absent, with the hash it returned.
-    pub fn insert_hashed(&mut self, m: Bytes, h: u64, value: V) {
-        debug_assert!(h == hash(&m) && self.find(&m, h).is_none());
+    pub fn insert_hashed(&mut self, m: M, h: u64, value: V) {
+        debug_assert!(h == hash(m.key()) && self.find(m.key(), h).is_none());
         self.push(m, h, value);
     }
 
     /// Adds a member known to be absent, with its value.
-    pub fn insert_new_with(&mut self, m: Bytes, value: V) {
-        let h = hash(&m);
-        debug_assert!(self.find(&m, h).is_none());
+    pub fn insert_new_with(&mut self, m: M, value: V) {
+        let h = hash(m.key());
+        debug_assert!(self.find(m.key(), h).is_none());
         self.push(m, h, value);
     }
 
@@ -179,7 +193,7 @@ impl<V> Table<V> {
         Some(self.remove_slot(i).value)
     }
 
-    fn push(&mut self, member: Bytes, h: u64, value: V) {
+    fn push(&mut self, member: M, h: u64, value: V) {
         if self.slots.len() >= self.buckets.len() {
             self.rebuild(bucket_count(self.slots.len() + 1));
         }
@@ -190,7 +204,7 @@ impl<V> Table<V> {
         }
         let h = h as u32;
         let b = h as usize & self.mask();
-        self.bytes += member.len();
+        self.bytes += member.key().len();
         let at = u32::try_from(self.slots.len()).expect("fewer than 2^32 members");
         self.slots.push(Slot {
             hash: h,
@@ -202,11 +216,11 @@ impl<V> Table<V> {
     }
 
     /// Removes the member in slot `i` and returns it.
-    pub fn remove_at(&mut self, i: usize) -> Bytes {
+    pub fn remove_at(&mut self, i: usize) -> M {
         self.remove_slot(i).member
     }
 
-    fn remove_slot(&mut self, i: usize) -> Slot<V> {
+    fn remove_slot(&mut self, i: usize) -> Slot<V, M> {
         self.unlink(i, i);
         let last = self.slots.len() - 1;
         if i != last {
@@ -214,7 +228,7 @@ impl<V> Table<V> {
             self.unlink(last, i);
         }
         let slot = self.slots.swap_remove(i);
-        self.bytes -= slot.member.len();
+        self.bytes -= slot.member.key().len();
         let size = self.buckets.len();
         if size > MIN_BUCKETS && self.slots.len() * 100 / size < MIN_FILL {
             self.rebuild(bucket_count(self.slots.len()));
@@ -259,11 +273,11 @@ impl<V> Table<V> {
     }
 
     /// The member in slot `i` (slots are dense: `0..len`).
-    pub fn get(&self, i: usize) -> &Bytes {
+    pub fn get(&self, i: usize) -> &M {
         &self.slots[i].member
     }
 
-    pub fn iter(&self) -> Iter<'_, V> {
+    pub fn iter(&self) -> Iter<'_, V, M> {
         Iter(self.slots.iter())
     }
 
@@ -271,7 +285,7 @@ impl<V> Table<V> {
     /// reverse-binary order, passing each entry to `f`, until at least `count` entries were
     /// visited, `count * 10` more buckets were visited, or the scan wrapped (next cursor 0).
     /// Returns the next cursor.
-    pub fn scan_each(&self, cursor: u64, count: usize, mut f: impl FnMut(&Bytes, &V)) -> u64 {
+    pub fn scan_each(&self, cursor: u64, count: usize, mut f: impl FnMut(&M, &V)) -> u64 {
         if self.buckets.is_empty() {
             return 0;
         }
@@ -306,7 +320,7 @@ impl<V> Table<V> {
             while i != NIL {
                 let s = &self.slots[i as usize];
                 assert_eq!(s.hash as usize & self.mask(), b);
-                assert_eq!(s.hash, hash(&s.member) as u32);
+                assert_eq!(s.hash, hash(s.member.key()) as u32);
                 seen += 1;
                 i = s.next;
             }
@@ -315,18 +329,21 @@ impl<V> Table<V> {
         assert!(self.buckets.len().is_power_of_two());
         assert_eq!(
             self.bytes,
-            self.slots.iter().map(|s| s.member.len()).sum::<usize>()
+            self.slots
+                .iter()
+                .map(|s| s.member.key().len())
+                .sum::<usize>()
         );
     }
 }
 
 /// Members in slot order.
-pub struct Iter<'a, V = ()>(std::slice::Iter<'a, Slot<V>>);
+pub struct Iter<'a, V = (), M = Bytes>(std::slice::Iter<'a, Slot<V, M>>);
 
-impl<'a, V> Iterator for Iter<'a, V> {
-    type Item = &'a Bytes;
+impl<'a, V, M> Iterator for Iter<'a, V, M> {
+    type Item = &'a M;
     #[inline]
-    fn next(&mut self) -> Option<&'a Bytes> {
+    fn next(&mut self) -> Option<&'a M> {
         self.0.next().map(|s| &s.member)
     }
 }
@@ -345,7 +362,7 @@ mod tests {
     #[test]
     fn slots_are_compact_and_grow_by_half() {
         // A sorted set's member → score slot: hash and link in 8 bytes, not 16.
-        assert_eq!(std::mem::size_of::<Slot<f64>>(), 48);
+        assert_eq!(std::mem::size_of::<Slot<f64, Bytes>>(), 48);
         let mut t: Table<f64> = Table::default();
         for i in 0..100_000u32 {
             t.insert_new_with(Bytes::from(i.to_string()), 0.0);

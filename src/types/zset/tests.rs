@@ -303,3 +303,41 @@ fn rescore_moves_or_stays() {
     assert_eq!(z.rank(b"m010"), Some((499, 1e9)));
     assert_eq!(z.rank(b"m250").map(|r| r.0), Some(250));
 }
+
+#[test]
+fn members_are_stored_once_and_clones_stay_valid() {
+    let mut z = ZSet::new(true);
+    for i in 0..1000 {
+        z.insert(Bytes::from(format!("member:{i}")), f64::from(i % 7));
+    }
+    // The table aliases the tree's bytes: the tree's handle is the only one (no second
+    // handle, so no shared header), apart from the few copies kept as inner separators.
+    let unique = z.iter().filter(|it| it.member.is_unique()).count();
+    assert!(unique >= 900, "{unique}");
+    assert_eq!(std::mem::size_of::<Alias>(), 16);
+    let copy = z.clone();
+    for i in (0..1000).step_by(2) {
+        assert!(z.remove(format!("member:{i}").as_bytes()).is_some());
+    }
+    for i in (0..1000).step_by(3) {
+        z.upsert(format!("member:{i}").as_bytes(), -1.0);
+    }
+    z.remove_range(0, 100, |_| {});
+    assert_eq!(z.len(), 500 + 167 - 100);
+    drop(z);
+    // The clone's table reads bytes its own tree keeps alive.
+    for i in 0..1000 {
+        let m = format!("member:{i}");
+        assert_eq!(copy.score(m.as_bytes()), Some(f64::from(i % 7)), "{m}");
+    }
+    let (mut out, mut c) = (Vec::new(), 0);
+    loop {
+        c = copy.scan(c, 100, &mut out);
+        if c == 0 {
+            break;
+        }
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out.dedup_by(|a, b| a.0 == b.0);
+    assert_eq!(out.len(), 1000);
+}
