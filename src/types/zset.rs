@@ -24,10 +24,17 @@ use tree::Tree;
 /// `Bytes` held by the tree item of that member, for as long as the alias is in the map. A
 /// `Bytes` buffer never moves while a handle to it lives, so items moving between leaves keep
 /// their aliases valid, and a cloned `ZSet` clones the tree's handles (same buffers) too.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy)]
 struct Alias {
     ptr: *const u8,
     len: usize,
+}
+
+/// The bytes, not the address: two equal sets print alike (tests compare `Debug` output).
+impl std::fmt::Debug for Alias {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}", Bytes::copy_from_slice(self.key()))
+    }
 }
 
 unsafe impl Send for Alias {} // SAFETY: a read-only view of bytes its set's tree keeps alive
