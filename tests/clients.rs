@@ -429,3 +429,49 @@ fn subscriptions_count_toward_client_eviction() {
     let ours = subscriptions_until_evicted(server.port());
     assert!((100..20_000).contains(&ours), "{ours} subscriptions");
 }
+
+/// `client-output-buffer-limit normal` (issue 18 item 5) as Redis enforces it on a
+/// reply: what exceeds the 16 KB reply buffer counts; at or over the hard limit the
+/// client is closed and gets nothing, under it the reply arrives; other clients and the
+/// data are untouched. The same script against redis-server.
+fn normal_output_limit(port: u16) -> Vec<String> {
+    let mut admin = Conn::connect(port).expect("admin");
+    let limit = |admin: &mut Conn, v: &str| {
+        let words = ["CONFIG", "SET", "client-output-buffer-limit", v];
+        let words: Vec<Vec<u8>> = words.iter().map(|w| w.as_bytes().to_vec()).collect();
+        format!("{}", admin.call(&words).unwrap())
+    };
+    let mut seen = vec![limit(&mut admin, "normal 100000 0 0")];
+    for (key, len) in [("big", 1_000_000usize), ("mid", 100_000)] {
+        admin
+            .call(&[b"SET".to_vec(), key.as_bytes().to_vec(), vec![b'a'; len]])
+            .unwrap();
+    }
+    // 100 000 bytes, 16 KB of them in the reply buffer: under the limit.
+    let mut c = common::Wire::connect_port(port);
+    c.send(&["GET", "mid"]);
+    seen.push(format!("mid: {} bytes", c.frame_bytes().len()));
+    c.send(&["PING"]);
+    seen.push(format!("mid then {}", c.frame()));
+    let mut c = common::Wire::connect_port(port);
+    c.send(&["GET", "big"]);
+    let (closed, got) = c.closed_after();
+    seen.push(format!("big: closed {closed}, {} bytes", got.len()));
+    seen.push(format!("{}", admin.cmd("STRLEN big")));
+    // No limit: the big reply goes out.
+    seen.push(limit(&mut admin, "normal 0 0 0"));
+    let mut c = common::Wire::connect_port(port);
+    c.send(&["GET", "big"]);
+    seen.push(format!("unlimited: {} bytes", c.frame_bytes().len()));
+    seen
+}
+
+#[test]
+fn normal_output_buffer_limit_closes_as_redis() {
+    let server = respite::TestServer::start().expect("start");
+    let ours = normal_output_limit(server.port());
+    let redis = common::ServerProcess::redis();
+    assert_eq!(ours, normal_output_limit(redis.port));
+    assert_eq!(ours[0], "+OK");
+    assert_eq!(ours[3], "big: closed true, 0 bytes");
+}

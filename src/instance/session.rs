@@ -45,6 +45,9 @@ pub struct Session {
     /// When the next command starts: the previous command's end within a read batch (set
     /// by the connection per batch), so each command costs one clock read.
     pub mark: Option<crate::clock::Instant>,
+    /// When this client's replies first held the soft `client-output-buffer-limit`
+    /// (Redis's `obuf_soft_limit_reached_time`); cleared once they drop below it.
+    pub obuf_soft_since: Option<std::time::Instant>,
     /// Command statistics not yet added to the shared counters (flushed per batch).
     pub pending: PendingStats,
     /// Pub/Sub state, created by the first (un)subscribe command; `None` keeps connections
@@ -147,6 +150,7 @@ impl Session {
             db: 0,
             resp3: false,
             authenticated,
+            obuf_soft_since: None,
             multi: None,
             watch_dirty: Arc::new(AtomicBool::new(false)),
             watched: Vec::new(),

@@ -245,6 +245,9 @@ pub struct Shared {
     pub pubsub: super::pubsub::PubSub,
     /// MONITOR clients (commands read `monitors.active()` once each).
     pub monitors: super::monitor::Monitors,
+    /// The `normal` class of `client-output-buffer-limit`, for replies (connections read
+    /// it only when a batch's replies outgrow Redis's 16 KB reply buffer).
+    pub normal_obuf: super::obuf::LimitCell,
     /// Client eviction (`maxmemory-clients`): its counter and pacing.
     pub client_eviction: super::clients::Eviction,
     /// The durable engine (`--engine redb`), set once at start-up.
@@ -323,6 +326,7 @@ impl Shared {
             blocking: Default::default(),
             pubsub: super::pubsub::PubSub::new(),
             monitors: Default::default(),
+            normal_obuf: Default::default(),
             client_eviction: Default::default(),
             persist: std::sync::OnceLock::new(),
             test_commands,
@@ -341,6 +345,7 @@ impl Shared {
         // A server that is a test double records what it receives from the start.
         srv.faults.set_logging(test_commands);
         srv.observe_floor.refresh(&srv.config);
+        srv.normal_obuf.refresh(&srv.config, "normal");
         srv
     }
 

@@ -20,6 +20,9 @@ use tokio::net::TcpStream;
 const READ_CHUNK: usize = 16 * 1024;
 /// Buffers larger than this are released after use instead of kept per connection.
 const KEEP_BUF: usize = 1024 * 1024;
+/// Redis's per-client reply buffer (`PROTO_REPLY_CHUNK_BYTES`): replies beyond it are what
+/// `client-output-buffer-limit` measures.
+const REPLY_CHUNK: usize = 16 * 1024;
 /// How often a paused cron (`DEBUG PAUSE-CRON 1`) looks again at an idle client.
 const CRON_PAUSED_RETRY_MS: u64 = 100;
 /// Argument vectors longer than this are released after their command.
@@ -131,6 +134,9 @@ async fn flush(
     if sess.wrote.swap(false, Ordering::Relaxed) {
         wait_durable(srv).await?;
     }
+    if sess.out.len() > REPLY_CHUNK || sess.obuf_soft_since.is_some() {
+        over_output_limit(srv, sess)?;
+    }
     let out = &mut sess.out;
     if !out.is_empty() {
         // One `writeToClient` in Redis's terms (`total_writes_processed`).
@@ -219,6 +225,35 @@ async fn wait_durable(srv: &Shared) -> std::io::Result<()> {
         }
         durable.await;
     }
+}
+
+/// Redis's `closeClientOnOutputBufferLimitReached` for a normal client's replies: what a
+/// batch holds beyond the 16 KB reply buffer (Redis counts only its reply list) against
+/// the `normal` class; over the hard limit, or over the soft one for longer than its
+/// seconds, the client is closed and the replies are not sent. Subscribers and monitors
+/// are held to their own queues' limits where those queues fill (`instance::pubsub`,
+/// `instance::monitor`).
+fn over_output_limit(srv: &Shared, sess: &mut Session) -> std::io::Result<()> {
+    if sess.subs.is_some() || sess.monitor.is_some() {
+        return Ok(());
+    }
+    let limits = srv.normal_obuf.get();
+    if limits.hard == 0 && limits.soft == 0 {
+        return Ok(());
+    }
+    let held = sess.out.len().saturating_sub(REPLY_CHUNK) as u64;
+    if !limits.exceeded(held, limits.hard, &mut sess.obuf_soft_since) {
+        return Ok(());
+    }
+    tracing::warn!(
+        "Client id={} scheduled to be closed ASAP for overcoming of output buffer limits.",
+        sess.id
+    );
+    srv.pubsub
+        .obuf_disconnections
+        .fetch_add(1, Ordering::Relaxed);
+    sess.out.clear();
+    Err(std::io::Error::other("output buffer limit"))
 }
 
 /// Appends the messages and confirmations queued for a subscribed session.

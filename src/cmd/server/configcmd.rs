@@ -50,6 +50,7 @@ pub(super) fn config_set(cx: &mut Cx) -> Reply {
                 .any(|(k, _)| k.eq_ignore_ascii_case(b"client-output-buffer-limit"))
             {
                 cx.srv.pubsub.refresh_limits(&cx.srv.config);
+                cx.srv.normal_obuf.refresh(&cx.srv.config, "normal");
             }
             // So does the durable engine's committer its fsync policy.
             if let Some(p) = cx.srv.persist.get() {
