@@ -373,23 +373,30 @@ fn client_eviction_follows_redis_memory_buckets() {
     );
 }
 
-/// A client watching ever more keys is evicted once its watch list takes it past
-/// `maxmemory-clients` (Redis counts the list in `multi-mem`; tests/unit/client-eviction.tcl
-/// "client evicted due to watched key list"). Returns how many WATCHes were answered.
-fn watches_until_evicted(port: u16) -> usize {
+/// How many `command <j>` calls (j = 0, 1, …) a client gets answered before its growing
+/// state takes it past a 200 000 byte `maxmemory-clients` and it is evicted; `answered`
+/// tells a reply from the error or close that ends the run.
+fn calls_until_evicted(port: u16, command: &str, answered: impl Fn(&Frame) -> bool) -> usize {
     let mut admin = Conn::connect(port).expect("admin");
     admin.cmd("CLIENT NO-EVICT on");
     admin.cmd("CONFIG SET maxmemory-clients 200000");
-    let mut c = Conn::connect(port).expect("watcher");
-    let mut answered = 0;
+    let mut c = Conn::connect(port).expect("client");
+    let mut n = 0;
     for j in 0..200_000 {
-        match c.call(&[b"WATCH".to_vec(), format!("{j}").into_bytes()]) {
-            Ok(Frame::Simple(ok)) if ok == "OK" => answered += 1,
+        match c.call(&[command.as_bytes().to_vec(), format!("{j}").into_bytes()]) {
+            Ok(f) if answered(&f) => n += 1,
             _ => break,
         }
     }
     admin.cmd("CONFIG SET maxmemory-clients 0");
-    answered
+    n
+}
+
+/// A client watching ever more keys is evicted once its watch list takes it past
+/// `maxmemory-clients` (Redis counts the list in `multi-mem`; tests/unit/client-eviction.tcl
+/// "client evicted due to watched key list").
+fn watches_until_evicted(port: u16) -> usize {
+    calls_until_evicted(port, "WATCH", |f| *f == Frame::Simple("OK".into()))
 }
 
 #[test]
@@ -403,22 +410,11 @@ fn watched_keys_count_toward_client_eviction() {
 }
 
 /// Subscriptions count toward a client's memory too (Redis's `pubsubMemOverhead`;
-/// client-eviction.tcl "client evicted due to pubsub subscriptions"): how many
-/// PSUBSCRIBEs a client gets through under a 200 000 byte `maxmemory-clients`.
+/// client-eviction.tcl "client evicted due to pubsub subscriptions").
 fn subscriptions_until_evicted(port: u16) -> usize {
-    let mut admin = Conn::connect(port).expect("admin");
-    admin.cmd("CLIENT NO-EVICT on");
-    admin.cmd("CONFIG SET maxmemory-clients 200000");
-    let mut c = Conn::connect(port).expect("subscriber");
-    let mut answered = 0;
-    for j in 0..200_000 {
-        match c.call(&[b"PSUBSCRIBE".to_vec(), format!("{j}").into_bytes()]) {
-            Ok(Frame::Push(_)) | Ok(Frame::Array(_)) => answered += 1,
-            _ => break,
-        }
-    }
-    admin.cmd("CONFIG SET maxmemory-clients 0");
-    answered
+    calls_until_evicted(port, "PSUBSCRIBE", |f| {
+        matches!(f, Frame::Push(_) | Frame::Array(_))
+    })
 }
 
 #[test]

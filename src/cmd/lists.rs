@@ -16,7 +16,7 @@ use crate::instance::state::Shared;
 use crate::num::parse_i64;
 use crate::protocol::Reply;
 use crate::types::list::{End, List};
-use crate::types::value::Value;
+use crate::types::value::{Entry, Value};
 use bytes::Bytes;
 
 pub static COMMANDS: &[CommandSpec] = &[
@@ -349,19 +349,18 @@ fn fill(srv: &Shared) -> i32 {
 /// Write lookup (`lookupKeyWrite`) of a list: `None` when missing, WRONGTYPE otherwise.
 fn write_list<'c>(ks: &'c mut Access<'_>, key: &[u8]) -> Result<Option<&'c mut List>, Reply> {
     let db = ks.db;
-    match ks.lookup_elems_in(db, key) {
-        None => Ok(None),
-        Some(e) => match &mut e.value {
-            Value::List(l) => Ok(Some(l)),
-            _ => Err(errors::wrongtype()),
-        },
-    }
+    as_list(ks.lookup_elems_in(db, key))
 }
 
 /// A list the command already looked up with [`write_list`], again: no second access.
 fn quiet_list<'c>(ks: &'c mut Access<'_>, key: &[u8]) -> Result<Option<&'c mut List>, Reply> {
     let db = ks.db;
-    match ks.get_in(db, key) {
+    as_list(ks.get_in(db, key))
+}
+
+/// A looked-up entry as a list: `None` when missing, WRONGTYPE for another type.
+fn as_list(e: Option<&mut Entry>) -> Result<Option<&mut List>, Reply> {
+    match e {
         None => Ok(None),
         Some(e) => match &mut e.value {
             Value::List(l) => Ok(Some(l)),

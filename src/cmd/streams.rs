@@ -21,7 +21,7 @@ use crate::config::{lookup, ParamRef};
 use crate::instance::notify;
 use crate::protocol::Reply;
 use crate::types::stream::{id, Fields, IdRules, NodeLimits, Stream, StreamId};
-use crate::types::value::Value;
+use crate::types::value::{Entry, Value};
 use bytes::Bytes;
 use std::sync::OnceLock;
 
@@ -39,7 +39,12 @@ fn lookup_read<'c>(cx: &'c mut Cx, key: &[u8]) -> Result<Option<&'c Stream>, Rep
 /// Write lookup (Redis `lookupKeyWrite`): no stats, no WATCH signal (see [`modified`]).
 fn lookup_write<'c>(cx: &'c mut Cx, key: &[u8]) -> Result<Option<&'c mut Stream>, Reply> {
     let db = cx.ks.db;
-    match cx.ks.lookup_elems_in(db, key) {
+    as_stream(cx.ks.lookup_elems_in(db, key))
+}
+
+/// A looked-up entry as a stream: `None` when missing, WRONGTYPE for another type.
+fn as_stream(e: Option<&mut Entry>) -> Result<Option<&mut Stream>, Reply> {
+    match e {
         None => Ok(None),
         Some(e) => match &mut e.value {
             Value::Stream(s) => Ok(Some(s)),
@@ -52,13 +57,7 @@ fn lookup_write<'c>(cx: &'c mut Cx, key: &[u8]) -> Result<Option<&'c mut Stream>
 /// no second access is counted.
 fn relookup<'c>(cx: &'c mut Cx, key: &[u8]) -> Result<Option<&'c mut Stream>, Reply> {
     let db = cx.ks.db;
-    match cx.ks.get_in(db, key) {
-        None => Ok(None),
-        Some(e) => match &mut e.value {
-            Value::Stream(s) => Ok(Some(s)),
-            _ => Err(errors::wrongtype()),
-        },
-    }
+    as_stream(cx.ks.get_in(db, key))
 }
 
 /// After an in-place change: signals WATCHers of `key`.
