@@ -708,11 +708,13 @@ pub fn execute(
     p.failed += u64::from(reply.is_error());
     match &mut sess.block_request {
         // Recorded when it ends, with this run's time (`observe::after_unblock`).
-        Some(r) => r.exec_us = usec,
-        None if !sess.internal && !sess.serving_blocked => {
-            observe::after_call(srv, sess, access, id, spec, args, usec)
+        Some(r) => {
+            r.exec_us = usec;
+            observe::blocked_run(srv, id, usec);
         }
-        None => {}
+        None if sess.internal => {}
+        None if sess.serving_blocked => observe::blocked_run(srv, id, usec),
+        None => observe::after_call(srv, sess, access, id, spec, args, usec),
     }
     reply
 }

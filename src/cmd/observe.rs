@@ -75,17 +75,9 @@ fn slow_call(
     usec: u64,
 ) {
     let slower = config_num!(srv.config, "slowlog-log-slower-than");
-    let monitor = config_num!(srv.config, "latency-monitor-threshold");
     let now = (srv.clock.now_ms() / 1000) as i64;
     let us = i64::try_from(usec).unwrap_or(i64::MAX);
-    if monitor > 0 && us / 1000 >= monitor {
-        let event = if super::registry().batched[id] {
-            "fast-command"
-        } else {
-            "command"
-        };
-        srv.latency.add(event, now, usec / 1000);
-    }
+    monitor_latency(srv, id, usec, now);
     if slower >= 0 && us >= slower {
         // A script's commands are logged as run by Redis's Lua client, which has no
         // address or name. Scripts run their commands with `in_exec` set while holding
@@ -102,6 +94,30 @@ fn slow_call(
             (sess.handle.addr.to_string(), name)
         };
         slowlog_push(srv, spec, args, usec, now, peer, name);
+    }
+}
+
+/// The latency monitor's `command` / `fast-command` sample of one run, past
+/// `latency-monitor-threshold` ms.
+fn monitor_latency(srv: &Shared, id: usize, usec: u64, now: i64) {
+    let monitor = config_num!(srv.config, "latency-monitor-threshold");
+    if monitor > 0 && i64::try_from(usec / 1000).unwrap_or(i64::MAX) >= monitor {
+        let event = if super::registry().batched[id] {
+            "fast-command"
+        } else {
+            "command"
+        };
+        srv.latency.add(event, now, usec / 1000);
+    }
+}
+
+/// A run of a blocking command that blocked, or the re-run that served it: Redis's
+/// `call()` gives the latency monitor both (the histogram and the slow log wait for
+/// [`after_unblock`]).
+#[inline]
+pub(super) fn blocked_run(srv: &Shared, id: usize, usec: u64) {
+    if usec >= srv.observe_floor.get() {
+        monitor_latency(srv, id, usec, (srv.clock.now_ms() / 1000) as i64);
     }
 }
 
@@ -125,7 +141,7 @@ fn slowlog_push(
 /// The end of a blocked command (served, timed out or CLIENT UNBLOCK), as Redis 7.2's
 /// `updateStatsOnUnblock`: one latency histogram sample and, past the threshold, a slow
 /// log entry, both with the time the command ran (its first attempt plus the re-run that
-/// served it), never the time it waited. The latency monitor saw each run already.
+/// served it), never the time it waited. The latency monitor saw each run ([`blocked_run`]).
 #[cold]
 #[inline(never)]
 pub(super) fn after_unblock(
