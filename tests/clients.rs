@@ -519,17 +519,33 @@ fn non_reader_closed(port: u16, config: &[&str], stat: Option<&str>) -> Vec<Stri
     drop(writer.join().expect("writer"));
     seen.push(format!("{}", other.cmd("PING")));
     let list = text(admin.cmd("CLIENT LIST"));
-    seen.push(format!("other listed {}", list.contains(&format!("id={other_id} "))));
+    seen.push(format!(
+        "other listed {}",
+        list.contains(&format!("id={other_id} "))
+    ));
     seen.push(format!("clients {}", list.lines().count()));
     seen.push(format!("{}", admin.cmd("STRLEN big")));
     set(&mut admin, &["CONFIG", "SET", "maxmemory-clients", "0"]);
-    set(&mut admin, &["CONFIG", "SET", "client-output-buffer-limit", "normal 0 0 0"]);
+    set(
+        &mut admin,
+        &[
+            "CONFIG",
+            "SET",
+            "client-output-buffer-limit",
+            "normal 0 0 0",
+        ],
+    );
     seen
 }
 
 #[test]
 fn non_reading_pipeliner_closed_by_normal_hard_limit_as_redis() {
-    let config = ["CONFIG", "SET", "client-output-buffer-limit", "normal 1mb 0 0"];
+    let config = [
+        "CONFIG",
+        "SET",
+        "client-output-buffer-limit",
+        "normal 1mb 0 0",
+    ];
     let server = respite::TestServer::start().expect("start");
     let ours = non_reader_closed(server.port(), &config, None);
     let redis = common::ServerProcess::redis();
