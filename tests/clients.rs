@@ -471,3 +471,96 @@ fn normal_output_buffer_limit_closes_as_redis() {
     assert_eq!(ours[0], "+OK");
     assert_eq!(ours[3], "big: closed true, 0 bytes");
 }
+
+/// A client that pipelines GETs of a 1 000-byte value and never reads a reply (issue 18 §2/§5):
+/// the server keeps reading and executing for it, its unsent replies count as its output
+/// memory, and `config` (a `client-output-buffer-limit` or `maxmemory-clients`) closes it.
+/// Returns what an unrelated client then sees; the same script against redis-server.
+fn non_reader_closed(port: u16, config: &[&str], stat: Option<&str>) -> Vec<String> {
+    let mut admin = Conn::connect(port).expect("admin");
+    admin.cmd("CLIENT NO-EVICT on");
+    let mut seen = Vec::new();
+    let set = |admin: &mut Conn, words: &[&str]| {
+        let words: Vec<Vec<u8>> = words.iter().map(|w| w.as_bytes().to_vec()).collect();
+        format!("{}", admin.call(&words).unwrap())
+    };
+    seen.push(set(&mut admin, &["SET", "big", &"a".repeat(1000)]));
+    // A small client that reads its replies: never the one closed.
+    let mut other = Conn::connect(port).expect("other");
+    let other_id = int(other.cmd("CLIENT ID"));
+    let stats = |admin: &mut Conn| {
+        stat.map(|f| common::info_field(&text(admin.cmd("INFO stats")), f).unwrap())
+    };
+    let before = stats(&mut admin);
+    seen.push(set(&mut admin, config));
+    let mut hog = Conn::connect(port).expect("hog");
+    let hog_id = format!("id={} ", int(hog.cmd("CLIENT ID")));
+    let hog = hog.into_stream();
+    // 40 MB of replies: far more than the sockets' buffers hold, so the client is closed
+    // only if its replies are counted while it does not read them (no read's batch alone
+    // reaches the limit, which back-pressure used to let through).
+    let writer = std::thread::spawn(move || {
+        use std::io::Write;
+        let mut hog = hog;
+        let get = common::frame(&[b"GET", b"big"]);
+        for _ in 0..4000 {
+            if hog.write_all(&get.repeat(10)).is_err() {
+                break;
+            }
+        }
+        hog
+    });
+    common::wait_until("the non-reading client closed", || {
+        !text(admin.cmd("CLIENT LIST")).contains(&hog_id)
+    });
+    if let (Some(stat), Some(before), Some(after)) = (stat, before, stats(&mut admin)) {
+        seen.push(format!("{stat} +{}", after - before));
+    }
+    drop(writer.join().expect("writer"));
+    seen.push(format!("{}", other.cmd("PING")));
+    let list = text(admin.cmd("CLIENT LIST"));
+    seen.push(format!(
+        "other listed {}",
+        list.contains(&format!("id={other_id} "))
+    ));
+    seen.push(format!("clients {}", list.lines().count()));
+    seen.push(format!("{}", admin.cmd("STRLEN big")));
+    set(&mut admin, &["CONFIG", "SET", "maxmemory-clients", "0"]);
+    set(
+        &mut admin,
+        &[
+            "CONFIG",
+            "SET",
+            "client-output-buffer-limit",
+            "normal 0 0 0",
+        ],
+    );
+    seen
+}
+
+#[test]
+fn non_reading_pipeliner_closed_by_normal_hard_limit_as_redis() {
+    let config = [
+        "CONFIG",
+        "SET",
+        "client-output-buffer-limit",
+        "normal 1mb 0 0",
+    ];
+    let server = respite::TestServer::start().expect("start");
+    let ours = non_reader_closed(server.port(), &config, None);
+    let redis = common::ServerProcess::redis();
+    assert_eq!(ours, non_reader_closed(redis.port, &config, None));
+    assert_eq!(ours[2], "+PONG");
+}
+
+#[test]
+fn non_reading_pipeliner_evicted_by_maxmemory_clients_as_redis() {
+    let config = ["CONFIG", "SET", "maxmemory-clients", "4mb"];
+    let stat = Some("evicted_clients");
+    let server = respite::TestServer::start().expect("start");
+    let ours = non_reader_closed(server.port(), &config, stat);
+    let redis = common::ServerProcess::redis();
+    assert_eq!(ours, non_reader_closed(redis.port, &config, stat));
+    assert_eq!(ours[2], "evicted_clients +1");
+    assert_eq!(ours[4], "other listed true");
+}

@@ -121,15 +121,19 @@ impl Drop for BlockedGuard<'_> {
 
 type Kill<'a, 'b> = std::pin::Pin<&'a mut tokio::sync::futures::Notified<'b>>;
 
-/// Writes the batched replies (and pushes). A client killed while its socket does not drain
-/// (a subscriber over its output buffer limit, CLIENT KILL) stops waiting at once.
-async fn flush(
-    stream: &mut TcpStream,
-    srv: &Shared,
-    sess: &mut Session,
-    kill: Kill<'_, '_>,
-) -> std::io::Result<()> {
-    // A client that has a reply sees its command counted (INFO, from any connection).
+/// Without any limit on a client's replies (Redis's default `normal 0 0 0` and no
+/// `maxmemory-clients`), Redis lets a client that never reads grow its reply list without
+/// bound. We keep reading and executing for it as Redis does up to this many unsent bytes,
+/// then stop reading from that client alone until its socket drains (back-pressure, as
+/// before this cap existed): one hostile client cannot exhaust the server's memory, no
+/// other client waits, and nothing is lost or closed. With a hard or soft limit or
+/// `maxmemory-clients` configured, those bound it and close the client exactly as Redis.
+const UNLIMITED_OUT_CAP: usize = 64 * 1024 * 1024;
+
+/// What every write of the batched replies does first: counts the batch's commands (INFO,
+/// from any connection), holds the replies for durability, and applies the output limit
+/// to all that is unsent. Returns whether there is anything to write.
+async fn begin_flush(srv: &Shared, sess: &mut Session) -> std::io::Result<bool> {
     cmd::flush_stats(srv, sess);
     if sess.wrote.swap(false, Ordering::Relaxed) {
         wait_durable(srv).await?;
@@ -137,49 +141,111 @@ async fn flush(
     if sess.out.len() > REPLY_CHUNK || sess.obuf_soft_since.is_some() {
         over_output_limit(srv, sess)?;
     }
-    let out = &mut sess.out;
-    if !out.is_empty() {
-        // One `writeToClient` in Redis's terms (`total_writes_processed`).
-        Stats::bump(&srv.stats.writes_processed, 1);
-        srv.stats
-            .net_output_bytes
-            .fetch_add(out.len() as u64, Ordering::Relaxed);
-        let mem = &sess.handle.mem;
-        mem.out_peak.fetch_max(out.len(), Ordering::Relaxed);
-        let queued = mem.push_bytes.load(Ordering::Relaxed);
-        srv.peaks.record(srv.uptime_secs(), 0, out.len() + queued);
-        mem.out_cap.store(out.capacity(), Ordering::Relaxed);
-        // Written piece by piece so CLIENT LIST sees what is still pending (`omem`) while
-        // a client does not read.
-        let write = async {
-            let mut done = 0;
-            while done < out.len() {
-                mem.out_pending.store(out.len() - done, Ordering::Relaxed);
-                let n = stream.write(&out[done..]).await?;
-                if n == 0 {
-                    return Err(std::io::ErrorKind::WriteZero.into());
-                }
-                done += n;
-            }
-            Ok::<(), std::io::Error>(())
-        };
-        tokio::select! {
-            biased;
-            r = write => r?,
-            _ = kill => return Err(std::io::Error::other("client killed")),
-        }
-        mem.out_pending.store(0, Ordering::Relaxed);
-        out.clear();
-        if out.capacity() > KEEP_BUF {
-            *out = BytesMut::with_capacity(READ_CHUNK);
-            mem.out_peak.store(0, Ordering::Relaxed);
-        }
-        mem.out_cap.store(out.capacity(), Ordering::Relaxed);
+    let out = &sess.out;
+    if out.is_empty() {
+        return Ok(false);
     }
+    // One `writeToClient` in Redis's terms (`total_writes_processed`).
+    Stats::bump(&srv.stats.writes_processed, 1);
+    let mem = &sess.handle.mem;
+    mem.out_peak.fetch_max(out.len(), Ordering::Relaxed);
+    let queued = mem.push_bytes.load(Ordering::Relaxed);
+    srv.peaks.record(srv.uptime_secs(), 0, out.len() + queued);
+    mem.out_cap.store(out.capacity(), Ordering::Relaxed);
+    Ok(true)
+}
+
+/// `n` more bytes of the replies reached the socket: they leave the buffer; once it is
+/// empty, it is kept for the next batch (or released if it grew large).
+fn sent(srv: &Shared, sess: &mut Session, n: usize) {
+    srv.stats
+        .net_output_bytes
+        .fetch_add(n as u64, Ordering::Relaxed);
+    let (out, mem) = (&mut sess.out, &sess.handle.mem);
+    if n < out.len() {
+        bytes::Buf::advance(out, n);
+        mem.out_pending.store(out.len(), Ordering::Relaxed);
+        return;
+    }
+    mem.out_pending.store(0, Ordering::Relaxed);
+    out.clear();
+    if out.capacity() > KEEP_BUF {
+        *out = BytesMut::with_capacity(READ_CHUNK);
+        mem.out_peak.store(0, Ordering::Relaxed);
+    }
+    mem.out_cap.store(out.capacity(), Ordering::Relaxed);
     if let Some(s) = &sess.subs {
         s.sub.written();
     }
+}
+
+/// Writes all the batched replies (and pushes), waiting for the socket to take them: before
+/// a client waits (blocked, paused) or closes, and for pushes. A client killed while its
+/// socket does not drain (a subscriber over its output buffer limit, CLIENT KILL) stops
+/// waiting at once.
+async fn flush(
+    stream: &mut TcpStream,
+    srv: &Shared,
+    sess: &mut Session,
+    mut kill: Kill<'_, '_>,
+) -> std::io::Result<()> {
+    if !begin_flush(srv, sess).await? {
+        sent(srv, sess, 0);
+        return Ok(());
+    }
+    while !sess.out.is_empty() {
+        // Written piece by piece so CLIENT LIST sees what is still pending (`omem`) while
+        // a client does not read.
+        sess.handle
+            .mem
+            .out_pending
+            .store(sess.out.len(), Ordering::Relaxed);
+        let n = tokio::select! {
+            biased;
+            r = stream.write(&sess.out) => r?,
+            _ = kill.as_mut() => return Err(std::io::Error::other("client killed")),
+        };
+        if n == 0 {
+            return Err(std::io::ErrorKind::WriteZero.into());
+        }
+        sent(srv, sess, n);
+    }
     Ok(())
+}
+
+/// Writes what the socket takes now of the batched replies, without waiting: the rest stays
+/// pending (CLIENT LIST `omem`, `tot-mem`, counted against the output limit and
+/// `maxmemory-clients`) and goes out as the socket drains, while the connection keeps
+/// reading and executing as Redis does (the main loop waits for both).
+async fn flush_ready(stream: &TcpStream, srv: &Shared, sess: &mut Session) -> std::io::Result<()> {
+    if !begin_flush(srv, sess).await? {
+        sent(srv, sess, 0);
+        return Ok(());
+    }
+    while !sess.out.is_empty() {
+        match stream.try_write(&sess.out) {
+            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(n) => sent(srv, sess, n),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                sess.handle
+                    .mem
+                    .out_pending
+                    .store(sess.out.len(), Ordering::Relaxed);
+                break;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Whether a client with unsent replies may still be read from (see UNLIMITED_OUT_CAP).
+fn may_read_more(srv: &Shared, sess: &Session) -> bool {
+    if sess.out.len() <= UNLIMITED_OUT_CAP {
+        return true;
+    }
+    let l = srv.normal_obuf.get();
+    l.hard != 0 || l.soft != 0 || srv.config.num(hot().maxmemory_clients) != 0
 }
 
 /// Durable engine under `appendfsync always`: holds the replies of a batch that wrote until
@@ -278,6 +344,8 @@ enum Wake {
     Read(usize),
     /// Pub/Sub pushes or MONITOR lines are queued.
     Pushed,
+    /// This many more unsent reply bytes reached the socket.
+    Wrote(usize),
     /// The idle timer: time to see whether the query buffer should be given back.
     Idle,
 }
@@ -553,6 +621,17 @@ fn report_read(srv: &Shared, h: &crate::instance::clients::ClientHandle, inbuf: 
 }
 
 /// `client-query-buffer-limit` (at least 1 MB, as Redis enforces for the parameter).
+/// `maxmemory-clients`: this client's growth (its input, or replies it leaves unread) may
+/// put the clients over it (Redis evicts before each command and before it sleeps); true
+/// if that evicted this very client, which then ends.
+fn evicted_self(srv: &Shared, h: &crate::instance::clients::ClientHandle) -> bool {
+    if srv.config.num(hot().maxmemory_clients) == 0 {
+        return false;
+    }
+    cmd::client::evict_after_read(srv, h);
+    h.is_killed()
+}
+
 fn query_limit(srv: &Shared) -> usize {
     srv.config.num(hot().qbuf_limit).max(1024 * 1024) as usize
 }
@@ -619,14 +698,19 @@ async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> s
             Some(s) if s.active() => 0,
             _ => srv.config.num(hot().timeout),
         };
+        // Replies not yet taken by the socket go out as it drains while the client is read
+        // on (Redis keeps reading a client that does not read its replies).
+        let pending = !sess.out.is_empty();
+        let reading = !pending || may_read_more(srv, sess);
+        let (mut rd, mut wr) = stream.split();
         let read = async {
             let read = async {
                 if parked {
                     // The buffer was given back while idle: allocate once input is here.
-                    stream.readable().await?;
+                    rd.as_ref().readable().await?;
                     inbuf.reserve(READ_CHUNK);
                 }
-                let r = stream.read_buf(&mut inbuf).await;
+                let r = rd.read_buf(&mut inbuf).await;
                 // Redis's `total_reads_processed` counts end-of-file and error reads too.
                 Stats::bump(&srv.stats.reads_processed, 1);
                 r
@@ -654,13 +738,19 @@ async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> s
         };
         let wake = tokio::select! {
             biased;
-            r = read => Wake::Read(r?),
+            r = wr.write(&sess.out), if pending => Wake::Wrote(r?),
+            r = read, if reading => Wake::Read(r?),
             _ = pushed => Wake::Pushed,
             _ = kill.as_mut() => Wake::Read(0),
             _ = idle_timer.as_mut(), if idle_armed => Wake::Idle,
         };
         let n = match wake {
             Wake::Read(n) => n,
+            Wake::Wrote(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Wake::Wrote(n) => {
+                sent(srv, sess, n);
+                continue;
+            }
             Wake::Pushed => {
                 take_pushes(sess, &mut scratch);
                 if sess.monitor.is_some() {
@@ -705,13 +795,8 @@ async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> s
             // Redis logs and closes without a reply.
             return Ok(());
         }
-        // `maxmemory-clients`: this client's growth may put the clients over it (Redis
-        // evicts before each command); evicting this very client ends it here.
-        if srv.config.num(hot().maxmemory_clients) != 0 {
-            cmd::client::evict_after_read(srv, &handle);
-            if handle.is_killed() {
-                return Ok(());
-            }
+        if evicted_self(srv, &handle) {
+            return Ok(());
         }
         // The batch's clock (Session::mark): each command starts where the previous one
         // ended, so a command costs one clock read and its statistics are added to the
@@ -722,6 +807,8 @@ async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> s
         // The batch ends inside a bulk argument whose room is reserved: not to be shrunk
         // (Redis never resizes below the pending bulk).
         let mid_bulk: bool;
+        // A batch's replies are written as they pass this (not only at its end).
+        let mut flush_at = sess.out.len() + KEEP_BUF;
         loop {
             let limits = Limits {
                 max_bulk_len,
@@ -832,8 +919,17 @@ async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> s
                         flush(stream, srv, sess, kill.as_mut()).await?;
                         return Ok(());
                     }
-                    if sess.out.len() > KEEP_BUF {
-                        flush(stream, srv, sess, kill.as_mut()).await?;
+                    // Redis checks the output limit as each reply is added.
+                    if sess.out.len() > REPLY_CHUNK {
+                        over_output_limit(srv, sess)?;
+                    }
+                    if sess.out.len() > flush_at {
+                        flush_ready(stream, srv, sess).await?;
+                        // Unsent replies stay: the next try when as much again is added.
+                        flush_at = sess.out.len() + KEEP_BUF;
+                        if !sess.out.is_empty() && evicted_self(srv, &handle) {
+                            return Ok(());
+                        }
                         sess.mark = Some(crate::clock::Instant::now());
                     }
                 }
@@ -861,7 +957,10 @@ async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> s
         }
         sess.mark = None;
         report_multi(sess, &mut multi_mem);
-        flush(stream, srv, sess, kill.as_mut()).await?;
+        flush_ready(stream, srv, sess).await?;
+        if !sess.out.is_empty() && evicted_self(srv, &handle) {
+            return Ok(());
+        }
         if inbuf.is_empty() && inbuf.capacity() > KEEP_BUF {
             inbuf = BytesMut::with_capacity(READ_CHUNK);
         } else if inbuf.is_empty() && inbuf.capacity() < READ_CHUNK {

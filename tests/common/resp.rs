@@ -104,6 +104,11 @@ impl Conn {
     }
 
     /// Sends a command line (split on whitespace) without reading the reply.
+    /// The socket, for writing raw bytes (whatever was read ahead is dropped).
+    pub fn into_stream(self) -> TcpStream {
+        self.w
+    }
+
     pub fn send_line(&mut self, line: &str) -> std::io::Result<()> {
         let args: Vec<Vec<u8>> = line
             .split_whitespace()
