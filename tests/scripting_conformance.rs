@@ -153,6 +153,38 @@ fn not_enough_good_replicas() {
     );
 }
 
+/// Every EVAL sees KEYS and ARGV as fresh arrays of its own arguments, whatever the
+/// scripts before it did to theirs: fields added past the arguments or under other keys, a
+/// metatable, `table.insert`, and a script that failed halfway (respite refills one pair of
+/// tables per interpreter, which must read exactly as Redis's new ones).
+#[test]
+fn keys_and_argv_are_fresh_in_every_script() {
+    let spoil = "KEYS.x = 1 KEYS[5] = 'e' KEYS[2] = nil ARGV[3] = 'c' ARGV.y = true \
+        table.insert(ARGV, 'z') \
+        setmetatable(KEYS, {__index = function() return 'mt' end}) return 1";
+    let spoil_and_fail = "KEYS[7] = 'x' ARGV[1] = 'changed' \
+        setmetatable(ARGV, {}) local t = nil return t.x";
+    let probe = "local n, m = 0, 0 for _ in pairs(KEYS) do n = n + 1 end \
+        for _ in pairs(ARGV) do m = m + 1 end \
+        local function s(v) if v == nil then return 'nil' end return tostring(v) end \
+        return {n, m, #KEYS, #ARGV, s(getmetatable(KEYS)), s(getmetatable(ARGV)), \
+        s(KEYS[1]), s(KEYS[2]), s(KEYS[5]), s(KEYS[9]), s(KEYS.x), \
+        s(ARGV[1]), s(ARGV[3]), s(ARGV.y)}";
+    differential(
+        &[
+            &["EVAL", spoil, "2", "a", "b", "p"],
+            &["EVAL", probe, "1", "k", "q"],
+            &["EVAL", spoil, "3", "a", "b", "c", "p", "q"],
+            &["EVAL", probe, "0"],
+            &["EVAL", spoil_and_fail, "1", "a", "p"],
+            &["EVAL", probe, "3", "k1", "k2", "k3", "a1", "a2"],
+            &["EVAL", spoil, "0"],
+            &["EVAL", probe, "2", "k1", "k2"],
+        ],
+        |_| Vec::new(),
+    );
+}
+
 /// `maxmemory` reached under `noeviction`: deny-oom commands and write scripts are refused
 /// (`reject script do not cause a Lua stack leak` runs 50 of them), inside MULTI every
 /// queued command is, and a script without flags fails at its first deny-oom command.
