@@ -1139,7 +1139,8 @@ unsafe fn push_array(state: *mut mlua::ffi::lua_State, items: &[Bytes]) {
 /// # Safety
 /// `state` must be a valid Lua state inside a protected call with 3 free stack slots;
 /// `t` a pseudo-index (an upvalue) holding a table.
-unsafe fn refill_array(state: *mut LuaState, t: c_int, items: &[Bytes]) /* SAFETY: doc */ {
+unsafe fn refill_array(state: *mut LuaState, t: c_int, items: &[Bytes]) /* SAFETY: doc */
+{
     use mlua::ffi;
     let n = items.len();
     if ffi::lua_getmetatable(state, t) != 0 {
