@@ -170,9 +170,21 @@ fn keys_and_argv_are_fresh_in_every_script() {
         return {n, m, #KEYS, #ARGV, s(getmetatable(KEYS)), s(getmetatable(ARGV)), \
         s(KEYS[1]), s(KEYS[2]), s(KEYS[5]), s(KEYS[9]), s(KEYS.x), \
         s(ARGV[1]), s(ARGV[3]), s(ARGV.y)}";
+    // Longer calls than respite reuses tables for (64), either side of short ones.
+    let many: Vec<String> = (0..70).map(|i| format!("k{i}")).collect();
+    let long = |body: &'static str| -> Vec<&str> {
+        let mut line = vec!["EVAL", body, "70"];
+        line.extend(many.iter().map(String::as_str));
+        line.push("a1");
+        line
+    };
+    let (long_spoil, long_probe) = (long(spoil), long(probe));
     differential(
         &[
+            &long_spoil,
+            &["EVAL", probe, "1", "k", "q"],
             &["EVAL", spoil, "2", "a", "b", "p"],
+            &long_probe,
             &["EVAL", probe, "1", "k", "q"],
             &["EVAL", spoil, "3", "a", "b", "c", "p", "q"],
             &["EVAL", probe, "0"],

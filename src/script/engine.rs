@@ -1100,10 +1100,8 @@ unsafe extern "C-unwind" fn run_script_c(state: *mut LuaState) -> c_int /* SAFET
         push_array(state, p.argv);
         2
     } else {
-        refill_array(state, ffi::lua_upvalueindex(3), p.keys);
-        refill_array(state, ffi::lua_upvalueindex(4), p.argv);
-        set_array_global(state, keys, Some(ffi::lua_upvalueindex(3)));
-        set_array_global(state, argv, Some(ffi::lua_upvalueindex(4)));
+        set_eval_array(state, keys, ffi::lua_upvalueindex(3), p.keys);
+        set_eval_array(state, argv, ffi::lua_upvalueindex(4), p.argv);
         0
     };
     // Stack: handler (1), func (2), its arguments.
@@ -1124,6 +1122,28 @@ unsafe fn push_array(state: *mut mlua::ffi::lua_State, items: &[Bytes]) {
     for (i, item) in items.iter().enumerate() {
         ffi::lua_pushlstring(state, item.as_ptr().cast(), item.len());
         ffi::lua_rawseti(state, -2, (i + 1) as mlua::ffi::lua_Integer);
+    }
+}
+
+/// Arrays longer than this get a fresh table: a reused one would keep the slots of the
+/// longest call until the interpreter goes (Lua tables do not shrink on clearing).
+const REUSED_ARRAY_MAX: usize = 64;
+
+/// Sets EVAL's global `name` (KEYS or ARGV) to `items`: in the reused table at `t` when
+/// the call is short enough, else in a new one.
+///
+/// # Safety
+/// As [`refill_array`], with 4 free stack slots.
+unsafe fn set_eval_array(state: *mut LuaState, name: c_int, t: c_int, items: &[Bytes])
+/* SAFETY: doc */
+{
+    if items.len() <= REUSED_ARRAY_MAX {
+        refill_array(state, t, items);
+        set_array_global(state, name, Some(t));
+    } else {
+        push_array(state, items);
+        set_array_global(state, name, Some(mlua::ffi::lua_gettop(state)));
+        mlua::ffi::lua_pop(state, 1);
     }
 }
 
