@@ -153,6 +153,50 @@ fn not_enough_good_replicas() {
     );
 }
 
+/// Every EVAL sees KEYS and ARGV as fresh arrays of its own arguments, whatever the
+/// scripts before it did to theirs: fields added past the arguments or under other keys, a
+/// metatable, `table.insert`, and a script that failed halfway (respite refills one pair of
+/// tables per interpreter, which must read exactly as Redis's new ones).
+#[test]
+fn keys_and_argv_are_fresh_in_every_script() {
+    let spoil = "KEYS.x = 1 KEYS[5] = 'e' KEYS[2] = nil ARGV[3] = 'c' ARGV.y = true \
+        table.insert(ARGV, 'z') \
+        setmetatable(KEYS, {__index = function() return 'mt' end}) return 1";
+    let spoil_and_fail = "KEYS[7] = 'x' ARGV[1] = 'changed' \
+        setmetatable(ARGV, {}) local t = nil return t.x";
+    let probe = "local n, m = 0, 0 for _ in pairs(KEYS) do n = n + 1 end \
+        for _ in pairs(ARGV) do m = m + 1 end \
+        local function s(v) if v == nil then return 'nil' end return tostring(v) end \
+        return {n, m, #KEYS, #ARGV, s(getmetatable(KEYS)), s(getmetatable(ARGV)), \
+        s(KEYS[1]), s(KEYS[2]), s(KEYS[5]), s(KEYS[9]), s(KEYS.x), \
+        s(ARGV[1]), s(ARGV[3]), s(ARGV.y)}";
+    // Longer calls than respite reuses tables for (64), either side of short ones.
+    let many: Vec<String> = (0..70).map(|i| format!("k{i}")).collect();
+    let long = |body: &'static str| -> Vec<&str> {
+        let mut line = vec!["EVAL", body, "70"];
+        line.extend(many.iter().map(String::as_str));
+        line.push("a1");
+        line
+    };
+    let (long_spoil, long_probe) = (long(spoil), long(probe));
+    differential(
+        &[
+            &long_spoil,
+            &["EVAL", probe, "1", "k", "q"],
+            &["EVAL", spoil, "2", "a", "b", "p"],
+            &long_probe,
+            &["EVAL", probe, "1", "k", "q"],
+            &["EVAL", spoil, "3", "a", "b", "c", "p", "q"],
+            &["EVAL", probe, "0"],
+            &["EVAL", spoil_and_fail, "1", "a", "p"],
+            &["EVAL", probe, "3", "k1", "k2", "k3", "a1", "a2"],
+            &["EVAL", spoil, "0"],
+            &["EVAL", probe, "2", "k1", "k2"],
+        ],
+        |_| Vec::new(),
+    );
+}
+
 /// `maxmemory` reached under `noeviction`: deny-oom commands and write scripts are refused
 /// (`reject script do not cause a Lua stack leak` runs 50 of them), inside MULTI every
 /// queued command is, and a script without flags fails at its first deny-oom command.
@@ -308,4 +352,51 @@ fn info_memory_script_counters() {
     let (want, got) = (counters(&mut a), counters(&mut b));
     assert_eq!(got, want, "after flushing");
     assert_eq!(got[0].as_deref(), Some("0"));
+}
+
+/// Scripts are atomic even for keys they do not declare (allowed outside cluster mode):
+/// scripts on several connections read-modify-write an undeclared counter while plain
+/// INCRs of it run on others. Any command interleaving inside a script loses an update,
+/// so the final count would fall short of the number of increments.
+#[test]
+fn scripts_stay_atomic_on_undeclared_keys() {
+    const SCRIPTERS: usize = 4;
+    const WRITERS: usize = 2;
+    const ROUNDS: usize = 300;
+    let server = respite::TestServer::start().expect("start respite");
+    let port = server.port();
+    let body = "local v = tonumber(redis.call('GET', 'atom:total') or '0') \
+        redis.call('INCR', KEYS[1]) redis.call('SET', 'atom:total', v + 1) return v";
+    let sha = bulk_text(&call(
+        &mut Conn::connect(port).unwrap(),
+        &["SCRIPT", "LOAD", body],
+    ));
+    let mut threads = Vec::new();
+    for i in 0..SCRIPTERS + WRITERS {
+        let sha = sha.clone();
+        threads.push(std::thread::spawn(move || {
+            let mut c = Conn::connect(port).expect("connect");
+            let own = format!("atom:own:{i}");
+            for _ in 0..ROUNDS {
+                let line: Vec<&str> = match i < SCRIPTERS {
+                    true => vec!["EVALSHA", &sha, "1", &own],
+                    false => vec!["INCR", "atom:total"],
+                };
+                match call(&mut c, &line) {
+                    Frame::Int(_) => {}
+                    other => panic!("{line:?}: {other}"),
+                }
+            }
+        }));
+    }
+    for t in threads {
+        t.join().expect("client thread");
+    }
+    let mut c = Conn::connect(port).unwrap();
+    let total = bulk_text(&call(&mut c, &["GET", "atom:total"]));
+    assert_eq!(total, ((SCRIPTERS + WRITERS) * ROUNDS).to_string());
+    for i in 0..SCRIPTERS {
+        let own = bulk_text(&call(&mut c, &["GET", &format!("atom:own:{i}")]));
+        assert_eq!(own, ROUNDS.to_string());
+    }
 }
