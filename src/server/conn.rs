@@ -620,7 +620,6 @@ fn report_read(srv: &Shared, h: &crate::instance::clients::ClientHandle, inbuf: 
         .record(srv.uptime_secs(), h.mem.input_usage(), h.mem.output_usage());
 }
 
-/// `client-query-buffer-limit` (at least 1 MB, as Redis enforces for the parameter).
 /// `maxmemory-clients`: this client's growth (its input, or replies it leaves unread) may
 /// put the clients over it (Redis evicts before each command and before it sleeps); true
 /// if that evicted this very client, which then ends.
@@ -632,6 +631,7 @@ fn evicted_self(srv: &Shared, h: &crate::instance::clients::ClientHandle) -> boo
     h.is_killed()
 }
 
+/// `client-query-buffer-limit` (at least 1 MB, as Redis enforces for the parameter).
 fn query_limit(srv: &Shared) -> usize {
     srv.config.num(hot().qbuf_limit).max(1024 * 1024) as usize
 }
