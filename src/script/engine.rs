@@ -1134,9 +1134,9 @@ const REUSED_ARRAY_MAX: usize = 64;
 ///
 /// # Safety
 /// As [`refill_array`], with 4 free stack slots.
-unsafe fn set_eval_array(state: *mut LuaState, name: c_int, t: c_int, items: &[Bytes])
-/* SAFETY: doc */
+unsafe fn set_eval_array(s: *mut LuaState, name: c_int, t: c_int, v: &[Bytes]) /* SAFETY: doc */
 {
+    let (state, items) = (s, v);
     if items.len() <= REUSED_ARRAY_MAX {
         refill_array(state, t, items);
         set_array_global(state, name, Some(t));
