@@ -564,3 +564,67 @@ fn non_reading_pipeliner_evicted_by_maxmemory_clients_as_redis() {
     assert_eq!(ours[2], "evicted_clients +1");
     assert_eq!(ours[4], "other listed true");
 }
+
+/// With no output limit at all (Redis's default), a client that pipelines ~100 MB of GET
+/// replies without reading is never closed and loses nothing: in Redis its output grows
+/// without bound; respite stops reading it once 64 MB are unsent (the hostile-client
+/// memory bound, conn.rs `UNLIMITED_OUT_CAP`). Returns the largest `omem` seen while it
+/// did not read and the reply bytes it then reads, with another client's PING between.
+fn unlimited_non_reader(port: u16) -> (i64, usize, String) {
+    use std::io::{Read, Write};
+    const GETS: usize = 100_000;
+    const REPLY: usize = 1009; // "$1000\r\n" + 1000 bytes + "\r\n"
+    let mut admin = Conn::connect(port).expect("admin");
+    admin.cmd(&format!("SET big {}", "a".repeat(1000)));
+    let mut hog = Conn::connect(port).expect("hog");
+    let hog_id = format!("id={} ", int(hog.cmd("CLIENT ID")));
+    let hog = hog.into_stream();
+    let mut reader = hog.try_clone().expect("clone");
+    let writer = std::thread::spawn(move || {
+        let mut hog = hog;
+        let get = common::frame(&[b"GET", b"big"]).repeat(1000);
+        for _ in 0..GETS / 1000 {
+            hog.write_all(&get).expect("the client stays connected");
+        }
+        hog
+    });
+    let omem = |admin: &mut Conn| {
+        let list = text(admin.cmd("CLIENT LIST"));
+        let line = list.lines().find(|l| l.contains(&hog_id)).expect("listed");
+        let field = line.split(' ').find_map(|f| f.strip_prefix("omem="));
+        field.expect("omem").parse::<i64>().expect("number")
+    };
+    let mut most = 0;
+    common::wait_until("60 MB of replies unsent", || {
+        most = most.max(omem(&mut admin));
+        most > 60_000_000
+    });
+    for _ in 0..20 {
+        most = most.max(omem(&mut admin));
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let ping = format!("{}", admin.cmd("PING"));
+    let mut got = 0;
+    let mut buf = vec![0u8; 1 << 20];
+    while got < GETS * REPLY {
+        let n = reader.read(&mut buf).expect("read");
+        assert!(n > 0, "closed after {got} bytes");
+        got += n;
+    }
+    drop(writer.join().expect("writer"));
+    (most, got, ping)
+}
+
+#[test]
+fn unlimited_non_reader_is_held_at_64mb_and_loses_nothing() {
+    let server = respite::TestServer::start().expect("start");
+    let (most, got, ping) = unlimited_non_reader(server.port());
+    assert_eq!((got, ping.as_str()), (100_000 * 1009, "+PONG"));
+    // The cap plus at most one read batch's replies (a read is at most a few MB).
+    assert!(most < 80_000_000, "omem reached {most}");
+    let redis = common::ServerProcess::redis();
+    let (redis_most, redis_got, redis_ping) = unlimited_non_reader(redis.port);
+    assert_eq!((redis_got, redis_ping), (got, ping));
+    // Redis holds it all: the difference this test documents.
+    assert!(redis_most > most, "{redis_most} vs {most}");
+}
