@@ -516,9 +516,16 @@ mod tests {
             let n: u64 = std::str::from_utf8(&e.key[1..]).unwrap().parse().unwrap();
             got.push(n);
         }
-        // Each round pools the nearest deadlines of one shard per db: the first 50 picks
-        // all come from the soonest fifth of the keys.
-        assert!(got.iter().all(|&n| n < 250), "{got:?}");
+        // Each round pools the nearest deadlines of a 5-key sample, so a pick is only as
+        // good as the pool: the very first ones may come from an unlucky sample (all 5
+        // in the later half: 1 in 32). Over 400 seeds, at least 49 of the 50 picks were in
+        // the soonest half and the median pick in the soonest seventh; with no ordering by
+        // TTL, about 25 would be and the median would be near 250.
+        let soon = got.iter().filter(|&&n| n < 250).count();
+        let mut sorted = got.clone();
+        sorted.sort_unstable();
+        assert!(soon >= 45, "{got:?}");
+        assert!(sorted[25] < 125, "{got:?}");
     }
 
     #[test]
