@@ -3,7 +3,7 @@
 use super::change::Change;
 use super::evict::Evictor;
 use super::journal::Journal;
-use super::shard::{key_hash, Shard, WatchFlag};
+use super::shard::{key_hash, prefetch_read, Shard, WatchFlag};
 use crate::types::placement::hash_tag;
 use crate::types::value::{Entry, Lfu, Value, LFU_INIT_VAL};
 use bytes::Bytes;
@@ -258,6 +258,42 @@ impl Keyspace {
         }
     }
 
+    /// Where `key` lives, worked out once for the [`Keyspace::prefetch`] stages.
+    #[inline]
+    pub fn key_hint(key: &[u8]) -> KeyHint {
+        let h = key_hash(key);
+        let shard = if has_brace(key) {
+            shard_of(key)
+        } else {
+            shard_bits(h)
+        };
+        KeyHint { shard, h }
+    }
+
+    /// One step of fetching, ahead of time, what a command on the hinted key in `db` will
+    /// read: the dependent cache misses of its lookup (shard, index line, slot, value)
+    /// overlap with the commands that run before it instead of stalling it one after
+    /// another. Stage 4 (run four commands ahead) fetches the shard's lock and header,
+    /// stage 3 its index line, stage 2 the slot that line points to, stage 1 the value's
+    /// bytes; 3 to 1 read the shard only if its lock is free at once (never waiting, never
+    /// holding it past the prefetch). Only hints: nothing is read that the command does
+    /// not read again under its own lock.
+    #[inline]
+    pub fn prefetch(&self, db: usize, hint: KeyHint, stage: u8) {
+        let Some(m) = self.dbs.get(db).map(|d| &d[hint.shard]) else {
+            return;
+        };
+        if stage >= 4 {
+            prefetch_read(m);
+        } else if let Some(sh) = m.try_lock() {
+            match stage {
+                3 => sh.prefetch_bucket(hint.h),
+                2 => sh.prefetch_slot(hint.h),
+                _ => sh.prefetch_value(hint.h),
+            }
+        }
+    }
+
     /// Shared access for a command on `db` touching `keys`: their shards are locked in
     /// ascending order (deadlock-free), nothing else is.
     pub fn shared<'a>(&'a self, db: usize, keys: &[&'a [u8]], now: u64) -> Access<'a> {
@@ -466,6 +502,13 @@ impl Keyspace {
             .fetch_add(total as u64, Ordering::Relaxed);
         (total, ready)
     }
+}
+
+/// A key's shard and hash, for [`Keyspace::prefetch`].
+#[derive(Clone, Copy, Debug)]
+pub struct KeyHint {
+    shard: usize,
+    h: u64,
 }
 
 enum Gate<'a> {

@@ -279,6 +279,43 @@ fn simple_number(data: &[u8], from: usize) -> Option<(i64, usize)> {
     None
 }
 
+/// The second argument of each complete multibulk frame at the front of `buf` (where most
+/// commands have their key), as `(offset of the frame, key's range)`, for up to `max`
+/// frames; stops at the first frame that is incomplete, inline, or not a plain array of
+/// bulk strings. Only a look-ahead for prefetching: it validates nothing and consumes
+/// nothing, and [`Parser`] still parses every frame.
+pub fn peek_keys(buf: &[u8], max: usize, out: &mut Vec<(usize, std::ops::Range<usize>)>) {
+    let mut at = 0;
+    while out.len() < max && at < buf.len() && buf[at] == b'*' {
+        let Some((n, cr)) = simple_number(buf, at + 1) else {
+            return;
+        };
+        let mut i = cr + 2;
+        let mut key = None;
+        for k in 0..n {
+            if buf.get(i) != Some(&b'$') {
+                return;
+            }
+            let Some((len, cr)) = simple_number(buf, i + 1) else {
+                return;
+            };
+            let start = cr + 2;
+            let end = start + len as usize;
+            if end + 2 > buf.len() {
+                return;
+            }
+            if k == 1 {
+                key = Some(start..end);
+            }
+            i = end + 2;
+        }
+        if let Some(key) = key {
+            out.push((at, key));
+        }
+        at = i;
+    }
+}
+
 fn parse_inline(buf: &mut BytesMut) -> Result<Parsed, ParseError> {
     // Redis finds the line end with strchr, which stops at a NUL byte: a NUL before the
     // newline means "no complete line yet" (until the inline size limit is reached).
@@ -393,6 +430,49 @@ pub fn split_args(line: &[u8]) -> Option<Vec<Vec<u8>>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn peek_keys_finds_each_frames_second_argument() {
+        let buf = b"*3\r\n$3\r\nSET\r\n$2\r\nk1\r\n$1\r\nv\r\n*1\r\n$4\r\nPING\r\n\
+*2\r\n$3\r\nGET\r\n$0\r\n\r\n*2\r\n$3\r\nGET\r\n$5\r\nk";
+        let mut out = Vec::new();
+        peek_keys(buf, 8, &mut out);
+        let keys: Vec<(usize, &[u8])> = out.iter().map(|(at, r)| (*at, &buf[r.clone()])).collect();
+        // PING has no second argument; the last frame is incomplete.
+        assert_eq!(keys, vec![(0, &b"k1"[..]), (42, &b""[..])]);
+        // Every frame peeked is one the parser takes whole, at the same offset.
+        let mut b = BytesMut::from(&buf[..]);
+        let mut p = Parser::default();
+        let mut args = Vec::new();
+        let mut offsets = Vec::new();
+        let total = b.len();
+        loop {
+            let start = total - b.len();
+            let Ok(Next::Command) = p.parse_into(&mut b, Limits::default(), &mut args) else {
+                break;
+            };
+            if args.len() > 1 {
+                offsets.push(start);
+            }
+            args.clear();
+        }
+        assert_eq!(offsets, out.iter().map(|o| o.0).collect::<Vec<_>>());
+        // Bounded, and garbage stops it without a panic.
+        out.clear();
+        peek_keys(buf, 1, &mut out);
+        assert_eq!(out.len(), 1);
+        for junk in [
+            &b"*x\r\n"[..],
+            b"*2\r\n:1\r\n",
+            b"*-1\r\n",
+            b"*2\r\n$99999999999999999\r\n",
+            b"PING\r\n",
+        ] {
+            out.clear();
+            peek_keys(junk, 8, &mut out);
+            assert!(out.is_empty());
+        }
+    }
 
     fn parse(s: &[u8]) -> Result<Parsed, ParseError> {
         let mut b = BytesMut::from(s);

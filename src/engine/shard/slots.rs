@@ -43,6 +43,13 @@ impl<T> Chunked<T> {
         self.len == 0
     }
 
+    /// The line holding the first chunks' headers (what [`Chunked::get`] reads first), or
+    /// `None` when empty: for prefetching.
+    #[inline]
+    pub fn headers(&self) -> Option<&Vec<T>> {
+        self.chunks.first()
+    }
+
     #[inline]
     pub fn get(&self, i: usize) -> Option<&T> {
         let (c, j) = Self::at(i);
