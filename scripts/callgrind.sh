@@ -29,6 +29,13 @@
 #   CACHE_SIM [0]      1 = valgrind --cache-sim=yes: also prints D1 and LL (last-level) data
 #                      misses per request (read + write) from the simulated caches (exact for the
 #                      same binary and load; slower, so keep REQUESTS small)
+#   LL []              with CACHE_SIM=1, the simulated last level as size,assoc,line (valgrind
+#                      --LL). Valgrind takes this box's as 256 MiB direct-mapped, so its LL misses
+#                      are first touches of memory only; LL=1048576,16,64 models the 1 MiB L2 per
+#                      core instead, whose misses are what a big collection's lookups pay
+#   WARMUP [0]         requests of the same load run before counting starts (e.g. fill the
+#                      collection -r KEYSPACE grows, so the count is of the steady state that
+#                      scripts/bench.sh's later rounds measure)
 #   NO_BUILD [0]  RESPITE_BIN [target/release/respite]  REDIS_SERVER [redis-server]
 #   OUT [tmp dir]      callgrind.<server>.<test> dumps and annotations are kept here
 #
@@ -60,6 +67,8 @@ RESPITE_ARGS=${RESPITE_ARGS:-}
 TOP=${TOP:-25}
 NO_BUILD=${NO_BUILD:-0}
 CACHE_SIM=${CACHE_SIM:-0}
+LL=${LL:-}
+WARMUP=${WARMUP:-0}
 RESPITE_BIN=${RESPITE_BIN:-target/release/respite}
 REDIS_SERVER=${REDIS_SERVER:-redis-server}
 OUT=${OUT:-$(mktemp -d /tmp/respite-callgrind.XXXXXX)}
@@ -131,6 +140,7 @@ for server in $SERVERS; do
     # valgrind itself becomes the server process, so $! is the pid callgrind_control needs.
     sim=()
     [[ $CACHE_SIM == 1 ]] && sim=(--cache-sim=yes)
+    [[ $CACHE_SIM == 1 && -n $LL ]] && sim+=(--LL="$LL")
     RESPITE_LOG=warn valgrind --tool=callgrind "${sim[@]}" --instr-atstart=no --callgrind-out-file="$OUT/callgrind.$server.boot" \
         "${cmd[@]}" >"$OUT/$server.log" 2>&1 &
     PID=$!
@@ -160,6 +170,10 @@ while s.recv(1 << 20):
         xadd) what=(XADD bench:stream MAXLEN '~' 1000 '*' field value) ;;
         *) what=(-t "$test") ;;
         esac
+        if [[ $WARMUP -gt 0 ]]; then
+            redis-benchmark -h $HOST -p "$port" -n "$WARMUP" -c "$CLIENTS" -P "$PIPELINE" \
+                -d "$DATASIZE" "${extra[@]}" -q --csv "${what[@]}" >/dev/null 2>>"$OUT/benchmark.err"
+        fi
         callgrind_control --instr=on "$PID" >/dev/null 2>&1
         callgrind_control --zero "$PID" >/dev/null 2>&1
         redis-benchmark -h $HOST -p "$port" -n "$REQUESTS" -c "$CLIENTS" -P "$PIPELINE" \
@@ -186,7 +200,7 @@ while s.recv(1 << 20):
 done
 
 echo
-echo "instructions per request (user space; -n $REQUESTS -c $CLIENTS -P $PIPELINE -d $DATASIZE, keyspace ${KEYSPACE:-one key}, respite --threads $THREADS)"
+echo "instructions per request (user space; -n $REQUESTS -c $CLIENTS -P $PIPELINE -d $DATASIZE, keyspace ${KEYSPACE:-one key}, warm-up $WARMUP, respite --threads $THREADS)"
 printf '%-6s' test
 for server in $SERVERS; do printf ' %12s' "$server"; done
 [[ $SERVERS == "respite redis" ]] && printf ' %14s' "respite/redis"
@@ -209,7 +223,7 @@ if [[ $CACHE_SIM == 1 ]]; then
              /^(summary|totals):/ { print $col["D1mr"] + $col["D1mw"], $col["DLmr"] + $col["DLmw"]; exit }' "$1"
     }
     echo
-    echo "data cache misses per request (simulated D1 and last-level, reads + writes)"
+    echo "data cache misses per request (simulated D1 and last-level${LL:+ $LL}, reads + writes)"
     printf '%-6s %-8s %10s %10s\n' test server D1 LL
     for test in $TESTS; do
         for server in $SERVERS; do

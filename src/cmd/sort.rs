@@ -270,7 +270,7 @@ fn lookup(cx: &mut Cx, pattern: &[u8], elem: &Bytes) -> Option<Found> {
     };
     let entry = cx.ks.get(&key)?;
     match (&entry.value, field) {
-        (Value::Hash(h), Some(f)) => h.get(&f).map(|v| Found::Bytes(v.clone())),
+        (Value::Hash(h), Some(f)) => h.get(&f).map(|v| Found::Bytes(Bytes::copy_from_slice(v))),
         (Value::Str(StrVal::Int(i)), None) => Some(Found::Int(*i)),
         (Value::Str(StrVal::Bytes { data, .. }), None) => {
             Some(Found::Bytes(Bytes::copy_from_slice(data)))

@@ -64,7 +64,10 @@ fn zsetv(members: &[(&[u8], f64)]) -> Value {
 fn items(v: &Value) -> Vec<Bytes> {
     match v {
         Value::List(l) => l.iter().cloned().collect(),
-        Value::Hash(h) => h.iter().flat_map(|(f, v)| [f.clone(), v.clone()]).collect(),
+        Value::Hash(h) => h
+            .iter()
+            .flat_map(|(f, v)| [Bytes::copy_from_slice(f), Bytes::copy_from_slice(v)])
+            .collect(),
         Value::Set(s) => s.iter().map(|m| m.to_bytes()).collect(),
         _ => panic!("not a collection"),
     }

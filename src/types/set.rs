@@ -3,18 +3,20 @@
 //!   most `set-max-intset-entries`; iterates in ascending order.
 //! - `listpack`: small sets (≤ `set-max-listpack-entries` members of ≤
 //!   `set-max-listpack-value` bytes) in insertion order.
-//! - `hashtable`: everything else ([`table::Table`]).
+//! - `hashtable`: everything else ([`flat::Flat`]; [`table::Table`] is the sorted set's
+//!   member → score dict).
 //!
 //! Sets only ever move "up" (intset → listpack → hashtable, intset → hashtable); only a set
 //! built afresh by a command (SINTERSTORE, SPOP's rebuilt remainder…) starts small again, as
 //! in Redis. Algorithms whose choices show in the result (encodings, orders) follow Redis's.
 
+pub mod flat;
 pub mod table;
 
 use crate::num::parse_i64;
 use bytes::Bytes;
+use flat::{Flat, Small};
 use rand::Rng;
-use table::Table;
 
 /// The three size thresholds, read lazily: the hot path (SADD of an existing member) usually
 /// needs none or one of them.
@@ -62,7 +64,7 @@ fn intset_max(lim: &mut impl Limits) -> usize {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Member<'a> {
     Int(i64),
-    Str(&'a Bytes),
+    Str(&'a [u8]),
 }
 
 impl Member<'_> {
@@ -70,7 +72,7 @@ impl Member<'_> {
     pub fn to_bytes(self) -> Bytes {
         match self {
             Member::Int(i) => int_bytes(i),
-            Member::Str(b) => b.clone(),
+            Member::Str(b) => Bytes::copy_from_slice(b),
         }
     }
 
@@ -96,7 +98,7 @@ fn digits(i: i64) -> usize {
 enum Repr {
     Intset(Vec<i64>),
     Listpack(Vec<Bytes>),
-    Table(Box<Table>),
+    Table(Box<Flat<Small>>),
 }
 
 #[derive(Clone, Debug)]
@@ -129,7 +131,7 @@ impl SetValue {
         if size_hint <= lim.listpack_entries() {
             return SetValue::new_listpack();
         }
-        SetValue(Repr::Table(Box::new(Table::with_capacity(size_hint))))
+        SetValue(Repr::Table(Box::new(Flat::with_capacity(size_hint))))
     }
 
     /// Redis `setTypeMaybeConvert`: about to add up to `size_hint` members, go straight to a
@@ -175,16 +177,29 @@ impl SetValue {
         match &self.0 {
             Repr::Intset(v) => v.len() * 8,
             Repr::Listpack(v) => v.iter().map(|b| b.len() + 2).sum(),
-            Repr::Table(t) => t.member_bytes() + t.len() * 56 + t.bucket_len() * 8,
+            Repr::Table(t) => t.key_bytes() + t.capacity() * std::mem::size_of::<Small>(),
+        }
+    }
+
+    /// Bytes of a hashtable's slot array (0 for the small encodings).
+    pub fn table_bytes(&self) -> usize {
+        match &self.0 {
+            Repr::Table(t) => {
+                std::mem::size_of::<Flat<Small>>()
+                    + t.capacity() * std::mem::size_of::<Option<Small>>()
+            }
+            _ => 0,
         }
     }
 
     /// Converts to a hashtable presized for `cap` members (`setTypeConvertAndExpand`).
     fn convert_to_table(&mut self, cap: usize) {
-        let mut t = Table::with_capacity(cap.max(self.len()));
+        let mut t = Flat::with_capacity(cap.max(self.len()));
         match &mut self.0 {
-            Repr::Intset(v) => v.iter().for_each(|&i| t.insert_new(int_bytes(i))),
-            Repr::Listpack(v) => v.drain(..).for_each(|m| t.insert_new(m)),
+            Repr::Intset(v) => v
+                .iter()
+                .for_each(|&i| t.insert_new(Small::new(itoa::Buffer::new().format(i).as_bytes()))),
+            Repr::Listpack(v) => v.drain(..).for_each(|m| t.insert_new(Small::new(&m))),
             Repr::Table(_) => return,
         }
         self.0 = Repr::Table(Box::new(t));
@@ -193,7 +208,7 @@ impl SetValue {
     /// Adds a member given as text (`setTypeAdd`); true if it was not there.
     pub fn add(&mut self, m: &[u8], lim: &mut impl Limits) -> bool {
         match &mut self.0 {
-            Repr::Table(t) => t.insert(m),
+            Repr::Table(t) => t.get_or_insert_with(m, |s| s).1,
             Repr::Listpack(v) => {
                 if v.iter().any(|x| x[..] == *m) {
                     return false;
@@ -259,14 +274,14 @@ impl SetValue {
 
     fn table_insert(&mut self, m: &[u8]) {
         if let Repr::Table(t) = &mut self.0 {
-            t.insert(m);
+            t.get_or_insert_with(m, |s| s);
         }
     }
 
     /// Removes a member; true if it was there.
     pub fn remove(&mut self, m: &[u8]) -> bool {
         match &mut self.0 {
-            Repr::Table(t) => t.remove(m),
+            Repr::Table(t) => t.remove(m).is_some(),
             Repr::Listpack(v) => match v.iter().position(|x| x[..] == *m) {
                 Some(p) => {
                     v.remove(p);
@@ -312,15 +327,6 @@ impl SetValue {
         }
     }
 
-    /// The member at storage position `i` (`0..len`).
-    pub fn get(&self, i: usize) -> Member<'_> {
-        match &self.0 {
-            Repr::Intset(v) => Member::Int(v[i]),
-            Repr::Listpack(v) => Member::Str(&v[i]),
-            Repr::Table(t) => Member::Str(t.get(i)),
-        }
-    }
-
     /// Members in storage order: ascending for intsets, insertion order for listpacks.
     pub fn iter(&self) -> Iter<'_> {
         match &self.0 {
@@ -332,16 +338,19 @@ impl SetValue {
 
     /// A uniformly random member of a non-empty set.
     pub fn random(&self, rng: &mut impl Rng) -> Member<'_> {
-        self.get(rng.gen_range(0..self.len()))
+        match &self.0 {
+            Repr::Intset(v) => Member::Int(v[rng.gen_range(0..v.len())]),
+            Repr::Listpack(v) => Member::Str(&v[rng.gen_range(0..v.len())]),
+            Repr::Table(t) => Member::Str(t.random(rng).as_bytes()),
+        }
     }
 
     /// Removes and returns a random member of a non-empty set (`setTypePopRandom`).
     pub fn pop_random(&mut self, rng: &mut impl Rng) -> Bytes {
-        let i = rng.gen_range(0..self.len());
         match &mut self.0 {
-            Repr::Intset(v) => int_bytes(v.remove(i)),
-            Repr::Listpack(v) => v.remove(i),
-            Repr::Table(t) => t.remove_at(i),
+            Repr::Intset(v) => int_bytes(v.remove(rng.gen_range(0..v.len()))),
+            Repr::Listpack(v) => v.remove(rng.gen_range(0..v.len())),
+            Repr::Table(t) => t.take_random(rng).to_bytes(),
         }
     }
 
@@ -360,6 +369,8 @@ impl SetValue {
             return (0..count).map(|_| self.pop_random(rng)).collect();
         }
         let mut keep = vec![false; len];
+        // Storage order: a listpack's is Redis's, a table's is as good as any.
+        let members: Vec<Member> = self.iter().collect();
         let mut picks = rand::seq::index::sample(rng, len, remaining).into_vec();
         let mut rest = match self.0 {
             Repr::Intset(_) => SetValue::new_intset(),
@@ -371,11 +382,11 @@ impl SetValue {
         }
         for &i in &picks {
             keep[i] = true;
-            rest.add_member(self.get(i), lim);
+            rest.add_member(members[i], lim);
         }
         let popped = (0..len)
             .filter(|&i| !keep[i])
-            .map(|i| self.get(i).to_bytes())
+            .map(|i| members[i].to_bytes())
             .collect();
         *self = rest;
         popped
@@ -383,19 +394,33 @@ impl SetValue {
 
     /// SRANDMEMBER with `0 < count < len`: `count` distinct random members.
     pub fn sample(&self, count: usize, rng: &mut impl Rng) -> Vec<Member<'_>> {
+        if let Repr::Table(t) = &self.0 {
+            return t
+                .random_distinct(count, rng)
+                .into_iter()
+                .map(|m| Member::Str(m.as_bytes()))
+                .collect();
+        }
         let mut picks = rand::seq::index::sample(rng, self.len(), count).into_vec();
         if matches!(self.0, Repr::Listpack(_)) {
             // Redis walks a listpack once, so its picks come out in storage order.
             picks.sort_unstable();
         }
-        picks.into_iter().map(|i| self.get(i)).collect()
+        picks
+            .into_iter()
+            .map(|i| match &self.0 {
+                Repr::Intset(v) => Member::Int(v[i]),
+                Repr::Listpack(v) => Member::Str(&v[i]),
+                Repr::Table(_) => unreachable!("tables sample above"),
+            })
+            .collect()
     }
 
     /// One SSCAN step: a hashtable resumes from `cursor`; the small encodings return
     /// everything at once with cursor 0, as Redis does.
     pub fn scan(&self, cursor: u64, count: usize, out: &mut Vec<Bytes>) -> u64 {
         match &self.0 {
-            Repr::Table(t) => t.scan(cursor, count, out),
+            Repr::Table(t) => t.scan_each(cursor, count, |m| out.push(m.to_bytes())),
             _ => {
                 out.extend(self.iter().map(Member::to_bytes));
                 0
@@ -419,7 +444,7 @@ impl SetValue {
 pub enum Iter<'a> {
     Ints(std::slice::Iter<'a, i64>),
     Strs(std::slice::Iter<'a, Bytes>),
-    Table(table::Iter<'a>),
+    Table(flat::Iter<'a, Small>),
 }
 
 impl<'a> Iterator for Iter<'a> {
@@ -428,8 +453,8 @@ impl<'a> Iterator for Iter<'a> {
     fn next(&mut self) -> Option<Member<'a>> {
         match self {
             Iter::Ints(it) => it.next().map(|&i| Member::Int(i)),
-            Iter::Strs(it) => it.next().map(Member::Str),
-            Iter::Table(it) => it.next().map(Member::Str),
+            Iter::Strs(it) => it.next().map(|b| Member::Str(b)),
+            Iter::Table(it) => it.next().map(|m| Member::Str(m.as_bytes())),
         }
     }
 }

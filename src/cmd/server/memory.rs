@@ -110,10 +110,15 @@ fn sampled<T>(
     }
 }
 
-/// Per-element bookkeeping of respite's hash tables beyond the element's own buffers (the
-/// slot, its index entry; the figures the engine's accounting uses).
-const SET_TABLE_SLOT: usize = 56 + 8;
-const HASH_TABLE_SLOT: usize = 16 + 16;
+/// A string kept in a hashtable slot: only a long one has a buffer of its own.
+fn slot_string_cost(b: &[u8]) -> usize {
+    if b.len() > crate::types::set::flat::INLINE {
+        alloc_size(b.len())
+    } else {
+        0
+    }
+}
+
 /// Sorted set member: its map entry, tree node and score.
 const ZSET_SLOT: usize = 112 - 32;
 
@@ -135,22 +140,24 @@ fn value_size(v: &Value, samples: usize) -> usize {
             if s.is_intset() {
                 head + s.len() * 8
             } else if s.encoding() == "hashtable" {
-                head + s.len() * SET_TABLE_SLOT + sampled(s.iter(), s.len(), samples, per)
+                let per = |m: Member| m.with_text(slot_string_cost);
+                head + s.table_bytes() + sampled(s.iter(), s.len(), samples, per)
             } else {
                 head + sampled(s.iter(), s.len(), samples, per)
             }
         }
         Value::Hash(h) => {
             let head = size_of::<crate::types::hash::HashValue>();
-            let slots = if h.is_listpack() {
-                0
-            } else {
-                h.len() * HASH_TABLE_SLOT
-            };
-            head + slots
-                + sampled(h.iter(), h.len(), samples, |(f, v)| {
+            if h.is_listpack() {
+                head + sampled(h.iter(), h.len(), samples, |(f, v)| {
                     bytes_cost(f) + bytes_cost(v)
                 })
+            } else {
+                head + h.table_bytes()
+                    + sampled(h.iter(), h.len(), samples, |(f, v)| {
+                        slot_string_cost(f) + slot_string_cost(v)
+                    })
+            }
         }
         Value::ZSet(z) => {
             size_of::<crate::types::zset::ZSet>()
@@ -513,16 +520,17 @@ mod usage_tests {
         assert!(usage_of(&srv, &mut sess, &["MEMORY", "USAGE", "z"]) > 500 * 8);
     }
 
-    /// The first elements stand for all of them unless SAMPLES 0 asks for every one.
+    /// The first elements stand for all of them unless SAMPLES 0 asks for every one (a
+    /// list: its first elements are known, where a hashtable's follow its hash order).
     #[test]
     fn samples_extrapolate_from_the_first_elements() {
         let srv = TestServer::start().expect("server");
         let addr = "127.0.0.1:1".parse().expect("addr");
         let mut sess = Session::new(srv.shared().clients.register(addr, addr, 0), true);
         let huge = "v".repeat(10_000);
-        run(&srv, &mut sess, &["HSET", "h", "first", &huge]);
+        run(&srv, &mut sess, &["RPUSH", "h", &huge]);
         for i in 0..999 {
-            run(&srv, &mut sess, &["HSET", "h", &format!("f{i}"), "1"]);
+            run(&srv, &mut sess, &["RPUSH", "h", &format!("f{i}")]);
         }
         let one = usage_of(&srv, &mut sess, &["MEMORY", "USAGE", "h", "SAMPLES", "1"]);
         let all = usage_of(&srv, &mut sess, &["MEMORY", "USAGE", "h", "SAMPLES", "0"]);

@@ -1,6 +1,7 @@
-//! The `hashtable` encoding of sets: a chained hash table over a dense slot vector. With a
-//! value per member (`Table<f64>`) it is also a sorted set's member → score dict, so ZSCAN
-//! walks it as Redis walks `zset->dict`.
+//! A sorted set's member → score dict (`Table<f64, Alias>`): a chained hash table over a dense
+//! slot vector, which ZSCAN walks as Redis walks `zset->dict`. (Sets and hashes use
+//! [`super::flat`], whose slots hold short members inline; a sorted set's member lives in its
+//! tree, and its slot keeps the hash bits that spare comparing aliased bytes.)
 //!
 //! Members live in `slots` (dense, so a uniformly random member is one index away and
 //! iteration is a slice walk); `buckets` holds the head slot of each chain. Removal swaps the
@@ -70,6 +71,8 @@ impl<V, M> Default for Table<V, M> {
     }
 }
 
+/// A set of owned members: the shape the tests below exercise the table's core with.
+#[cfg(test)]
 impl Table<()> {
     /// Adds a member (copying it); false if it was already there.
     pub fn insert(&mut self, m: &[u8]) -> bool {

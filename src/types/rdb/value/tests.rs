@@ -238,7 +238,7 @@ fn legacy_types_load() {
     )
     .unwrap();
     let Value::Hash(h) = &v else { panic!() };
-    assert_eq!(h.get(b"g"), Some(&b("x")));
+    assert_eq!(h.get(b"g"), Some(&b"x"[..]));
     assert_eq!(v.encoding(), "listpack");
     let odd = wrap(t::HASH_ZIPLIST, &ziplist::build(&[b"f", b"1", b"g"]));
     assert_eq!(restore(&odd, &l), Err(RestoreError::Bad));
