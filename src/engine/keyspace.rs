@@ -271,25 +271,30 @@ impl Keyspace {
     }
 
     /// One step of fetching, ahead of time, what a command on the hinted key in `db` will
-    /// read: the dependent cache misses of its lookup (shard, index line, slot, value)
+    /// read: the dependent cache misses of its lookup (shard, index line, slot, value,
+    /// member)
     /// overlap with the commands that run before it instead of stalling it one after
-    /// another. Stage 4 (run four commands ahead) fetches the shard's lock and header,
-    /// stage 3 its index line, stage 2 the slot that line points to, stage 1 the value's
-    /// bytes; 3 to 1 read the shard only if its lock is free at once (never waiting, never
-    /// holding it past the prefetch). Only hints: nothing is read that the command does
-    /// not read again under its own lock.
+    /// another. Stage 5 (run five commands ahead) fetches the shard's lock and header,
+    /// stage 4 its index line, stage 3 the slot that line points to, stage 2 the value's
+    /// bytes or header, stage 1 where `member` (the command's third argument) would be in
+    /// a big set or hash; 4 to 1 read the shard only if its lock is free at once (never
+    /// waiting, never holding it past the prefetch). Only hints: nothing is read that the
+    /// command does not read again under its own lock.
     #[inline]
-    pub fn prefetch(&self, db: usize, hint: KeyHint, stage: u8) {
+    pub fn prefetch(&self, db: usize, hint: KeyHint, stage: u8, member: Option<&[u8]>) {
         let Some(m) = self.dbs.get(db).map(|d| &d[hint.shard]) else {
             return;
         };
-        if stage >= 4 {
+        if stage >= 5 {
             prefetch_read(m);
+        } else if stage == 1 && member.is_none() {
+            // Nothing past the value to fetch for a command without a member.
         } else if let Some(sh) = m.try_lock() {
             match stage {
-                3 => sh.prefetch_bucket(hint.h),
-                2 => sh.prefetch_slot(hint.h),
-                _ => sh.prefetch_value(hint.h),
+                4 => sh.prefetch_bucket(hint.h),
+                3 => sh.prefetch_slot(hint.h),
+                2 => sh.prefetch_value(hint.h),
+                _ => sh.prefetch_member(hint.h, member.unwrap_or_default()),
             }
         }
     }

@@ -20,7 +20,7 @@ use std::sync::Arc;
 mod index;
 mod slots;
 
-pub use index::prefetch_read;
+pub use crate::types::prefetch_read;
 use index::Index;
 use slots::Chunked;
 
@@ -539,6 +539,27 @@ impl Shard {
             Value::Set(b) => prefetch_read(&**b),
             Value::ZSet(b) => prefetch_read(&**b),
             Value::Stream(b) => prefetch_read(&**b),
+        }
+    }
+
+    /// Starts fetching where `member` would be in the set or hash at the slot
+    /// [`Shard::prefetch_slot`] fetched: the miss of a big collection's lookup (SADD,
+    /// HSET… on one hot key hit the cache for everything else).
+    #[inline]
+    pub fn prefetch_member(&self, h: u64, member: &[u8]) {
+        let Some(e) = self
+            .keys
+            .index
+            .first_candidate(h)
+            .and_then(|i| self.keys.slots.get(i as usize))
+            .map(|s| &s.entry)
+        else {
+            return;
+        };
+        match &e.value {
+            Value::Set(s) => s.prefetch_member(member),
+            Value::Hash(hv) => hv.prefetch_field(member),
+            _ => {}
         }
     }
 

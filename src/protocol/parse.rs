@@ -279,19 +279,28 @@ fn simple_number(data: &[u8], from: usize) -> Option<(i64, usize)> {
     None
 }
 
-/// The second argument of each complete multibulk frame at the front of `buf` (where most
-/// commands have their key), as `(offset of the frame, key's range)`, for up to `max`
-/// frames; stops at the first frame that is incomplete, inline, or not a plain array of
-/// bulk strings. Only a look-ahead for prefetching: it validates nothing and consumes
-/// nothing, and [`Parser`] still parses every frame.
-pub fn peek_keys(buf: &[u8], max: usize, out: &mut Vec<(usize, std::ops::Range<usize>)>) {
+/// A frame found by [`peek_keys`]: where it starts in the buffer and where its first three
+/// arguments are (the command's name, most commands' key, a set's or hash's member).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Peeked {
+    pub at: usize,
+    pub name: std::ops::Range<usize>,
+    pub key: std::ops::Range<usize>,
+    pub third: Option<std::ops::Range<usize>>,
+}
+
+/// Each complete multibulk frame at the front of `buf` that has at least two arguments,
+/// for up to `max` frames; stops at the first frame that is incomplete, inline, or not a
+/// plain array of bulk strings. Only a look-ahead for prefetching: it validates nothing
+/// and consumes nothing, and [`Parser`] still parses every frame.
+pub fn peek_keys(buf: &[u8], max: usize, out: &mut Vec<Peeked>) {
     let mut at = 0;
     while out.len() < max && at < buf.len() && buf[at] == b'*' {
         let Some((n, cr)) = simple_number(buf, at + 1) else {
             return;
         };
         let mut i = cr + 2;
-        let mut key = None;
+        let (mut name, mut key, mut third) = (0..0, None, None);
         for k in 0..n {
             if buf.get(i) != Some(&b'$') {
                 return;
@@ -304,13 +313,21 @@ pub fn peek_keys(buf: &[u8], max: usize, out: &mut Vec<(usize, std::ops::Range<u
             if end + 2 > buf.len() {
                 return;
             }
-            if k == 1 {
-                key = Some(start..end);
+            match k {
+                0 => name = start..end,
+                1 => key = Some(start..end),
+                2 => third = Some(start..end),
+                _ => {}
             }
             i = end + 2;
         }
         if let Some(key) = key {
-            out.push((at, key));
+            out.push(Peeked {
+                at,
+                name,
+                key,
+                third,
+            });
         }
         at = i;
     }
@@ -437,9 +454,21 @@ mod tests {
 *2\r\n$3\r\nGET\r\n$0\r\n\r\n*2\r\n$3\r\nGET\r\n$5\r\nk";
         let mut out = Vec::new();
         peek_keys(buf, 8, &mut out);
-        let keys: Vec<(usize, &[u8])> = out.iter().map(|(at, r)| (*at, &buf[r.clone()])).collect();
+        let keys: Vec<(usize, &[u8], &[u8], Option<&[u8]>)> = out
+            .iter()
+            .map(|p| {
+                let third = p.third.clone().map(|m| &buf[m]);
+                (p.at, &buf[p.name.clone()], &buf[p.key.clone()], third)
+            })
+            .collect();
         // PING has no second argument; the last frame is incomplete.
-        assert_eq!(keys, vec![(0, &b"k1"[..]), (42, &b""[..])]);
+        assert_eq!(
+            keys,
+            vec![
+                (0, &b"SET"[..], &b"k1"[..], Some(&b"v"[..])),
+                (42, &b"GET"[..], &b""[..], None)
+            ]
+        );
         // Every frame peeked is one the parser takes whole, at the same offset.
         let mut b = BytesMut::from(&buf[..]);
         let mut p = Parser::default();
@@ -456,7 +485,7 @@ mod tests {
             }
             args.clear();
         }
-        assert_eq!(offsets, out.iter().map(|o| o.0).collect::<Vec<_>>());
+        assert_eq!(offsets, out.iter().map(|o| o.at).collect::<Vec<_>>());
         // Bounded, and garbage stops it without a panic.
         out.clear();
         peek_keys(buf, 1, &mut out);

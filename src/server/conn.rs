@@ -8,6 +8,7 @@ use crate::instance::pause::PauseMode;
 use crate::instance::pubsub::Push;
 use crate::instance::session::{Blocked, Session};
 use crate::instance::state::{Shared, Stats};
+use crate::protocol::parse::Peeked;
 use crate::protocol::{write_reply, Limits, Next, Parser, Reply};
 use bytes::{Bytes, BytesMut};
 use std::collections::VecDeque;
@@ -658,45 +659,64 @@ fn over_query_limit(
 /// Frames looked at ahead per read batch: enough for redis-benchmark's `-P 16` and more.
 const AHEAD_MAX: usize = 64;
 
+/// A frame of the read batch looked at ahead: its offset in the batch, its key's shard and
+/// hash, and its third argument (a member, maybe) as a range of the batch.
+type Ahead = (usize, KeyHint, Option<std::ops::Range<usize>>);
+
 /// Finds the key (second argument) of each complete frame in a fresh read batch, with its
 /// shard and hash, so `prefetch_ahead` can start their lookups' cache misses early. Done
 /// once per batch: each frame is peeked at once, whatever the depth of the look-ahead.
-fn look_ahead(
-    inbuf: &[u8],
-    peeked: &mut Vec<(usize, std::ops::Range<usize>)>,
-    ahead: &mut Vec<(usize, KeyHint)>,
-) {
+fn look_ahead(inbuf: &[u8], peeked: &mut Vec<Peeked>, ahead: &mut Vec<Ahead>) {
     peeked.clear();
     ahead.clear();
     crate::protocol::parse::peek_keys(inbuf, AHEAD_MAX, peeked);
     // One command alone gains nothing: its lookup is next anyway.
     if peeked.len() > 1 {
-        ahead.extend(
-            peeked
-                .iter()
-                .map(|(at, key)| (*at, Keyspace::key_hint(&inbuf[key.clone()]))),
-        );
+        ahead.extend(peeked.drain(..).map(|p| {
+            let member = p.third.filter(|_| names_a_member(&inbuf[p.name]));
+            (p.at, Keyspace::key_hint(&inbuf[p.key]), member)
+        }));
+    }
+}
+
+/// Whether a command's third argument is likely a member of the set or hash at its key:
+/// the hash commands (`H…`) and the set commands (`S…` but not `SET…`, whose third
+/// argument is a string value, where a member stage would be a wasted lookup).
+fn names_a_member(name: &[u8]) -> bool {
+    match name {
+        [h, ..] if h.eq_ignore_ascii_case(&b'h') => true,
+        [s, e, t, ..] if s.eq_ignore_ascii_case(&b's') => {
+            !(e.eq_ignore_ascii_case(&b'e') && t.eq_ignore_ascii_case(&b't'))
+        }
+        _ => false,
     }
 }
 
 /// Before running the command that ends at `pos` (bytes into the batch), moves each of the
-/// next four frames' keys one stage closer to the cache (`Keyspace::prefetch`): the
-/// fourth one's shard, the third one's index line, the second one's slot, the next one's
-/// value. A command's key and value thus reach the cache over the four commands before it. Hints only: a frame that is
+/// next five frames' keys one stage closer to the cache (`Keyspace::prefetch`): the
+/// fifth one's shard, the fourth one's index line, the third one's slot, the second one's
+/// value, the next one's member. A command's data thus reach the cache over the five
+/// commands before it. `rest` is the read buffer from `pos` on. Hints only: a frame that is
 /// not what was peeked (another db after SELECT, a command whose key is elsewhere) costs a
 /// wasted fetch, nothing else.
 fn prefetch_ahead(
     srv: &Shared,
     db: usize,
-    ahead: &[(usize, KeyHint)],
+    ahead: &[Ahead],
     next: &mut usize,
     pos: usize,
+    rest: &[u8],
 ) {
     while *next < ahead.len() && ahead[*next].0 < pos {
         *next += 1;
     }
-    for (i, &(_, hint)) in ahead[*next..].iter().take(4).enumerate() {
-        srv.ks.prefetch(db, hint, i as u8 + 1);
+    for (i, (_, hint, member)) in ahead[*next..].iter().take(5).enumerate() {
+        // The member's range was taken on the whole batch; `rest` starts at `pos`.
+        let member = member
+            .as_ref()
+            .filter(|_| i == 0)
+            .and_then(|m| rest.get(m.start - pos..m.end - pos));
+        srv.ks.prefetch(db, *hint, i as u8 + 1, member);
     }
 }
 
@@ -734,7 +754,7 @@ async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> s
     let mut idle_armed = true;
     // The look-ahead of a read batch (see `prefetch_ahead`): each frame's offset and key.
     let mut peeked = Vec::new();
-    let mut ahead: Vec<(usize, KeyHint)> = Vec::new();
+    let mut ahead: Vec<Ahead> = Vec::new();
     loop {
         if !parked && inbuf.capacity() - inbuf.len() < READ_CHUNK / 2 {
             inbuf.reserve(READ_CHUNK);
@@ -923,6 +943,7 @@ async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> s
                             &ahead,
                             &mut next_ahead,
                             batch_len - inbuf.len(),
+                            &inbuf,
                         );
                     }
                     let mut written = sess.out.len();
@@ -1041,6 +1062,32 @@ async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> s
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn member_stage_only_for_set_and_hash_commands() {
+        for yes in [
+            &b"SADD"[..],
+            b"sismember",
+            b"HSET",
+            b"hget",
+            b"SREM",
+            b"hincrby",
+        ] {
+            assert!(names_a_member(yes), "{yes:?}");
+        }
+        for no in [
+            &b"SET"[..],
+            b"setex",
+            b"SETRANGE",
+            b"GET",
+            b"ZADD",
+            b"LPUSH",
+            b"S",
+            b"",
+        ] {
+            assert!(!names_a_member(no), "{no:?}");
+        }
+    }
 
     #[test]
     fn busy_buffers_shrink_to_their_recent_peak() {

@@ -70,6 +70,14 @@ impl PartialEq for HashValue {
 }
 
 impl HashValue {
+    /// Starts fetching where field `f` would be in a big hash (see `Flat::prefetch`).
+    #[inline]
+    pub fn prefetch_field(&self, f: &[u8]) {
+        if let Repr::Table(t) = &self.repr {
+            t.prefetch(f);
+        }
+    }
+
     pub fn new() -> HashValue {
         HashValue {
             repr: Repr::Listpack(Vec::new()),

@@ -112,6 +112,14 @@ impl PartialEq for SetValue {
 }
 
 impl SetValue {
+    /// Starts fetching where `m` would be in a big set (see [`Flat::prefetch`]).
+    #[inline]
+    pub fn prefetch_member(&self, m: &[u8]) {
+        if let Repr::Table(t) = &self.0 {
+            t.prefetch(m);
+        }
+    }
+
     /// An empty intset (a result set being built, as Redis's `createIntsetObject`).
     pub fn new_intset() -> SetValue {
         SetValue(Repr::Intset(Vec::new()))

@@ -14,6 +14,8 @@
 //! a tombstone only in a bucket that has been full (a probe may have passed it); a bucket
 //! with an empty entry ends every probe. Tombstones go at the next resize.
 
+use crate::types::prefetch_read;
+
 /// Entries per bucket: 10 × (2 + 4) bytes + 4 of padding = one 64-byte line.
 const WAYS: usize = 10;
 /// Tags 0 and 1 mark an empty entry and a removed one; live tags are 2..=u16::MAX.
@@ -274,20 +276,6 @@ impl Index {
         let (m, _) = bk.matches(tag(h));
         (m != 0).then(|| bk.vals[m.trailing_zeros() as usize / 2])
     }
-}
-
-/// A read prefetch of the line holding `*p` (a no-op where the target has none).
-#[inline]
-pub fn prefetch_read<T>(p: &T) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        // SAFETY: a prefetch is a hint that never faults and changes no memory; `p` is a
-        // valid reference anyway.
-        unsafe { _mm_prefetch::<_MM_HINT_T0>((p as *const T).cast::<i8>()) };
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
 }
 
 #[cfg(test)]

@@ -303,6 +303,14 @@ impl<E: Entry> Flat<E> {
         self.find(&Probe::new(m), hash(m)).ok()
     }
 
+    /// Starts fetching the slot where a lookup of `m` begins (a command not run yet).
+    #[inline]
+    pub fn prefetch(&self, m: &[u8]) {
+        if !self.slots.is_empty() {
+            crate::types::prefetch_read(&self.slots[hash(m) as usize & self.mask()]);
+        }
+    }
+
     pub fn get(&self, m: &[u8]) -> Option<&E> {
         self.position(m).and_then(|i| self.slots[i].as_ref())
     }
