@@ -133,7 +133,7 @@ impl LazyFree {
                     .name("lazyfree".into())
                     .spawn(move || {
                         for job in rx {
-                            drop(job.garbage);
+                            crate::alloc::drop_releasing(job.garbage);
                             counters.finish(job.objects);
                         }
                     })
