@@ -12,5 +12,5 @@ pub mod journal;
 mod keyspace;
 pub mod shard;
 
-pub use keyspace::{shard_of, Access, Keyspace, KeyspaceStats, SCAN_POS_BITS, SHARDS};
+pub use keyspace::{shard_of, Access, Garbage, Keyspace, KeyspaceStats, SCAN_POS_BITS, SHARDS};
 pub use shard::{scan_pos, ScanStep, Shard, ShardData};
