@@ -12,6 +12,8 @@
 # Usage: scripts/bench_tail.sh   (builds release first unless NO_BUILD=1)
 # Environment: SCENARIOS [del expire checkpoint], MEMBERS [1000000], LOAD_REQUESTS [300000],
 #   TESTS [get,set], NO_BUILD [0], RESPITE_BIN [target/release/respite],
+#   RESPITE_ARGS [extra server flags, e.g. "--set lazyfree-lazy-user-del=yes"],
+#   SERVERS [respite redis] (repeated runs of respite alone: SERVERS=respite),
 #   REDIS_SERVER [redis-server], OUT [tmp dir].
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,13 +22,17 @@ SCENARIOS=${SCENARIOS:-"del expire checkpoint"}
 MEMBERS=${MEMBERS:-1000000}
 LOAD_REQUESTS=${LOAD_REQUESTS:-300000}
 TESTS=${TESTS:-get,set}
+SERVERS=${SERVERS:-"respite redis"}
+RESPITE_ARGS=${RESPITE_ARGS:-}
 NO_BUILD=${NO_BUILD:-0}
 RESPITE_BIN=${RESPITE_BIN:-target/release/respite}
 REDIS_SERVER=${REDIS_SERVER:-redis-server}
 OUT=${OUT:-$(mktemp -d /tmp/respite-tail.XXXXXX)}
 HOST=127.0.0.1
 
-for tool in "$REDIS_SERVER" redis-benchmark redis-cli python3; do
+tools=(redis-benchmark redis-cli python3)
+[[ " $SERVERS " == *" redis "* ]] && tools+=("$REDIS_SERVER")
+for tool in "${tools[@]}"; do
     command -v "$tool" >/dev/null || {
         echo "bench_tail.sh: $tool not found" >&2
         exit 1
@@ -54,8 +60,9 @@ start() { # server scenario -> sets PORT, PID
     if [[ $1 == respite ]]; then
         local durable=()
         [[ $2 == checkpoint ]] && durable=(--engine redb --dir "$dir" --appendfsync everysec)
+        # shellcheck disable=SC2086 # RESPITE_ARGS is a list of flags
         RESPITE_LOG=warn "$RESPITE_BIN" --port "$PORT" --bind $HOST "${durable[@]}" \
-            >"$dir/log" 2>&1 &
+            $RESPITE_ARGS >"$dir/log" 2>&1 &
     else
         local durable=(--appendonly no)
         [[ $2 == checkpoint ]] && durable=(--appendonly yes --appendfsync everysec)
@@ -115,7 +122,7 @@ load_start() {
 printf '%-10s %-8s %-4s %10s %10s %10s\n' scenario server test rps "p99 ms" "max ms" |
     tee "$OUT/summary.txt"
 for scenario in $SCENARIOS; do
-    for server in respite redis; do
+    for server in $SERVERS; do
         start "$server" "$scenario"
         csv="$OUT/$server-$scenario.csv"
         case $scenario in

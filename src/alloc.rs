@@ -145,6 +145,29 @@ pub fn peak() -> Option<u64> {
         .then(|| PEAK.load(Ordering::Relaxed).max(0) as u64)
 }
 
+/// Bytes a drop must free before [`drop_releasing`] returns them to the OS at once: below
+/// this, mimalloc's delayed purge is cheap wherever it lands (~50 µs of `madvise` per MB
+/// measured here).
+pub const RELEASE_AT: u64 = 16 << 20;
+
+/// Drops `garbage` (a big value detached from the keyspace) on this thread and, when that
+/// freed at least [`RELEASE_AT`] bytes, returns the freed pages to the OS here and now.
+///
+/// Why: mimalloc (v3) purges freed memory a second after it is freed (`purge_delay`), all
+/// of a range at once, on whichever thread next frees a page. After a 1 M-field hash was
+/// freed that was a command worker, stalled ~10 ms in `madvise` a second later (issue 17,
+/// `perf record` during scripts/bench_tail.sh). The thread that did the freeing, off the
+/// command path, pays for the purge instead.
+pub fn drop_releasing<T>(garbage: T) {
+    let before = used();
+    drop(garbage);
+    if let (Some(b), Some(a)) = (before, used()) {
+        if b.saturating_sub(a) >= RELEASE_AT {
+            purge();
+        }
+    }
+}
+
 /// Asks mimalloc to return freed memory to the OS now (`MEMORY PURGE`).
 pub fn purge() {
     extern "C" {

@@ -828,6 +828,54 @@ fn lazy_expire_frees_big_expired_values_off_the_command_path_as_redis() {
     }
 }
 
+/// DEL frees a big value before it replies, as Redis's does: `used_memory` read right after
+/// has given back most of what the value took, and nothing went to the lazyfree thread
+/// (respite frees it after the key's lock and off the runtime's worker, issue 17). UNLINK
+/// of the same value is one `lazyfreed_objects`.
+#[test]
+fn del_frees_a_big_value_before_replying_as_redis() {
+    let _s = serial();
+    let [r, o] = both();
+    for p in [&r, &o] {
+        let mut c = p.conn();
+        let lazy = |c: &mut Conn| {
+            (
+                conn_info_int(c, "memory", "lazyfree_pending_objects"),
+                conn_info_int(c, "memory", "lazyfreed_objects"),
+            )
+        };
+        c.cmd("CONFIG RESETSTAT");
+        // 100 k members: a hash table past the command layer's off-core effort (16 k).
+        let fill = |c: &mut Conn| {
+            for base in (0..100_000).step_by(1000) {
+                let mut sadd = vec![b"SADD".to_vec(), b"big".to_vec()];
+                sadd.extend((base..base + 1000).map(|i| format!("member:{i}").into_bytes()));
+                assert_eq!(c.call(&sadd).expect("sadd"), Frame::Int(1000));
+            }
+        };
+        let empty = used(&mut c);
+        fill(&mut c);
+        let full = used(&mut c);
+        assert!(
+            full - empty > 4 << 20,
+            "a 100 k set took {} bytes",
+            full - empty
+        );
+        assert_eq!(c.cmd("DEL big"), Frame::Int(1));
+        let after = used(&mut c);
+        assert!(
+            full - after > (full - empty) * 3 / 4,
+            "DEL gave back {} of {} bytes before replying",
+            full - after,
+            full - empty
+        );
+        assert_eq!(lazy(&mut c), (0, 0));
+        fill(&mut c);
+        assert_eq!(c.cmd("UNLINK big"), Frame::Int(1));
+        common::wait_until("unlinked value freed", || lazy(&mut c) == (0, 1));
+    }
+}
+
 /// Redis's `evictionTimeProc`: with `maxmemory-eviction-tenacity 0` a command evicts at
 /// most one batch of 16 keys before its budget is spent; the rest is evicted between
 /// commands by the eviction timer. So memory comes under the limit while far fewer than

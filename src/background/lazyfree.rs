@@ -115,11 +115,15 @@ impl LazyFree {
         self.lazy_expire.store(on, Ordering::Relaxed);
     }
 
+    pub fn lazy_expire(&self) -> bool {
+        self.lazy_expire.load(Ordering::Relaxed)
+    }
+
     /// A value removed because its key expired (lazily or by the active sweep): freed as
     /// [`LazyFree::free_entry`] would under `lazyfree-lazy-expire`, here otherwise (Redis
     /// `deleteExpiredKeyAndPropagate`).
     pub fn free_expired(&self, e: Entry) {
-        if self.lazy_expire.load(Ordering::Relaxed) {
+        if self.lazy_expire() {
             self.free_entry(e);
         }
     }
@@ -133,7 +137,7 @@ impl LazyFree {
                     .name("lazyfree".into())
                     .spawn(move || {
                         for job in rx {
-                            drop(job.garbage);
+                            crate::alloc::drop_releasing(job.garbage);
                             counters.finish(job.objects);
                         }
                     })

@@ -432,13 +432,17 @@ pub static COMMANDS: &[CommandSpec] = &[
 
 /// DEL and UNLINK (Redis `delGenericCommand`): with `lazy`, a removed value whose free
 /// effort passes Redis's threshold is dropped on the lazyfree thread, so removing a
-/// million-member set does not hold up the clients behind this command.
+/// million-member set does not hold up the clients behind this command. Without, it is
+/// still freed before the reply, as Redis's DEL, but after the locks are released and off
+/// the runtime's worker (`Access::drop_later`), so it holds up only this client.
 fn del_generic(cx: &mut Cx, lazy: bool) -> Reply {
     let mut n = 0;
     for key in &cx.args[1..] {
         if let Some(e) = cx.ks.remove(key) {
             if lazy {
                 cx.srv.ks.lazyfree.free_entry(e);
+            } else {
+                cx.ks.drop_later(e);
             }
             cx.notify(notify::GENERIC, "del", key);
             n += 1;
@@ -751,11 +755,14 @@ fn rename_generic(cx: &mut Cx, nx: bool) -> Reply {
 }
 
 /// A destination deleted by the command that replaces it (Redis `dbDelete` in RENAME and
-/// COPY … REPLACE): freed lazily under `lazyfree-lazy-server-del`, in place otherwise.
-fn server_del(cx: &Cx, old: Option<crate::types::value::Entry>) {
+/// COPY … REPLACE): freed lazily under `lazyfree-lazy-server-del`, before the reply
+/// otherwise (as DEL's, `Access::drop_later`).
+fn server_del(cx: &mut Cx, old: Option<crate::types::value::Entry>) {
     if let Some(e) = old {
         if crate::config_num!(cx.srv.config, "lazyfree-lazy-server-del") != 0 {
             cx.srv.ks.lazyfree.free_entry(e);
+        } else {
+            cx.ks.drop_later(e);
         }
     }
 }

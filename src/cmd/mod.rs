@@ -546,7 +546,9 @@ fn lock<R>(
     let mut got = attempt(&mut || false);
     if let Some(a) = &mut got {
         let r = run(a, sess);
+        let garbage = a.take_garbage();
         drop(got);
+        free_garbage(garbage);
         return Ok(r);
     }
     let mut outcome = None;
@@ -570,12 +572,32 @@ fn lock<R>(
     let mut got = off_core(|| attempt(&mut waiting));
     if let Some(a) = &mut got {
         let r = run(a, sess);
+        let garbage = a.take_garbage();
         drop(got);
+        free_garbage(garbage);
         return Ok(r);
     }
     match outcome {
         Some(gave) => Err(gave),
         None => Ok(run(&mut srv.ks.ungated(db, now), sess)),
+    }
+}
+
+/// Free effort (elements) past which a command's garbage is freed with the worker's core
+/// handed to another thread: ~0.1-0.3 ms of freeing here, against tens of microseconds for
+/// the hand-off.
+const OFF_CORE_EFFORT: usize = 16 << 10;
+
+/// Frees the values a command removed (DEL of a big key…) once its view, locks included,
+/// is dropped, and before its reply leaves: a synchronous free for this client, as in
+/// Redis. A big one runs off the runtime's worker, so the connections queued on this
+/// worker move to another thread instead of waiting for the free (issue 17), and gives its
+/// pages back to the OS itself ([`crate::alloc::drop_releasing`]).
+fn free_garbage(garbage: crate::engine::Garbage) {
+    if garbage.effort() >= OFF_CORE_EFFORT {
+        off_core(|| crate::alloc::drop_releasing(garbage));
+    } else {
+        drop(garbage);
     }
 }
 

@@ -4,6 +4,7 @@ use super::change::Change;
 use super::evict::Evictor;
 use super::journal::Journal;
 use super::shard::{key_hash, prefetch_read, Shard, WatchFlag};
+use crate::background::lazyfree::{free_effort, LAZYFREE_THRESHOLD};
 use crate::types::placement::hash_tag;
 use crate::types::value::{Entry, Lfu, Value, LFU_INIT_VAL};
 use bytes::Bytes;
@@ -385,6 +386,7 @@ impl Keyspace {
             quiet: false,
             unobserved: false,
             no_touch: false,
+            garbage: Garbage::default(),
         }
     }
 
@@ -436,6 +438,7 @@ impl Keyspace {
             quiet: false,
             unobserved: false,
             no_touch: false,
+            garbage: Garbage::default(),
         }
     }
 
@@ -553,20 +556,49 @@ pub struct Access<'a> {
     pub unobserved: bool,
     /// Lookups leave access times alone (`CLIENT NO-TOUCH ON`, except for TOUCH).
     pub no_touch: bool,
+    /// Removed values to free once the locks are released ([`Access::drop_later`]).
+    garbage: Garbage,
+}
+
+/// Values a command removed whose drop walks many allocations, kept until its locks are
+/// released. Freeing a million-member set takes 5-25 ms; under its shard lock, every
+/// command reaching that shard waited as long, and with it the other worker thread, so the
+/// whole server stalled for the free (issue 17, `perf record` of scripts/bench_tail.sh).
+#[derive(Default)]
+pub struct Garbage {
+    entries: Vec<Entry>,
+    effort: usize,
+}
+
+impl Garbage {
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The summed free effort of the values (the lazyfree thread's measure: elements).
+    pub fn effort(&self) -> usize {
+        self.effort
+    }
 }
 
 impl Drop for Access<'_> {
     /// Appends the command's changes to the journal while its locks are still held (fields
     /// drop after this), so the journal's order is the order commands took effect in.
+    /// Garbage nobody took is freed here, after the locks.
     fn drop(&mut self) {
-        if self.quiet {
-            return;
-        }
-        if let Some(j) = self.ks.journal.get() {
-            self.materialize();
-            if !self.changes.is_empty() {
-                j.append(self.changes.drain(..));
+        if !self.quiet {
+            if let Some(j) = self.ks.journal.get() {
+                self.materialize();
+                if !self.changes.is_empty() {
+                    j.append(self.changes.drain(..));
+                }
             }
+        }
+        if !self.garbage.is_empty() {
+            let garbage = std::mem::take(&mut self.garbage);
+            self.locked.clear();
+            self._gate = Gate::None;
+            drop(garbage);
         }
     }
 }
@@ -655,6 +687,24 @@ impl<'a> Access<'a> {
         std::mem::take(&mut self.ready)
     }
 
+    /// Frees `e`, a value this command removed from the keyspace, once the view's locks are
+    /// released when dropping it is long (free effort past Redis's lazyfree threshold), at
+    /// once otherwise. Still a synchronous free for the client (Redis's DEL): the command
+    /// layer frees the garbage before it replies ([`Access::take_garbage`]).
+    pub fn drop_later(&mut self, e: Entry) {
+        let effort = free_effort(&e.value);
+        if effort > LAZYFREE_THRESHOLD {
+            self.garbage.entries.push(e);
+            self.garbage.effort += effort;
+        }
+    }
+
+    /// The values [`Access::drop_later`] kept, for the caller to free after dropping the
+    /// view (off the runtime's worker when they are big).
+    pub fn take_garbage(&mut self) -> Garbage {
+        std::mem::take(&mut self.garbage)
+    }
+
     pub fn keyspace(&self) -> &'a Keyspace {
         self.ks
     }
@@ -738,7 +788,11 @@ impl<'a> Access<'a> {
                 if e.value.is_stream() {
                     self.signal_ready_in(db, key);
                 }
-                self.ks.lazyfree.free_expired(e);
+                if self.ks.lazyfree.lazy_expire() {
+                    self.ks.lazyfree.free_entry(e);
+                } else {
+                    self.drop_later(e);
+                }
             }
             self.mark_dirty(db, key);
             return true;

@@ -12,5 +12,7 @@ pub mod journal;
 mod keyspace;
 pub mod shard;
 
-pub use keyspace::{shard_of, Access, KeyHint, Keyspace, KeyspaceStats, SCAN_POS_BITS, SHARDS};
+pub use keyspace::{
+    shard_of, Access, Garbage, KeyHint, Keyspace, KeyspaceStats, SCAN_POS_BITS, SHARDS,
+};
 pub use shard::{scan_pos, ScanStep, Shard, ShardData};
