@@ -831,7 +831,8 @@ fn lazy_expire_frees_big_expired_values_off_the_command_path_as_redis() {
 /// DEL frees a big value before it replies, as Redis's does: `used_memory` read right after
 /// has given back most of what the value took, and nothing went to the lazyfree thread
 /// (respite frees it after the key's lock and off the runtime's worker, issue 17). UNLINK
-/// of the same value is one `lazyfreed_objects`.
+/// of the same value is one `lazyfreed_objects`. The DEL is in SLOWLOG (its free counted
+/// in its time; respite records it once the free is done).
 #[test]
 fn del_frees_a_big_value_before_replying_as_redis() {
     let _s = serial();
@@ -861,7 +862,30 @@ fn del_frees_a_big_value_before_replying_as_redis() {
             "a 100 k set took {} bytes",
             full - empty
         );
+        // The DEL is recorded with its free (a big DEL shows in SLOWLOG, as in Redis).
+        c.cmd("CONFIG SET slowlog-log-slower-than 0");
+        c.cmd("SLOWLOG RESET");
         assert_eq!(c.cmd("DEL big"), Frame::Int(1));
+        let logged = match c.cmd("SLOWLOG GET 10") {
+            Frame::Array(entries) => entries.into_iter().find_map(|e| match e {
+                Frame::Array(f) if f.len() >= 4 => match &f[3] {
+                    Frame::Array(args) if args.first() == Some(&Frame::Bulk(b"DEL".to_vec())) => {
+                        Some(args.clone())
+                    }
+                    _ => None,
+                },
+                _ => None,
+            }),
+            other => panic!("SLOWLOG GET: {other:?}"),
+        };
+        assert_eq!(
+            logged,
+            Some(vec![
+                Frame::Bulk(b"DEL".to_vec()),
+                Frame::Bulk(b"big".to_vec())
+            ])
+        );
+        c.cmd("CONFIG SET slowlog-log-slower-than 10000");
         let after = used(&mut c);
         assert!(
             full - after > (full - empty) * 3 / 4,

@@ -548,7 +548,7 @@ fn lock<R>(
         let r = run(a, sess);
         let garbage = a.take_garbage();
         drop(got);
-        free_garbage(garbage);
+        free_garbage(srv, sess, spec, args, garbage);
         return Ok(r);
     }
     let mut outcome = None;
@@ -574,7 +574,7 @@ fn lock<R>(
         let r = run(a, sess);
         let garbage = a.take_garbage();
         drop(got);
-        free_garbage(garbage);
+        free_garbage(srv, sess, spec, args, garbage);
         return Ok(r);
     }
     match outcome {
@@ -593,11 +593,32 @@ const OFF_CORE_EFFORT: usize = 16 << 10;
 /// Redis. A big one runs off the runtime's worker, so the connections queued on this
 /// worker move to another thread instead of waiting for the free (issue 17), and gives its
 /// pages back to the OS itself ([`crate::alloc::drop_releasing`]).
-fn free_garbage(garbage: crate::engine::Garbage) {
+/// The command is then recorded with the free counted in its run time, as Redis's DEL is
+/// (a big DEL shows in SLOWLOG and LATENCY), unless it ran inside EXEC or a script.
+fn free_garbage(
+    srv: &Arc<Shared>,
+    sess: &mut Session,
+    spec: &'static CommandSpec,
+    args: &[Bytes],
+    garbage: crate::engine::Garbage,
+) {
+    if garbage.is_empty() {
+        return;
+    }
+    let start = crate::clock::Instant::now();
     if garbage.effort() >= OFF_CORE_EFFORT {
         off_core(|| crate::alloc::drop_releasing(garbage));
     } else {
         drop(garbage);
+    }
+    if let Some((id, usec)) = sess.observe_after_free.take() {
+        let end = crate::clock::Instant::now();
+        if sess.mark.is_some() {
+            sess.mark = Some(end);
+        }
+        let freed = end.saturating_duration_since(start).as_micros() as u64;
+        sess.pending.usec += freed;
+        observe::after_call(srv, sess, false, id, spec, args, usec + freed);
     }
 }
 
@@ -736,7 +757,13 @@ pub fn execute(
         }
         None if sess.internal => {}
         None if sess.serving_blocked => observe::blocked_run(srv, id, usec),
-        None => observe::after_call(srv, sess, access, id, spec, args, usec),
+        // A plain command that leaves values to free after its locks (a big DEL) is
+        // recorded by `lock` once they are freed, with the free's time. (In EXEC or a
+        // script the view is the whole keyspace's; its garbage waits for their end.)
+        None if access.has_garbage() && !access.is_exclusive() => {
+            sess.observe_after_free = Some((id, usec));
+        }
+        None => observe::after_call(srv, sess, access.is_exclusive(), id, spec, args, usec),
     }
     reply
 }

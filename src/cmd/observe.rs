@@ -10,7 +10,6 @@
 //! calls past their thresholds.
 
 use crate::config_num;
-use crate::engine::Access;
 use crate::instance::clients::ClientHandle;
 use crate::instance::latency::index_for_usec;
 use crate::instance::session::{PendingStats, Session};
@@ -26,7 +25,7 @@ use super::CommandSpec;
 pub(super) fn after_call(
     srv: &Arc<Shared>,
     sess: &mut Session,
-    access: &Access,
+    exclusive: bool,
     id: usize,
     spec: &'static CommandSpec,
     args: &[Bytes],
@@ -45,7 +44,7 @@ pub(super) fn after_call(
     let large = sess.request.0 >= sess.request.1;
     if slow | large {
         if slow {
-            slow_call(srv, sess, access, id, spec, args, usec);
+            slow_call(srv, sess, exclusive, id, spec, args, usec);
         }
         if large {
             large_request(srv, sess, spec, args);
@@ -68,7 +67,7 @@ pub(super) fn add_run(srv: &Shared, p: &mut PendingStats) {
 fn slow_call(
     srv: &Arc<Shared>,
     sess: &Session,
-    access: &Access,
+    exclusive: bool,
     id: usize,
     spec: &'static CommandSpec,
     args: &[Bytes],
@@ -83,7 +82,7 @@ fn slow_call(
         // address or name. Scripts run their commands with `in_exec` set while holding
         // the whole keyspace, so a script running now can only be this command's caller.
         let in_script = sess.in_exec
-            && access.is_exclusive()
+            && exclusive
             && crate::script::engine::scripts(srv)
                 .running_for_ms()
                 .is_some();

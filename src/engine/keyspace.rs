@@ -699,6 +699,11 @@ impl<'a> Access<'a> {
         }
     }
 
+    /// Whether [`Access::drop_later`] kept values to free after the locks.
+    pub fn has_garbage(&self) -> bool {
+        !self.garbage.is_empty()
+    }
+
     /// The values [`Access::drop_later`] kept, for the caller to free after dropping the
     /// view (off the runtime's worker when they are big).
     pub fn take_garbage(&mut self) -> Garbage {

@@ -68,6 +68,10 @@ pub struct Session {
     /// connection resets it to `usize::MAX` before each command line): COMMANDLOG's size
     /// logs take only a command that ran, and EXEC's or a script's own id comes last.
     pub last_run: usize,
+    /// A command whose removed values are freed after its locks (`Access::drop_later`):
+    /// its id and run time so far. It is recorded (commandstats, histogram, SLOWLOG,
+    /// LATENCY) once the free is done and counted in, as Redis counts a DEL's free.
+    pub observe_after_free: Option<(usize, u64)>,
     /// The current command line's size as received and COMMANDLOG's `large-request`
     /// threshold, set by the connection only while a line that large runs (otherwise
     /// `(0, u64::MAX)`, which never matches): every command the line runs (EXEC's and a
@@ -168,6 +172,7 @@ impl Session {
             internal: false,
             no_touch: false,
             last_run: usize::MAX,
+            observe_after_free: None,
             request: (0, u64::MAX),
             monitor: None,
             monitor_lua: 0,
