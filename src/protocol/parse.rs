@@ -454,7 +454,8 @@ mod tests {
 *2\r\n$3\r\nGET\r\n$0\r\n\r\n*2\r\n$3\r\nGET\r\n$5\r\nk";
         let mut out = Vec::new();
         peek_keys(buf, 8, &mut out);
-        let keys: Vec<(usize, &[u8], &[u8], Option<&[u8]>)> = out
+        type Shown<'a> = (usize, &'a [u8], &'a [u8], Option<&'a [u8]>);
+        let keys: Vec<Shown> = out
             .iter()
             .map(|p| {
                 let third = p.third.clone().map(|m| &buf[m]);
