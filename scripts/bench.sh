@@ -19,7 +19,8 @@
 #                         10 members of a 1000-member sorted set); e.g. for issue 3:
 #                         TESTS=lpush,lpop,sadd,hset,zadd,zrange10
 #                         Scripting (issue 4): evalsha_incr (EVALSHA of
-#                         `return redis.call('INCR', KEYS[1])`) and evalsha_lock (EVALSHA of
+#                         `return redis.call('INCR', KEYS[1])` on bench:counter, or with
+#                         KEYSPACE set on random keys key:__rand_int__) and evalsha_lock (EVALSHA of
 #                         lua/lock_acquire.lua on random lock keys, so most calls acquire).
 #                         Messaging (issue 5): xadd (XADD bench:stream MAXLEN ~ 1000 * f v) and
 #                         publish (PUBLISH to a channel with one subscriber per server, a
@@ -223,7 +224,12 @@ run_one() { # round test pipeline server port pid
     zrange10) what=(ZRANGE bench:zset 0 9) ;;
     xadd) what=(XADD bench:stream MAXLEN '~' 1000 '*' field value) ;;
     publish) what=(PUBLISH bench:chan hello-subscriber) ;;
-    evalsha_incr) what=(EVALSHA "$SHA_INCR" 1 bench:counter) ;;
+    evalsha_incr)
+        # With KEYSPACE, random counters (each call's key string is new to Lua); else one.
+        key=bench:counter
+        [[ -n $KEYSPACE ]] && key=key:__rand_int__
+        what=(EVALSHA "$SHA_INCR" 1 "$key")
+        ;;
     evalsha_lock)
         what=(EVALSHA "$SHA_LOCK" 2 "{lock:__rand_int__}:held" "{lock:__rand_int__}:fence" owner 60000)
         [[ -z $KEYSPACE ]] && extra=(-r 1000000)

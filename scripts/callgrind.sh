@@ -153,7 +153,9 @@ for server in $SERVERS; do
         case $test in
         evalsha_incr)
             sha=$(redis-cli -h $HOST -p "$port" SCRIPT LOAD "return redis.call('INCR', KEYS[1])")
-            what=(EVALSHA "$sha" 1 bench:counter)
+            key=bench:counter
+            [[ -n $KEYSPACE ]] && key=key:__rand_int__
+            what=(EVALSHA "$sha" 1 "$key")
             ;;
         publish)
             python3 -c '

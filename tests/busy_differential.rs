@@ -713,3 +713,72 @@ fn watched_sessions_during_busy() {
         }
     });
 }
+
+// ------------------------------------------------------- pipelined scripts
+
+/// A pipeline of scripts read in one batch: each is a script of its own. The second one
+/// times out: another client gets BUSY, SCRIPT KILL stops it alone, and the pipeline
+/// goes on with the next script and a PING. (Guards any coarser holding of the keyspace
+/// gate across a client's scripts, an idea issue 17 measured and dropped.)
+#[test]
+fn pipelined_scripts_and_a_timed_out_one() {
+    differential("pipelined scripts and a timed-out one", |s, log| {
+        let mut rd = s.conn();
+        let mut r = s.conn();
+        log.note(
+            "r",
+            &call(&mut r, &["CONFIG", "SET", "lua-time-limit", "10"]),
+        );
+        rd.send_all(&[
+            &["EVAL", "return redis.call('incr', KEYS[1])", "1", "n"],
+            &["EVAL", "while true do end", "0"],
+            &["EVAL", "return redis.call('incr', KEYS[1])", "1", "n"],
+            &["PING"],
+        ])
+        .expect("send");
+        wait_busy(s.port);
+        log.note("r", &call(&mut r, &["GET", "n"]));
+        log.note("r", &call(&mut r, &["SCRIPT", "KILL"]));
+        wait_pong(s.port);
+        for _ in 0..4 {
+            log.note("rd", &rd.read().expect("pipelined reply"));
+        }
+        log.note("r", &call(&mut r, &["GET", "n"]));
+    });
+}
+
+/// A script in a pipeline of scripts that pushes to a list a client is blocked on serves
+/// that client before the next script runs, as Redis serves it after each command, and
+/// every script and the commands they call are counted one by one. (Serving takes the
+/// keyspace gate: a gate kept across the pipeline's scripts deadlocked here.)
+#[test]
+fn pipelined_scripts_serve_a_blocked_client_between_them() {
+    differential("pipelined scripts serve a blocked client", |s, log| {
+        let mut rd = s.conn();
+        let mut blocked = s.conn();
+        let mut r = s.conn();
+        log.note("r", &call(&mut r, &["CONFIG", "RESETSTAT"]));
+        send(&mut blocked, &["BLPOP", "q", "0"]);
+        common::until_blocked_sync(&mut r, 1);
+        let push = "return redis.call('rpush', KEYS[1], ARGV[1])";
+        rd.send_all(&[
+            &["EVAL", push, "1", "q", "a"],
+            &["EVAL", push, "1", "q", "b"],
+            &["EVAL", "return redis.call('llen', KEYS[1])", "1", "q"],
+        ])
+        .expect("send");
+        for _ in 0..3 {
+            log.note("rd", &rd.read().expect("pipelined reply"));
+        }
+        log.note("blocked", &blocked.read().expect("BLPOP reply"));
+        let stats = call(&mut r, &["INFO", "commandstats"]).to_string();
+        for cmd in ["eval", "rpush", "llen", "blpop"] {
+            let calls = stats
+                .split(&format!("cmdstat_{cmd}:calls="))
+                .nth(1)
+                .and_then(|t| t.split(',').next())
+                .unwrap_or("none");
+            log.text("r", &format!("{cmd} calls={calls}"));
+        }
+    });
+}

@@ -1039,6 +1039,12 @@ async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> s
         }
         sess.mark = None;
         report_multi(sess, &mut multi_mem);
+        if !sess.out.is_empty() {
+            // The replies go out once the other connections ready now have run their
+            // commands too, as Redis writes all its clients' replies after the event
+            // loop's reads: the client is then woken once per round, not once per write.
+            tokio::task::yield_now().await;
+        }
         flush_ready(stream, srv, sess).await?;
         if !sess.out.is_empty() && evicted_self(srv, &handle) {
             return Ok(());

@@ -121,6 +121,16 @@ impl Conn {
         self.w.write_all(&respite::proxy::resp::command(args))
     }
 
+    /// Sends several commands in one write (a pipeline the server reads in one batch),
+    /// without reading the replies.
+    pub fn send_all(&mut self, cmds: &[&[&str]]) -> std::io::Result<()> {
+        let mut bytes = Vec::new();
+        for args in cmds {
+            bytes.extend_from_slice(&respite::proxy::resp::command(args));
+        }
+        self.w.write_all(&bytes)
+    }
+
     pub fn call(&mut self, args: &[Vec<u8>]) -> std::io::Result<Frame> {
         self.send(args)?;
         self.read()
