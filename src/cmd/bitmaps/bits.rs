@@ -383,7 +383,7 @@ mod tests {
 
     #[test]
     fn word_scans_match_byte_scans_at_every_alignment() {
-        let mut buf = vec![0u8; 80];
+        let mut buf = [0u8; 80];
         for (i, b) in buf.iter_mut().enumerate() {
             *b = (i as u8).wrapping_mul(37) ^ 0x5a;
         }
@@ -397,7 +397,7 @@ mod tests {
         for skip in [0u8, 0xff] {
             for start in 0..9 {
                 for hit in 0..44 {
-                    let mut d = vec![skip; 48];
+                    let mut d = [skip; 48];
                     let expect = (hit < 48 - start).then_some(hit);
                     if let Some(h) = expect {
                         d[start + h] = 0x10;
