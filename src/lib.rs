@@ -101,6 +101,7 @@ pub fn run(config: Config) -> std::io::Result<()> {
         if let Some(p) = running.shared.persist.get() {
             // The final durable commit (SIGTERM, SIGINT, SHUTDOWN): everything acknowledged
             // is in the journal already; a script still running has acknowledged nothing.
+            cmd::server::saved_access::save_at_shutdown(&running.shared);
             p.shutdown();
         }
         Ok(())

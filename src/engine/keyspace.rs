@@ -966,6 +966,12 @@ impl<'a> Access<'a> {
         self.changes.push(change);
     }
 
+    /// A key's entry with no side effects (no access recorded, no WATCH signal, no lazy
+    /// expiry): for restoring saved access data after a load.
+    pub fn peek_mut_in(&mut self, db: usize, key: &[u8]) -> Option<&mut Entry> {
+        self.shard_in(db, key).peek_mut(key)
+    }
+
     /// Lookup for modification: signals WATCHers, so call it only when about to write.
     pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut Entry> {
         let (db, now, no_touch) = (self.db, self.now, self.no_touch);

@@ -32,6 +32,11 @@
 //!     `'p'` + [`group_prefix`] + ID → `[delivery time i64 BE][delivery count u64 BE]
 //!     [consumer name]`; `'c'` + [`group_prefix`] + consumer name → `[seen time i64 BE]
 //!     [active time i64 BE]`.
+//! - `access: (db u32, key &[u8]) -> u64` — each key's LRU idle seconds or LFU counter at the
+//!   last clean shutdown, SAVE or DEBUG RELOAD under an LRU or LFU policy, as Redis's RDB
+//!   keeps `IDLE`/`FREQ` (`persist::access`): `[kind u32][value u32]` packed high to low, kind
+//!   1 = idle seconds, 2 = LFU counter. Replaced whole on each save; optional (a file without
+//!   it, or a key without a row, loads with fresh access data), so it needs no new version.
 
 use redb::TableDefinition;
 
@@ -48,6 +53,7 @@ pub(super) mod table {
     pub const DBS: &str = "dbs";
     pub const KEYS: &str = "keys";
     pub const ELEMS: &str = "elems";
+    pub const ACCESS: &str = "access";
 }
 
 pub(super) const META: TableDefinition<&str, u64> = TableDefinition::new(table::META);
@@ -56,6 +62,8 @@ pub(super) const KEYS: TableDefinition<(u32, &[u8]), &[u8]> = TableDefinition::n
 /// (namespace, key, sub-key).
 pub(super) type ElemKey = (u32, &'static [u8], &'static [u8]);
 pub(super) const ELEMS: TableDefinition<ElemKey, &[u8]> = TableDefinition::new(table::ELEMS);
+
+pub(super) const ACCESS: TableDefinition<(u32, &[u8]), u64> = TableDefinition::new(table::ACCESS);
 
 pub(super) const META_VERSION: &str = "format_version";
 pub(super) const META_NEXT_NS: &str = "next_ns";
