@@ -266,7 +266,8 @@ fn hello(cx: &mut Cx) -> Reply {
                     "ERR Client names cannot contain spaces, newlines or special characters.",
                 );
             }
-            name = Some(args[i + 1].clone());
+            // A copy: the argument pins the read buffer it was parsed from.
+            name = Some(bytes::Bytes::copy_from_slice(&args[i + 1]));
             i += 2;
         } else {
             return Reply::error(format!(
