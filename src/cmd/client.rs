@@ -688,11 +688,12 @@ pub fn evict_after_read(srv: &Shared, me: &ClientHandle) {
 /// `maxmemory-clients`, closes the ones that may be evicted (not `CLIENT NO-EVICT on`) by
 /// memory bucket, largest first
 /// ([`crate::instance::clients::Eviction::order`]), counting each in INFO
-/// `evicted_clients`.
-pub fn evict_clients(srv: &Shared) {
+/// `evicted_clients`. Returns the memory of the clients it closed, which their
+/// connections give back as they end (Redis frees them on the spot).
+pub fn evict_clients(srv: &Shared) -> usize {
     let limit = eviction_limit(srv);
     if limit == 0 {
-        return;
+        return 0;
     }
     let ev = &srv.client_eviction;
     ev.last_check_us
@@ -712,21 +713,24 @@ pub fn evict_clients(srv: &Shared) {
     }
     if total < limit {
         ev.warned.store(false, Ordering::Relaxed);
-        return;
+        return 0;
     }
     ev.order(&mut candidates);
+    let mut freed = 0;
     for (used, h) in candidates {
         if total < limit {
-            return;
+            return freed;
         }
         tracing::info!("Evicting client: {}", describe(srv, &h));
         h.kill();
         ev.evicted.fetch_add(1, Ordering::Relaxed);
         total -= used;
+        freed += used;
     }
     if total >= limit && !ev.warned.swap(true, Ordering::Relaxed) {
         tracing::warn!("Over client maxmemory after evicting all evictable clients");
     }
+    freed
 }
 
 fn client_pause(cx: &mut Cx) -> Reply {
