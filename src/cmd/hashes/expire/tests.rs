@@ -1090,3 +1090,52 @@ fn watch_sees_field_expiry() {
         "the active cycle touches it too"
     );
 }
+
+#[test]
+fn dump_restore_keeps_deadlines() {
+    for (mut c, enc) in both() {
+        c.line("HMSET myhash a 1 b 2 c 3");
+        c.line("HEXPIREAT myhash 2524600800 FIELDS 1 a");
+        c.line("HEXPIREAT myhash 2524600801 FIELDS 1 b");
+        let Reply::Bulk(p) = c.line("DUMP myhash") else {
+            panic!("dump");
+        };
+        c.line("DEL myhash");
+        assert_eq!(c.run(&[b"RESTORE", b"myhash", b"0", &p]), Reply::OK);
+        assert_eq!(
+            sorted(&mut c, "HGETALL myhash"),
+            ["1", "2", "3", "a", "b", "c"]
+        );
+        assert_eq!(
+            ints(c.line("HEXPIRETIME myhash FIELDS 3 a b c")),
+            [2524600800, 2524600801, -1]
+        );
+        let want = if enc == "listpack" {
+            "listpackex"
+        } else {
+            "hashtable"
+        };
+        assert_eq!(c.encoding("myhash"), want);
+        // Deadlines all cleared: still restorable, none come back.
+        c.line("HPERSIST myhash FIELDS 2 a b");
+        let Reply::Bulk(p) = c.line("DUMP myhash") else {
+            panic!("dump");
+        };
+        c.line("DEL myhash");
+        assert_eq!(c.run(&[b"RESTORE", b"myhash", b"0", &p]), Reply::OK);
+        assert_eq!(
+            ints(c.line("HEXPIRETIME myhash FIELDS 3 a b c")),
+            [-1, -1, -1]
+        );
+        // A restored deadline is honoured by the active cycle.
+        c.line("HPEXPIRE myhash 10 FIELDS 3 a b c");
+        let Reply::Bulk(p) = c.line("DUMP myhash") else {
+            panic!("dump");
+        };
+        c.line("DEL myhash");
+        c.run(&[b"RESTORE", b"myhash", b"0", &p]);
+        advance(&c, 11);
+        sweep(&c);
+        assert_eq!(c.line("EXISTS myhash"), Reply::Int(0));
+    }
+}
