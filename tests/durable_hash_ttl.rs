@@ -331,8 +331,14 @@ fn reload_equivalence(mode: &str, seed: u64, steps: usize) -> usize {
     let mut c = connect(&server);
     let after = dump(&mut c);
     assert_eq!(before, after, "seed {seed}, {mode}");
-    before.iter().map(|l| l.matches("@*[:").count()).sum::<usize>()
-        - before.iter().map(|l| l.matches("@*[:-1]").count()).sum::<usize>()
+    before
+        .iter()
+        .map(|l| l.matches("@*[:").count())
+        .sum::<usize>()
+        - before
+            .iter()
+            .map(|l| l.matches("@*[:-1]").count())
+            .sum::<usize>()
 }
 
 #[test]
