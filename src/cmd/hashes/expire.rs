@@ -218,7 +218,7 @@ pub(super) fn expire_fields(
 
 /// Lazy expiry of `fields` with Redis's events: `hexpired`, then `del` if the hash went.
 /// Returns whether the key was deleted.
-pub(super) fn expire_lazily(cx: &mut Cx, key: &[u8], fields: &[&[u8]]) -> bool {
+pub(crate) fn expire_lazily(cx: &mut Cx, key: &[u8], fields: &[&[u8]]) -> bool {
     let (n, deleted) = expire_fields(cx, key, &mut fields.iter().copied(), false);
     if n > 0 {
         emit_expired(cx, key, deleted);

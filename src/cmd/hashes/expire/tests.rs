@@ -1139,3 +1139,18 @@ fn dump_restore_keeps_deadlines() {
         assert_eq!(c.line("EXISTS myhash"), Reply::Int(0));
     }
 }
+
+#[test]
+fn sort_get_and_by_see_expired_fields_as_missing() {
+    let mut c = client();
+    c.line("RPUSH l 1 2");
+    c.line("HSET h_1 f 10");
+    c.line("HSET h_2 f 20 g 1");
+    c.line("HPEXPIRE h_1 1 FIELDS 1 f");
+    c.line("HPEXPIRE h_2 1 FIELDS 1 f");
+    advance(&c, 5);
+    // redis-server 7.4.1: both nil, h_1 deleted with its last field, h_2 left with g.
+    assert_eq!(strs(c.line("SORT l GET h_*->f")), ["", ""]);
+    assert_eq!(c.line("EXISTS h_1"), Reply::Int(0));
+    assert_eq!(c.line("HLEN h_2"), Reply::Int(1));
+}
