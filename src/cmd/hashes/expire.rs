@@ -11,6 +11,12 @@
 //! deletes it then, HRANDFIELD deletes every such field of the hash first, HGETALL, HKEYS,
 //! HVALS and HSCAN skip them, HLEN counts them, and HSET overwrites one as if it were live —
 //! all as Redis 7.4/8.0 do.
+//!
+//! Where Valkey 9.0 differs, Redis is followed: Valkey's HSETEX also takes key-level
+//! `NX | XX`, which Redis 8.0 (and so respite) answers with `unknown argument`.
+//! Checked against redis-server 7.4.1 (HEXPIRE … HPERSIST: replies, errors, listpackex
+//! order, events, DUMP bytes); HGETEX, HSETEX and HGETDEL follow Redis 8.0's `t_hash.c` and
+//! its tests/unit/type/hash-field-expire.tcl, ported in `expire/tests.rs`.
 
 use super::{read, write, CommandSpec, Cx, KeySpec};
 use crate::engine::change::Change;
