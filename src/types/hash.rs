@@ -219,7 +219,9 @@ impl HashValue {
             // HPERSIST-style clear on a plain hash: nothing to record.
             return true;
         }
-        if old != at {
+        // Redis re-inserts a listpackex field whenever it sets a deadline, an unchanged one
+        // too (it then goes before the others due at the same time).
+        if at.is_some() || old.is_some() {
             self.place_in_listpack(field, at);
         }
         true
@@ -892,6 +894,22 @@ mod tests {
             assert_eq!(big.ttl(b"a"), Some(1));
             assert_eq!(big, other);
         }
+    }
+
+    /// redis-server 7.4.1's order: a field given a deadline (even the one it had) goes
+    /// before every field due at the same time or later.
+    #[test]
+    fn listpackex_ties_go_first_as_in_redis() {
+        let mut h = HashValue::new();
+        for f in ["d", "x", "y"] {
+            h.set(f.as_bytes(), b"v", Limits::DEFAULT);
+        }
+        h.set_ttl(b"x", Some(7));
+        assert_eq!(fields(&h), ["x", "d", "y"]);
+        h.set_ttl(b"y", Some(7));
+        assert_eq!(fields(&h), ["y", "x", "d"]);
+        h.set_ttl(b"x", Some(7));
+        assert_eq!(fields(&h), ["x", "y", "d"]);
     }
 
     #[test]

@@ -426,10 +426,15 @@ fn load(ty: u8, r: &mut Reader, lim: &Limits) -> Result<Value, Bad> {
                 max_entries: usize::MAX,
                 max_value: usize::MAX,
             };
-            for (f, v, at) in triples {
-                h.set_bytes(&f, Bytes::from(v), unlimited);
-                if at != 0 {
-                    h.set_ttl(&f, Some(at));
+            for (f, v, _) in &triples {
+                h.set_bytes(f, Bytes::copy_from_slice(v), unlimited);
+            }
+            // Deadlines given last to first: each goes before the fields due at the same
+            // time or later, so the listpack keeps the payload's order (Redis loads the
+            // listpack as it is), ties included.
+            for (f, _, at) in triples.iter().rev() {
+                if *at != 0 {
+                    h.set_ttl(f, Some(*at));
                 }
             }
             Value::Hash(Box::new(h))

@@ -511,4 +511,12 @@ fn restores_redis_74_payloads_and_dumps_its_listpackex_bytes() {
     h.set_ttl(b"b", Some(2524600800123));
     h.set_ttl(b"c", Some(2524600900000));
     assert_eq!(dump(&Value::Hash(Box::new(h))), unhex(REDIS_74_LP));
+    // redis-server 7.4.1: `HSET e a 1 b 2 c 3`, `HPEXPIREAT e 2524600800000 FIELDS 2 a b`
+    // (equal deadlines: b went before a). RESTORE keeps that order, so DUMP gives it back.
+    let tie = unhex(
+        "190013efcd4b020000c3252c112c00000009008162020201f40013efcd4b02200f0381610201e0030e\
+         06630203010001ff0c003247ed7c79b96b6d",
+    );
+    let v = restore(&tie, &lim()).expect("restores");
+    assert_eq!(dump(&v), tie);
 }
