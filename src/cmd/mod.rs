@@ -94,7 +94,7 @@ impl<'a> Cx<'a, '_> {
 }
 
 /// Every family's top-level commands, in one place.
-fn families() -> [&'static [CommandSpec]; 24] {
+fn families() -> [&'static [CommandSpec]; 25] {
     [
         strings::COMMANDS,
         keys::COMMANDS,
@@ -105,6 +105,7 @@ fn families() -> [&'static [CommandSpec]; 24] {
         client::COMMANDS,
         lists::COMMANDS,
         hashes::COMMANDS,
+        hashes::expire::COMMANDS,
         sets::COMMANDS,
         zsets::COMMANDS,
         scripting::COMMANDS,

@@ -42,6 +42,7 @@ mod code {
     pub const FLUSH_DB: u8 = 24;
     pub const FLUSH_ALL: u8 = 25;
     pub const SWAP_DB: u8 = 26;
+    pub const HASH_TTL: u8 = 27;
 }
 
 fn corrupt(what: &str) -> PersistError {
@@ -153,6 +154,14 @@ fn encode_one(w: &mut W, c: &Change) {
         HashDel { db, key, fields } => {
             w.key(code::HASH_DEL, *db, key);
             w.list(fields);
+        }
+        HashTtl { db, key, fields } => {
+            w.key(code::HASH_TTL, *db, key);
+            w.uv(fields.len() as u64);
+            for (f, at) in fields {
+                w.bytes(f);
+                w.opt(*at);
+            }
         }
         SetAdd { db, key, members } => {
             w.key(code::SET_ADD, *db, key);
@@ -462,6 +471,14 @@ fn decode_one(r: &mut R, opts: &LoadOptions) -> Result<Change> {
                     key,
                     fields: r.list()?,
                 },
+                code::HASH_TTL => {
+                    let n = r.count()?;
+                    let mut fields = Vec::with_capacity(n);
+                    for _ in 0..n {
+                        fields.push((r.bytes()?, r.opt()?));
+                    }
+                    HashTtl { db, key, fields }
+                }
                 code::SET_ADD => SetAdd {
                     db,
                     key,

@@ -9,7 +9,10 @@
 //! Version history: 1 — tables only, every commit straight to redb; 2 — adds the write-ahead
 //! log and `wal_applied`; 3 — the same tables and rows in a redb 3+ file (redb file format 3,
 //! redb 3's encoding of the tuple keys). Versions 1 and 2 are redb 2 files: on open they are
-//! copied into a version-3 file (`persist::upgrade`), which builds before version 3 refuse.
+//! copied into a version-3 file (`persist::upgrade`), which builds before version 3 refuse;
+//! 4 — a hash element row may carry its field's deadline (hash-field expiration, below). A
+//! version-3 file is a version-4 file without such rows: it is relabelled 4 on open (builds
+//! that know only 3 then refuse it rather than misread a deadline as part of a value).
 //! - `dbs: u32 -> u32` — logical db → namespace. A db with no row uses namespace = db index.
 //!   SWAPDB swaps two rows (O(1)); FLUSHDB points the db at a fresh namespace and deletes the
 //!   old namespace's rows in the same transaction (O(rows of that db)).
@@ -21,7 +24,8 @@
 //!   - zset: empty;
 //!   - stream: `[last id 16][first id 16][max deleted id 16][entries added u64 BE]`.
 //! - `elems: (ns u32, key &[u8], sub &[u8]) -> &[u8]` — one row per element:
-//!   - hash: sub = field, value = `[insertion seq u64 BE][value]`;
+//!   - hash: sub = field, value = `[insertion seq u64 BE][value]`, or for a field with a
+//!     deadline (version 4) `[insertion seq | 1 << 63, u64 BE][deadline ms u64 BE][value]`;
 //!   - set: sub = member, value = `[insertion seq u64 BE]`;
 //!   - zset: sub = member, value = score as `f64::to_bits` 8 bytes BE (keeps -0.0, ±inf);
 //!   - list: sub = [`list_sub`] of the element's sequence number (order-preserving), value =
@@ -42,7 +46,37 @@ use redb::TableDefinition;
 
 /// Version of this layout. Bump it for any incompatible change; files with another version
 /// are refused (after `persist::upgrade` has copied a version 1 or 2 file to this one).
-pub const FORMAT_VERSION: u64 = 3;
+pub const FORMAT_VERSION: u64 = 4;
+
+/// The previous version, whose files this one opens as they are (see the history above).
+pub const COMPATIBLE_VERSION: u64 = 3;
+
+/// The top bit of a hash row's sequence number: a field deadline follows it.
+const HASH_TTL_FLAG: u64 = 1 << 63;
+
+/// A hash element row: insertion sequence number, optional field deadline, value.
+pub fn hash_row(seq: u64, ttl: Option<u64>, value: &[u8]) -> Vec<u8> {
+    let mut row = Vec::with_capacity(16 + value.len());
+    match ttl {
+        None => row.extend_from_slice(&seq.to_be_bytes()),
+        Some(t) => {
+            row.extend_from_slice(&(seq | HASH_TTL_FLAG).to_be_bytes());
+            row.extend_from_slice(&t.to_be_bytes());
+        }
+    }
+    row.extend_from_slice(value);
+    row
+}
+
+/// Splits a hash element row into (sequence number, deadline, value).
+pub fn split_hash_row(row: &[u8]) -> Option<(u64, Option<u64>, &[u8])> {
+    let seq = read_u64(row)?;
+    if seq & HASH_TTL_FLAG == 0 {
+        return Some((seq, None, &row[8..]));
+    }
+    let t = read_u64(&row[8..])?;
+    Some((seq & !HASH_TTL_FLAG, Some(t), &row[16..]))
+}
 
 /// Namespaces below this are the implicit "namespace = db index" ones.
 pub const FIRST_FRESH_NS: u32 = 1 << 20;
@@ -225,7 +259,23 @@ mod tests {
             [xsub::CONSUMER, xsub::ENTRY, xsub::GROUP, xsub::PEL],
             [b'c', b'e', b'g', b'p']
         );
-        assert_eq!(FORMAT_VERSION, 3);
+        assert_eq!((FORMAT_VERSION, COMPATIBLE_VERSION), (4, 3));
+    }
+
+    #[test]
+    fn hash_rows_with_and_without_deadlines() {
+        let plain = hash_row(7, None, b"value");
+        assert_eq!(plain, [&7u64.to_be_bytes()[..], b"value"].concat());
+        assert_eq!(split_hash_row(&plain), Some((7, None, &b"value"[..])));
+        let timed = hash_row(7, Some(1_700_000_000_000), b"value");
+        assert_eq!(timed.len(), 16 + 5);
+        assert_eq!(timed[0] & 0x80, 0x80);
+        assert_eq!(
+            split_hash_row(&timed),
+            Some((7, Some(1_700_000_000_000), &b"value"[..]))
+        );
+        assert_eq!(split_hash_row(&timed[..12]), None);
+        assert_eq!(split_hash_row(&[0; 7]), None);
     }
 
     #[test]

@@ -646,7 +646,7 @@ fn random_change(rng: &mut SmallRng, model: &mut [BTreeMap<Bytes, Value>]) -> Ch
     let key = b(&[b'k', rng.gen_range(0..6u8)]);
     let elem = |rng: &mut SmallRng| b(&[rng.gen_range(0..5u8)]);
     let m = &mut model[db];
-    match rng.gen_range(0..13) {
+    match rng.gen_range(0..15) {
         0 => {
             m.remove(&key);
             Change::Del { db, key }
@@ -793,6 +793,29 @@ fn random_change(rng: &mut SmallRng, model: &mut [BTreeMap<Bytes, Value>]) -> Ch
                 }
             } else {
                 Change::FlushDb { db: flush(m, db) }
+            }
+        }
+        13 | 14 => {
+            // A field deadline set or cleared (hash-field expiration): only on a hash, as
+            // commands emit it; a missing field is skipped by the store as by the model.
+            let f = elem(rng);
+            let at = rng
+                .gen_bool(0.7)
+                .then(|| 1_700_000_000_000 + rng.gen_range(1..1_000_000u64));
+            let Some(Value::Hash(h)) = m.get_mut(&key) else {
+                return Change::Del {
+                    db,
+                    key: b(b"none"),
+                };
+            };
+            if h.contains(&f) {
+                h.enable_ttls();
+                h.set_ttl(&f, at);
+            }
+            Change::HashTtl {
+                db,
+                key,
+                fields: vec![(f, at)],
             }
         }
         _ => {
@@ -942,4 +965,94 @@ fn a_torn_final_record_ends_the_log() {
     assert_eq!(rec.records, 2);
     let keys: Vec<Bytes> = dump(&store, 0).into_keys().map(|(_, k)| k).collect();
     assert_eq!(keys, [b(b"a"), b(b"b")]);
+}
+
+/// Hash-field deadlines: written with a whole hash, set and cleared per field, cleared by a
+/// `HashPut` of the field, dropped with its `HashDel`, and read back (layout version 4).
+#[test]
+fn hash_field_deadlines_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let mut h = HashValue::new();
+    for f in [&b"a"[..], b"b", b"c", b"d"] {
+        h.set(f, b"v", hash::Limits::DEFAULT);
+    }
+    h.enable_ttls();
+    h.set_ttl(b"a", Some(1_700_000_000_100));
+    h.set_ttl(b"b", Some(1_700_000_000_200));
+    let key = b(b"h");
+    store
+        .apply(
+            &[put(0, &key, Value::Hash(Box::new(h.clone())), None)],
+            true,
+        )
+        .unwrap();
+    store
+        .apply(
+            &[
+                Change::HashTtl {
+                    db: 0,
+                    key: key.clone(),
+                    fields: vec![
+                        (b(b"c"), Some(1_700_000_000_300)),
+                        (b(b"b"), None),
+                        (b(b"missing"), Some(5)),
+                    ],
+                },
+                // HSET of `a`: its deadline goes.
+                Change::HashPut {
+                    db: 0,
+                    key: key.clone(),
+                    pairs: vec![(b(b"a"), b(b"new"))],
+                },
+                Change::HashDel {
+                    db: 0,
+                    key: key.clone(),
+                    fields: vec![b(b"d")],
+                },
+            ],
+            true,
+        )
+        .unwrap();
+    drop(store);
+    let store = Store::open(dir.path()).unwrap();
+    let got = dump(&store, 0);
+    let Some((Value::Hash(g), None)) = got.get(&(0, key)) else {
+        panic!("{got:?}");
+    };
+    assert_eq!(g.get(b"a"), Some(&b"new"[..]));
+    assert_eq!(
+        [g.ttl(b"a"), g.ttl(b"b"), g.ttl(b"c"), g.ttl(b"d")],
+        [None, None, Some(1_700_000_000_300), None]
+    );
+    assert_eq!(g.len(), 3);
+}
+
+/// A version-3 file (no field deadlines) is opened as it is and relabelled version 4.
+#[test]
+fn version_3_files_open_and_become_version_4() {
+    use redb::ReadableDatabase;
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = Store::open(dir.path()).unwrap();
+        store
+            .apply(&[put(0, b"k", hashv(&[(b"f", b"v")]), None)], true)
+            .unwrap();
+        let w = store.database().begin_write().unwrap();
+        w.open_table(layout::META)
+            .unwrap()
+            .insert(layout::META_VERSION, 3)
+            .unwrap();
+        w.commit().unwrap();
+    }
+    let store = Store::open(dir.path()).unwrap();
+    assert_eq!(dump(&store, 0).len(), 1);
+    let r = store.database().begin_read().unwrap();
+    let v = r
+        .open_table(layout::META)
+        .unwrap()
+        .get(layout::META_VERSION)
+        .unwrap()
+        .map(|g| g.value());
+    assert_eq!(v, Some(layout::FORMAT_VERSION));
 }

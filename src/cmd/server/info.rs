@@ -411,6 +411,8 @@ fn stats(srv: &Shared, l: &mut Lines) {
     push(l, "sync_full", 0);
     push(l, "sync_partial_ok", 0);
     push(l, "sync_partial_err", 0);
+    // Redis 7.4 shows hash fields removed by their deadline first.
+    push(l, "expired_subkeys", get(&ks.expired_subkeys));
     push(l, "expired_keys", get(&ks.expired));
     // Not `expired_stale_perc` nor `expired_time_cap_reached_count`: the sweep walks a
     // deadline index instead of sampling under a time cap, so neither has a meaning here.
