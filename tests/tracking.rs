@@ -577,6 +577,30 @@ fn rueidis_style_startup_pipeline() {
     assert_eq!(c.read().unwrap(), Frame::Int(-2));
     Conn::open(srv.port()).cmd("SET k v");
     assert_eq!(keys_of(&c.read().unwrap()), Some(keys(&["k"])));
+    // Its cached read: CACHING YES, then the reads in a transaction, all tracked.
+    c.send_all(&[
+        &["CLIENT", "CACHING", "YES"],
+        &["MULTI"],
+        &["PTTL", "k2"],
+        &["GET", "k2"],
+        &["EXEC"],
+        &["GET", "k3"],
+    ])
+    .unwrap();
+    for want in [
+        ok(),
+        ok(),
+        Frame::Simple("QUEUED".into()),
+        Frame::Simple("QUEUED".into()),
+        Frame::Array(vec![Frame::Int(-2), Frame::Null]),
+        Frame::Null,
+    ] {
+        assert_eq!(c.read().unwrap(), want);
+    }
+    // k3 was read after the transaction, without CACHING YES: not tracked.
+    Conn::open(srv.port()).cmd("MSET k3 x k2 y");
+    assert_eq!(keys_of(&c.read().unwrap()), Some(keys(&["k2"])));
+    assert_eq!(c.cmd("PING"), Frame::Simple("PONG".into()));
 }
 
 /// Option errors, in Redis's order and words.
