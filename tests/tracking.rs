@@ -686,3 +686,24 @@ fn matches_redis_7_0() {
     assert_eq!(option_errors(ours.port()), option_errors(redis.port));
     assert_eq!(own_flow(ours.port()), own_flow(redis.port));
 }
+
+/// A key evicted by `maxmemory` is invalidated like a modified one (the respite binary:
+/// its counting allocator is what `used_memory` and eviction measure).
+#[test]
+fn evicted_keys_are_invalidated() {
+    let srv = ServerProcess::respite(&[]);
+    let mut r = resp3(srv.port);
+    let mut w = Conn::open(srv.port);
+    r.cmd("CLIENT TRACKING on");
+    w.cmd("CONFIG SET maxmemory-policy volatile-random");
+    w.cmd("SETEX volatile-key 10000 x");
+    assert_eq!(r.cmd("GET volatile-key"), b("x"));
+    let used = common::conn_info_int(&mut w, "memory", "used_memory");
+    w.cmd(&format!("CONFIG SET maxmemory {}", used + 100 * 1024));
+    // 200 KB more: the next command evicts the only volatile key.
+    w.cmd("SETBIT big-key 1600000 0");
+    w.cmd("PING");
+    assert_eq!(keys_of(&r.read().unwrap()), Some(keys(&["volatile-key"])));
+    assert_eq!(w.cmd("EXISTS volatile-key"), Frame::Int(0));
+    w.cmd("CONFIG SET maxmemory 0");
+}
