@@ -166,6 +166,8 @@ fn reset(cx: &mut Cx) -> Reply {
     super::pubsub::unsubscribe_all(cx.srv, cx.sess);
     super::monitor::leave(cx.srv, cx.sess);
     transactions::unwatch_all(cx);
+    // Redis 7.2 `clearClientConnectionState` turns tracking off.
+    super::client::tracking_off(cx.srv, cx.sess);
     let s = &mut *cx.sess;
     s.multi = None;
     s.db = 0;

@@ -3,7 +3,7 @@
 use super::change::Change;
 use super::evict::Evictor;
 use super::journal::Journal;
-use super::shard::{key_hash, prefetch_read, Shard, WatchFlag};
+use super::shard::{key_hash, prefetch_read, KeyHook, Shard, WatchFlag};
 use crate::background::lazyfree::{free_effort, LAZYFREE_THRESHOLD};
 use crate::types::placement::hash_tag;
 use crate::types::value::{Entry, Lfu, Value, LFU_INIT_VAL};
@@ -51,6 +51,8 @@ pub struct Keyspace {
     expiry_listener: OnceLock<ExpiryListener>,
     /// Told of hash fields removed by the active cycle (see [`FieldExpiryListener`]).
     field_expiry_listener: OnceLock<FieldExpiryListener>,
+    /// Told of every modified key while on (client-side caching), by every shard.
+    pub key_hook: Arc<KeyHook>,
     /// Set when the keyspace is durable: every write appends its changes here.
     journal: OnceLock<Arc<Journal>>,
     /// 0 under LRU policies; under LFU ones `1 << 63 | decay_min << 32 | log_factor`, so
@@ -146,8 +148,13 @@ fn has_brace(key: &[u8]) -> bool {
 
 impl Keyspace {
     pub fn new(databases: usize) -> Keyspace {
+        let key_hook = Arc::new(KeyHook::default());
         let dbs = (0..databases)
-            .map(|_| (0..SHARDS).map(|_| Mutex::new(Shard::default())).collect())
+            .map(|_| {
+                (0..SHARDS)
+                    .map(|_| Mutex::new(Shard::with_hook(key_hook.clone())))
+                    .collect()
+            })
             .collect();
         Keyspace {
             gate: RwLock::new(()),
@@ -156,6 +163,7 @@ impl Keyspace {
             blocked_clients: std::sync::atomic::AtomicUsize::new(0),
             expiry_listener: OnceLock::new(),
             field_expiry_listener: OnceLock::new(),
+            key_hook,
             journal: OnceLock::new(),
             lfu: AtomicU64::new(0),
             evictor: Mutex::new(Evictor::new(rand::random())),

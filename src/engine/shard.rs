@@ -26,6 +26,43 @@ use slots::Chunked;
 
 pub type WatchFlag = Arc<AtomicBool>;
 
+/// Told of every key a write modifies while switched on (client-side caching: the server's
+/// tracking table, `instance::tracking`). One per keyspace, shared by its shards: while
+/// off (no client tracks), a modification costs one relaxed load here.
+#[derive(Default)]
+pub struct KeyHook {
+    on: AtomicBool,
+    f: std::sync::OnceLock<KeyListener>,
+}
+
+/// Called with each modified key, under its shard's lock (so it sees the modifications of
+/// one key in order). It must not touch the keyspace.
+pub type KeyListener = Box<dyn Fn(&[u8]) + Send + Sync>;
+
+impl KeyHook {
+    pub fn set_listener(&self, f: KeyListener) -> bool {
+        self.f.set(f).is_ok()
+    }
+
+    pub fn switch(&self, on: bool) {
+        self.on.store(on, Ordering::Relaxed);
+    }
+
+    #[inline]
+    fn modified(&self, key: &[u8]) {
+        if self.on.load(Ordering::Relaxed) {
+            self.call(key);
+        }
+    }
+
+    #[cold]
+    fn call(&self, key: &[u8]) {
+        if let Some(f) = self.f.get() {
+            f(key);
+        }
+    }
+}
+
 /// Longest key stored inside its slot; longer ones get one exact-size allocation.
 const INLINE_KEY: usize = 22;
 
@@ -298,6 +335,8 @@ pub struct Shard {
     keys: Keys,
     /// Clients watching a key: their dirty flags are raised on every modification.
     watchers: HashMap<Bytes, Vec<WatchFlag>, RandomState>,
+    /// The keyspace's modification hook (client-side caching).
+    hook: Arc<KeyHook>,
 }
 
 /// A shard's former contents, detached by `take_data` so a lazy flush can free them on
@@ -724,9 +763,19 @@ impl Shard {
         self.watchers.get(key).map_or(0, Vec::len)
     }
 
-    /// Marks watchers of `key` dirty (Redis `signalModifiedKey` → `touchWatchedKey`).
+    /// A shard reporting its modifications to `hook`.
+    pub fn with_hook(hook: Arc<KeyHook>) -> Shard {
+        Shard {
+            hook,
+            ..Default::default()
+        }
+    }
+
+    /// Marks watchers of `key` dirty and tells the hook (Redis `signalModifiedKey` →
+    /// `touchWatchedKey`, `trackingInvalidateKey`).
     #[inline]
     pub fn signal(&mut self, key: &[u8]) {
+        self.hook.modified(key);
         if self.watchers.is_empty() {
             return;
         }

@@ -67,6 +67,7 @@ pub fn start_with(
     }
     prepare(&shared)?;
     notify::install(&shared);
+    crate::instance::tracking::install(&shared);
     let addrs: Vec<SocketAddr> = listeners
         .iter()
         .filter_map(|l| l.local_addr().ok())
@@ -212,6 +213,8 @@ async fn active_expiry(srv: Arc<Shared>) {
         if !ready.is_empty() {
             crate::cmd::blocking::serve_ready(&srv, ready);
         }
+        // Client-side caching: the table's limit, and broadcasts of keys that expired.
+        srv.tracking.cron(&srv);
         // Client eviction also covers clients that grow without reading (their output).
         crate::cmd::client::evict_clients(&srv);
         sample_rates(&srv);
