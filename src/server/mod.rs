@@ -217,6 +217,8 @@ async fn active_expiry(srv: Arc<Shared>) {
         srv.tracking.cron(&srv);
         // Client eviction also covers clients that grow without reading (their output).
         crate::cmd::client::evict_clients(&srv);
+        // Pub/sub soft output limits also expire while nothing is published.
+        srv.pubsub.enforce_idle_limits();
         sample_rates(&srv);
     }
 }
