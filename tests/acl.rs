@@ -823,3 +823,141 @@ fn proxy_users_file_and_node_credentials() {
     assert_eq!(d.cmd("AUTH dp"), Frame::Simple("OK".into()));
     assert_eq!(d.cmd("GET k"), Frame::Bulk(b"v".to_vec()));
 }
+
+fn ok() -> Frame {
+    Frame::Simple("OK".into())
+}
+
+/// acl.tcl: a blocked command is checked again when its key is ready, with the rules of
+/// that moment.
+#[test]
+fn blocked_command_is_rechecked_when_served() {
+    let srv = real_server();
+    let mut a = Conn::open(srv.port());
+    assert_eq!(
+        a.cmd("ACL SETUSER psuser reset on nopass +@all allkeys"),
+        ok()
+    );
+    let mut b = Conn::open(srv.port());
+    assert_eq!(b.cmd("AUTH psuser pspass"), ok());
+    b.send_line("BLPOP list1 0").expect("send");
+    common::until_blocked_sync(&mut a, 1);
+    assert_eq!(a.cmd("ACL SETUSER psuser resetkeys"), ok());
+    assert_eq!(a.cmd("LPUSH list1 foo"), Frame::Int(1));
+    assert_eq!(
+        b.read().expect("reply"),
+        Frame::Error("NOPERM No permissions to access a key".into())
+    );
+    assert_eq!(b.cmd("PING"), Frame::Simple("PONG".into()));
+    // The element stayed: nobody popped it.
+    assert_eq!(a.cmd("LLEN list1"), Frame::Int(1));
+}
+
+/// acl.tcl: subscribers lose their connection when their channels are revoked, and keep
+/// it when the new rules still allow every subscription.
+#[test]
+fn subscribers_are_dropped_when_their_channels_are_revoked() {
+    let srv = real_server();
+    let mut a = Conn::open(srv.port());
+    let clients = |a: &mut Conn| match a.cmd("CLIENT LIST") {
+        Frame::Verbatim(_, b) => String::from_utf8_lossy(&b).into_owned(),
+        Frame::Bulk(b) => String::from_utf8_lossy(&b).into_owned(),
+        other => panic!("{other}"),
+    };
+    assert_eq!(
+        a.cmd("ACL SETUSER psuser on nopass +@all resetchannels &foo:1 &bar:* &orders"),
+        ok()
+    );
+    let mut s = Conn::open(srv.port());
+    assert_eq!(s.cmd("AUTH psuser x"), ok());
+    assert_eq!(s.cmd("CLIENT SETNAME pardoned"), ok());
+    s.send_line("SUBSCRIBE foo:1").expect("send");
+    s.read().expect("subscribed");
+    s.send_line("PSUBSCRIBE bar:*").expect("send");
+    s.read().expect("subscribed");
+    assert_eq!(
+        a.cmd("ACL SETUSER psuser resetchannels &foo:1 &bar:* &orders &baz:qaz &zoo:*"),
+        ok()
+    );
+    assert!(clients(&mut a).contains("name=pardoned"));
+    assert_eq!(a.cmd("ACL SETUSER psuser allchannels"), ok());
+    assert!(clients(&mut a).contains("name=pardoned"));
+    assert_eq!(a.cmd("ACL SETUSER psuser resetchannels &foo:1"), ok());
+    // The pattern subscription bar:* is no longer allowed: closed.
+    common::wait_until("the subscriber is closed", || {
+        !clients(&mut a).contains("name=pardoned")
+    });
+    // A publish to a refused channel is refused.
+    let mut p = Conn::open(srv.port());
+    assert_eq!(p.cmd("AUTH psuser x"), ok());
+    assert_eq!(
+        p.cmd("PUBLISH bar:1 m"),
+        Frame::Error("NOPERM No permissions to access a channel".into())
+    );
+}
+
+/// `acl-pubsub-default allchannels` gives new users and `reset` every channel.
+#[test]
+fn acl_pubsub_default_allchannels() {
+    let srv = real_server();
+    let mut a = Conn::open(srv.port());
+    assert_eq!(a.cmd("CONFIG SET acl-pubsub-default allchannels"), ok());
+    assert_eq!(a.cmd("ACL SETUSER open"), ok());
+    assert_eq!(a.cmd("ACL SETUSER closed reset"), ok());
+    assert_eq!(a.cmd("CONFIG SET acl-pubsub-default resetchannels"), ok());
+    assert_eq!(a.cmd("ACL SETUSER later"), ok());
+    let Frame::Array(list) = a.cmd("ACL LIST") else {
+        panic!("array")
+    };
+    let lines: Vec<String> = list
+        .iter()
+        .map(|f| match f {
+            Frame::Bulk(b) => String::from_utf8_lossy(b).into_owned(),
+            other => panic!("{other}"),
+        })
+        .collect();
+    assert!(
+        lines.contains(&"user open off sanitize-payload &* -@all".to_string()),
+        "{lines:?}"
+    );
+    assert!(
+        lines.contains(&"user closed off sanitize-payload &* -@all".to_string()),
+        "{lines:?}"
+    );
+    assert!(
+        lines.contains(&"user later off sanitize-payload resetchannels -@all".to_string()),
+        "{lines:?}"
+    );
+}
+
+/// CONFIG REWRITE writes the users as `user` lines, which the server reads back.
+#[test]
+fn config_rewrite_writes_users() {
+    let dir = tempfile::tempdir().expect("dir");
+    let conf = dir.path().join("respite.conf");
+    std::fs::write(&conf, "user old on >p ~* +@all\n").expect("write");
+    let p = ServerProcess::respite(&[conf.to_str().expect("utf8")]);
+    let mut a = Conn::open(p.port);
+    assert_eq!(a.cmd("ACL DELUSER old"), Frame::Int(1));
+    assert_eq!(a.cmd("ACL SETUSER app on >secret ~app:* +get"), ok());
+    assert_eq!(a.cmd("CONFIG REWRITE"), ok());
+    let text = std::fs::read_to_string(&conf).expect("read");
+    assert!(!text.contains("user old"), "{text}");
+    assert!(
+        text.contains(&format!(
+            "user app on sanitize-payload #{} ~app:* resetchannels -@all +get",
+            "2bb80d537b1da3e38bd30361aa855686bde0eacd7162fef6a25fe97bf527a25b"
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains("user default on nopass sanitize-payload ~* &* +@all"),
+        "{text}"
+    );
+    drop(a);
+    drop(p);
+    let p = ServerProcess::respite(&[conf.to_str().expect("utf8")]);
+    let mut b = Conn::open(p.port);
+    assert_eq!(b.cmd("AUTH app secret"), ok());
+    assert!(b.cmd("SET app:1 v").is_error("NOPERM"));
+}
