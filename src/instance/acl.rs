@@ -796,18 +796,27 @@ impl UserState {
 /// A user as sessions hold it: changed in place by ACL SETUSER, so every connection
 /// authenticated as it sees the new rules at its next command.
 pub struct AclUser {
+    flags: HotFlags,
     pub name: Bytes,
+    state: RwLock<UserState>,
+}
+
+/// What every command reads, on a cache line of its own: the state's lock, taken by the
+/// checks of restricted users, never shares it.
+#[repr(align(64))]
+struct HotFlags {
     unrestricted: AtomicBool,
     removed: AtomicBool,
-    state: RwLock<UserState>,
 }
 
 impl AclUser {
     pub fn new(name: Bytes, state: UserState) -> AclUser {
         AclUser {
+            flags: HotFlags {
+                unrestricted: AtomicBool::new(state.unrestricted()),
+                removed: AtomicBool::new(false),
+            },
             name,
-            unrestricted: AtomicBool::new(state.unrestricted()),
-            removed: AtomicBool::new(false),
             state: RwLock::new(state),
         }
     }
@@ -815,12 +824,12 @@ impl AclUser {
     /// The hot-path test: when true, no check is needed.
     #[inline]
     pub fn unrestricted(&self) -> bool {
-        self.unrestricted.load(Ordering::Relaxed)
+        self.flags.unrestricted.load(Ordering::Relaxed)
     }
 
     /// Deleted (ACL DELUSER, ACL LOAD): its connections are being closed.
     pub fn removed(&self) -> bool {
-        self.removed.load(Ordering::Relaxed)
+        self.flags.removed.load(Ordering::Relaxed)
     }
 
     pub fn state(&self) -> parking_lot::RwLockReadGuard<'_, UserState> {
@@ -830,14 +839,15 @@ impl AclUser {
     /// Replaces the settings (Redis `ACLCopyUser`).
     pub fn set_state(&self, state: UserState) {
         let mut w = self.state.write();
-        self.unrestricted
+        self.flags
+            .unrestricted
             .store(state.unrestricted(), Ordering::Relaxed);
         *w = state;
     }
 
     fn mark_removed(&self) {
-        self.removed.store(true, Ordering::Relaxed);
-        self.unrestricted.store(false, Ordering::Relaxed);
+        self.flags.removed.store(true, Ordering::Relaxed);
+        self.flags.unrestricted.store(false, Ordering::Relaxed);
     }
 }
 
