@@ -706,6 +706,17 @@ impl PubSub {
         self.registry(kind).read().len()
     }
 
+    /// The names a client is subscribed to (a scan of the registry: for ACL changes,
+    /// which are rare).
+    pub fn subscribed_by(&self, kind: Kind, client_id: u64) -> Vec<Bytes> {
+        self.registry(kind)
+            .read()
+            .iter()
+            .filter(|(_, subs)| subs.iter().any(|s| s.client_id == client_id))
+            .map(|(name, _)| name.clone())
+            .collect()
+    }
+
     /// Channels with at least one subscriber, optionally filtered by a glob (PUBSUB
     /// CHANNELS / SHARDCHANNELS).
     pub fn channels(&self, kind: Kind, pattern: Option<&[u8]>) -> Vec<Bytes> {

@@ -130,7 +130,7 @@ pub async fn serve(p: Arc<Proxy>, stream: TcpStream) {
     p.total_connections.fetch_add(1, Ordering::Relaxed);
     let mut c = Client {
         s: Session {
-            authed: p.cfg.requirepass.is_none(),
+            authed: p.users.starts_authenticated(),
             p: p.clone(),
             id,
             resp3: false,
@@ -711,7 +711,7 @@ impl Client {
                 self.unwatch().await;
                 self.s.resp3 = false;
                 self.s.name = None;
-                self.s.authed = self.s.p.cfg.requirepass.is_none();
+                self.s.authed = self.s.p.users.starts_authenticated();
                 Pending::Ready(Bytes::from_static(b"+RESET\r\n"))
             }
             _ => local::command(&mut self.s, name, args),

@@ -68,7 +68,11 @@ pub async fn serve(srv: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) {
         use std::os::unix::io::AsRawFd;
         handle.info.lock().fd = stream.as_raw_fd() as i64;
     }
-    let sess = Session::new(handle, srv.requirepass().is_none());
+    let sess = Session::with_user(
+        handle,
+        srv.acl.starts_authenticated(),
+        srv.acl.default_user(),
+    );
     let mut conn = Cleanup {
         srv: srv.clone(),
         sess,

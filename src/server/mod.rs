@@ -62,6 +62,8 @@ pub fn start_with(
 ) -> std::io::Result<Running> {
     let redb = config.redb;
     let shared = Arc::new(crate::cmd::new_shared(config, clock));
+    // Redis exits when its start-up users do not load.
+    crate::cmd::acl::load_at_startup(&shared).map_err(std::io::Error::other)?;
     if redb {
         open_durable(&shared)?;
     }
