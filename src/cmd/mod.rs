@@ -95,7 +95,7 @@ impl<'a> Cx<'a, '_> {
 }
 
 /// Every family's top-level commands, in one place.
-fn families() -> [&'static [CommandSpec]; 25] {
+fn families() -> [&'static [CommandSpec]; 26] {
     [
         acl::COMMANDS,
         strings::COMMANDS,
