@@ -813,7 +813,13 @@ fn blocked_attempt_events(port: u16) -> Vec<String> {
     assert_eq!(c.call(&cmd).expect("reply"), Frame::NullArray);
     let latest = call(&mut c, &["LATENCY", "LATEST"]);
     call(&mut c, &["CONFIG", "SET", "latency-monitor-threshold", "0"]);
-    items(&latest).iter().map(|e| text(&items(e)[0])).collect()
+    // At a 1 ms threshold a loaded machine may also show an `expire-cycle` event (the
+    // 100 ms cron preempted): not what this test is about.
+    items(&latest)
+        .iter()
+        .map(|e| text(&items(e)[0]))
+        .filter(|name| name != "expire-cycle")
+        .collect()
 }
 
 /// Redis's `call()` samples a blocking command's attempt like any run (issue 18: respite
