@@ -1,6 +1,6 @@
 //! Element-level mutations, in respite's vocabulary. Each costs O(log n) rows in the size of
 //! the collection it touches, except `Put`, `Del`, `ListRewrite`, `XGroupDel` and `FlushDb`
-//! (O(size)) and `FlushAll` (O(pages)).
+//! (O(size)), `FlushAll` (O(pages)) and `Functions` (O(libraries)).
 //!
 //! Collection changes on a key that does not exist create it (no expiry); on a key of
 //! another type they replace it. Emptying a collection does not delete the key: emit `Del`
@@ -169,6 +169,12 @@ pub enum Change {
         a: usize,
         b: usize,
     },
+    /// The server's FUNCTION libraries after FUNCTION LOAD / DELETE / FLUSH / RESTORE: every
+    /// library's code, the whole set (libraries are few and small; Redis's RDB and AOF keep
+    /// them whole too). Not a keyspace change: FLUSHALL leaves libraries alone.
+    Functions {
+        codes: Vec<Bytes>,
+    },
 }
 
 impl Change {
@@ -199,7 +205,7 @@ impl Change {
             | XPelDel { db, key, .. }
             | XConsumerPut { db, key, .. }
             | XConsumerDel { db, key, .. } => Some((*db, key)),
-            FlushDb { .. } | FlushAll | SwapDb { .. } => None,
+            FlushDb { .. } | FlushAll | SwapDb { .. } | Functions { .. } => None,
         }
     }
 }

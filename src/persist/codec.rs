@@ -42,6 +42,8 @@ mod code {
     pub const FLUSH_DB: u8 = 24;
     pub const FLUSH_ALL: u8 = 25;
     pub const SWAP_DB: u8 = 26;
+    /// Layout version 4.
+    pub const FUNCTIONS: u8 = 27;
 }
 
 fn corrupt(what: &str) -> PersistError {
@@ -305,6 +307,10 @@ fn encode_one(w: &mut W, c: &Change) {
             w.uv(*a as u64);
             w.uv(*b as u64);
         }
+        Functions { codes } => {
+            w.u8(code::FUNCTIONS);
+            w.list(codes);
+        }
     }
 }
 
@@ -405,6 +411,7 @@ fn decode_one(r: &mut R, opts: &LoadOptions) -> Result<Change> {
             a: r.db()?,
             b: r.db()?,
         },
+        code::FUNCTIONS => Functions { codes: r.list()? },
         _ => {
             let (db, key) = r.key()?;
             match c {
@@ -603,6 +610,26 @@ mod tests {
             assert_eq!(r.iv().unwrap(), v);
         }
         assert!(r.b.is_empty());
+    }
+
+    #[test]
+    fn function_libraries_round_trip() {
+        let codes = vec![
+            Bytes::from_static(b"#!lua name=a\nredis.register_function('f', f)"),
+            Bytes::from_static(b""),
+            Bytes::from_static(b"\x00\xff"),
+        ];
+        let mut out = Vec::new();
+        encode(
+            &[Change::Functions {
+                codes: codes.clone(),
+            }],
+            &mut out,
+        );
+        match &decode(&out, &LoadOptions::new(0)).unwrap()[..] {
+            [Change::Functions { codes: got }] => assert_eq!(got, &codes),
+            other => panic!("decoded {other:?}"),
+        }
     }
 
     #[test]

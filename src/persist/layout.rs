@@ -9,7 +9,10 @@
 //! Version history: 1 — tables only, every commit straight to redb; 2 — adds the write-ahead
 //! log and `wal_applied`; 3 — the same tables and rows in a redb 3+ file (redb file format 3,
 //! redb 3's encoding of the tuple keys). Versions 1 and 2 are redb 2 files: on open they are
-//! copied into a version-3 file (`persist::upgrade`), which builds before version 3 refuse.
+//! copied into a current file (`persist::upgrade`), which builds before version 3 refuse.
+//! 4 — adds the `functions` table (and the log's `Functions` change). A version-3 file is a
+//! version-4 file without FUNCTION libraries: it opens as one, and its version is rewritten
+//! to 4 at once, so a build that would drop the libraries (version 3) refuses it from then on.
 //! - `dbs: u32 -> u32` — logical db → namespace. A db with no row uses namespace = db index.
 //!   SWAPDB swaps two rows (O(1)); FLUSHDB points the db at a fresh namespace and deletes the
 //!   old namespace's rows in the same transaction (O(rows of that db)).
@@ -32,12 +35,19 @@
 //!     `'p'` + [`group_prefix`] + ID → `[delivery time i64 BE][delivery count u64 BE]
 //!     [consumer name]`; `'c'` + [`group_prefix`] + consumer name → `[seen time i64 BE]
 //!     [active time i64 BE]`.
+//! - `functions: u64 -> &[u8]` — FUNCTION libraries (version 4): row i holds one library's
+//!   whole code (its `#!lua name=...` line included), rows `0..n` with no gap. The set is
+//!   rewritten whole by every FUNCTION LOAD / DELETE / FLUSH / RESTORE (as Redis's RDB keeps
+//!   them); FLUSHALL and FLUSHDB leave it alone. A missing table means no libraries.
 
 use redb::TableDefinition;
 
 /// Version of this layout. Bump it for any incompatible change; files with another version
 /// are refused (after `persist::upgrade` has copied a version 1 or 2 file to this one).
-pub const FORMAT_VERSION: u64 = 3;
+pub const FORMAT_VERSION: u64 = 4;
+
+/// The previous version, opened as a current file without libraries (see the history above).
+pub const FORMAT_VERSION_NO_FUNCTIONS: u64 = 3;
 
 /// Namespaces below this are the implicit "namespace = db index" ones.
 pub const FIRST_FRESH_NS: u32 = 1 << 20;
@@ -48,6 +58,7 @@ pub(super) mod table {
     pub const DBS: &str = "dbs";
     pub const KEYS: &str = "keys";
     pub const ELEMS: &str = "elems";
+    pub const FUNCTIONS: &str = "functions";
 }
 
 pub(super) const META: TableDefinition<&str, u64> = TableDefinition::new(table::META);
@@ -56,6 +67,7 @@ pub(super) const KEYS: TableDefinition<(u32, &[u8]), &[u8]> = TableDefinition::n
 /// (namespace, key, sub-key).
 pub(super) type ElemKey = (u32, &'static [u8], &'static [u8]);
 pub(super) const ELEMS: TableDefinition<ElemKey, &[u8]> = TableDefinition::new(table::ELEMS);
+pub(super) const FUNCTIONS: TableDefinition<u64, &[u8]> = TableDefinition::new(table::FUNCTIONS);
 
 pub(super) const META_VERSION: &str = "format_version";
 pub(super) const META_NEXT_NS: &str = "next_ns";
@@ -217,7 +229,8 @@ mod tests {
             [xsub::CONSUMER, xsub::ENTRY, xsub::GROUP, xsub::PEL],
             [b'c', b'e', b'g', b'p']
         );
-        assert_eq!(FORMAT_VERSION, 3);
+        assert_eq!(FORMAT_VERSION, 4);
+        assert_eq!(table::FUNCTIONS, "functions");
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! The store: opening (format version check), applying change batches, syncing.
 
-use super::layout::{self as l, tag, xsub, DBS, ELEMS, KEYS, META};
+use super::layout::{self as l, tag, xsub, DBS, ELEMS, FUNCTIONS, KEYS, META};
 use super::{corrupt, Change, PersistError};
 use crate::types::value::{StrVal, Value};
 use bytes::Bytes;
@@ -63,6 +63,15 @@ impl Store {
             }
         };
         match version {
+            // A file from before FUNCTION libraries were kept: the same tables without them.
+            // Marked current at once (see `layout`'s history), before anything else is written.
+            Some(l::FORMAT_VERSION_NO_FUNCTIONS) => {
+                let w = db.begin_write()?;
+                w.open_table(META)?
+                    .insert(l::META_VERSION, l::FORMAT_VERSION)?;
+                w.open_table(FUNCTIONS)?;
+                w.commit()?;
+            }
             // Versions 1 and 2 are redb 2 files, copied to this version by `open_current`.
             Some(v) if v != l::FORMAT_VERSION => {
                 return Err(PersistError::UnknownVersion {
@@ -84,6 +93,7 @@ impl Store {
                     w.open_table(DBS)?;
                     w.open_table(KEYS)?;
                     w.open_table(ELEMS)?;
+                    w.open_table(FUNCTIONS)?;
                 }
                 w.commit()?;
             }
@@ -172,6 +182,23 @@ impl Store {
         *guard = ns;
         self.rows_written.fetch_add(rows, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// The FUNCTION libraries' codes, in the order they were saved (none in a file that
+    /// never had any, a version-3 file's included).
+    pub fn functions(&self) -> Result<Vec<Bytes>> {
+        let r = self.db.begin_read()?;
+        let t = match r.open_table(FUNCTIONS) {
+            Ok(t) => t,
+            Err(TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
+            Err(e) => return Err(e.into()),
+        };
+        let mut out = Vec::new();
+        for row in t.iter()? {
+            let (_, code) = row?;
+            out.push(Bytes::copy_from_slice(code.value()));
+        }
+        Ok(out)
     }
 
     /// Forces a durable commit (everything applied so far survives a power loss).
@@ -650,6 +677,15 @@ impl<'t> Tx<'t> {
                 let (na, nb) = (self.ns.ns(*a)?, self.ns.ns(*b)?);
                 self.set_db_ns(*a, nb)?;
                 self.set_db_ns(*b, na)
+            }
+            Change::Functions { codes } => {
+                let mut t = self.txn.open_table(FUNCTIONS)?;
+                t.retain(|_, _| false)?;
+                for (i, code) in codes.iter().enumerate() {
+                    t.insert(i as u64, code.as_ref())?;
+                }
+                self.rows += codes.len() as u64;
+                Ok(())
             }
         }
     }

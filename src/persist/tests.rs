@@ -943,3 +943,71 @@ fn a_torn_final_record_ends_the_log() {
     let keys: Vec<Bytes> = dump(&store, 0).into_keys().map(|(_, k)| k).collect();
     assert_eq!(keys, [b(b"a"), b(b"b")]);
 }
+
+fn functions_change(codes: &[&[u8]]) -> Change {
+    Change::Functions {
+        codes: codes.iter().map(|c| b(c)).collect(),
+    }
+}
+
+#[test]
+fn function_libraries_are_kept_whole_and_flushall_leaves_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, bb): (&[u8], &[u8]) = (b"#!lua name=a\n...", b"#!lua name=b\n\x00\xff");
+    {
+        let store = Store::open(dir.path()).unwrap();
+        assert!(store.functions().unwrap().is_empty());
+        store.apply(&[functions_change(&[a, bb])], false).unwrap();
+        assert_eq!(store.functions().unwrap(), vec![b(a), b(bb)]);
+        // FLUSHALL and FLUSHDB are keyspace changes: the libraries stay.
+        store
+            .apply(&[Change::FlushAll, Change::FlushDb { db: 0 }], true)
+            .unwrap();
+        assert_eq!(store.functions().unwrap(), vec![b(a), b(bb)]);
+        // A later set replaces the whole of the earlier one (a DELETE leaves one library).
+        store.apply(&[functions_change(&[bb])], true).unwrap();
+        assert_eq!(store.functions().unwrap(), vec![b(bb)]);
+    }
+    let store = Store::open(dir.path()).unwrap();
+    assert_eq!(store.functions().unwrap(), vec![b(bb)]);
+    store.apply(&[functions_change(&[])], true).unwrap();
+    assert!(store.functions().unwrap().is_empty());
+}
+
+fn stored_version(store: &Store) -> Option<u64> {
+    use redb::ReadableDatabase;
+    let r = store.database().begin_read().unwrap();
+    let m = r.open_table(layout::META).unwrap();
+    let v = m.get(layout::META_VERSION).unwrap();
+    v.map(|g| g.value())
+}
+
+/// A file written before libraries were kept (layout version 3: no `functions` table) opens
+/// with its keys and no libraries, and is marked version 4 at once.
+#[test]
+fn a_version_3_file_opens_without_libraries_and_becomes_version_4() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = Store::open(dir.path()).unwrap();
+        store
+            .apply(&[put(0, b"k", list(&[b"v"]), None)], true)
+            .unwrap();
+        let w = store.database().begin_write().unwrap();
+        w.delete_table(layout::FUNCTIONS).unwrap();
+        w.open_table(layout::META)
+            .unwrap()
+            .insert(layout::META_VERSION, 3)
+            .unwrap();
+        w.commit().unwrap();
+    }
+    let store = Store::open(dir.path()).unwrap();
+    assert!(store.functions().unwrap().is_empty());
+    assert_eq!(dump(&store, 0).len(), 1);
+    assert_eq!(stored_version(&store), Some(layout::FORMAT_VERSION));
+    store
+        .apply(&[functions_change(&[b"#!lua name=x\n"])], true)
+        .unwrap();
+    drop(store);
+    let store = Store::open(dir.path()).unwrap();
+    assert_eq!(store.functions().unwrap(), vec![b(b"#!lua name=x\n")]);
+}

@@ -128,6 +128,15 @@ fn open_durable(srv: &Arc<Shared>) -> std::io::Result<()> {
         store.path().display(),
         stats.elapsed.as_secs_f64()
     );
+    // The FUNCTION libraries too, before any client can FCALL (Redis loads them with the
+    // keys from its RDB file).
+    let codes = store.functions().map_err(err)?;
+    if !codes.is_empty() {
+        let n = crate::script::functions::load_saved(srv, &codes).map_err(|e| {
+            std::io::Error::other(format!("a saved FUNCTION library failed to load: {e}"))
+        })?;
+        tracing::info!("loaded {n} FUNCTION libraries");
+    }
     let p = Persistence::start(store, log, Persistence::fsync_mode(&srv.config))?;
     srv.ks.set_journal(p.journal.clone());
     let _ = srv.persist.set(p);
