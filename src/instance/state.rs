@@ -276,6 +276,9 @@ pub struct Shared {
     pub seeded: std::sync::atomic::AtomicBool,
     /// Test servers started with `resp3_only()`: `HELLO 2` is refused (`NOPROTO`).
     pub resp3_only: std::sync::atomic::AtomicBool,
+    /// The TLS listeners' configuration (`tls-port`), read at each TLS accept; CONFIG SET
+    /// of a `tls-*` parameter replaces it for the connections accepted after.
+    pub tls: parking_lot::RwLock<Option<std::sync::Arc<crate::tls::ServerConfig>>>,
 }
 
 impl Shared {
@@ -340,6 +343,7 @@ impl Shared {
             observe_floor: Default::default(),
             rng: parking_lot::Mutex::new(rand::SeedableRng::from_entropy()),
             resp3_only: false.into(),
+            tls: parking_lot::RwLock::new(None),
             seeded: false.into(),
         };
         // A server that is a test double records what it receives from the start.
@@ -363,6 +367,12 @@ impl Shared {
 
     pub fn requirepass(&self) -> Option<String> {
         self.config.get("requirepass").filter(|p| !p.is_empty())
+    }
+
+    /// The TLS listeners' configuration from the `tls-*` parameters as they are now.
+    pub fn tls_config(&self) -> Result<std::sync::Arc<crate::tls::ServerConfig>, String> {
+        let get = |n: &str| self.config.get(n).unwrap_or_default();
+        crate::tls::server_config(&crate::tls::Settings::from_params(get))
     }
 }
 

@@ -13,10 +13,36 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::{TcpListener, TcpSocket};
 
-/// Binds every configured address (port 0 picks one free port, shared by all of them).
-pub fn bind(config: &Config) -> std::io::Result<Vec<TcpListener>> {
+/// The listening sockets: plain (`port`) and TLS (`tls-port`), as Redis serves both at once.
+pub struct Listeners {
+    pub tcp: Vec<TcpListener>,
+    pub tls: Vec<TcpListener>,
+}
+
+/// Binds every configured address on `port` (port 0 picks one free port, shared by all of
+/// them) and, when `tls-port` is set, on that port for TLS clients.
+pub fn bind(config: &Config) -> std::io::Result<Listeners> {
+    let tcp = bind_port(config, config.port)?;
+    let tls = match tls_port(config)? {
+        0 => Vec::new(),
+        port => bind_port(config, port)?,
+    };
+    Ok(Listeners { tcp, tls })
+}
+
+/// The start-up `tls-port` (0: no TLS listener, as in Redis).
+fn tls_port(config: &Config) -> std::io::Result<u16> {
+    let set = config.params.iter().rev().find(|(k, _)| k == "tls-port");
+    match set {
+        None => Ok(0),
+        Some((_, v)) => v
+            .parse()
+            .map_err(|_| std::io::Error::other(format!("invalid tls-port '{v}'"))),
+    }
+}
+
+fn bind_port(config: &Config, mut port: u16) -> std::io::Result<Vec<TcpListener>> {
     let mut out = Vec::new();
-    let mut port = config.port;
     for host in &config.bind {
         let host = host.trim_start_matches('-');
         let ip: std::net::IpAddr = host
@@ -41,14 +67,12 @@ pub fn bind(config: &Config) -> std::io::Result<Vec<TcpListener>> {
 pub struct Running {
     pub shared: Arc<Shared>,
     pub addrs: Vec<SocketAddr>,
+    /// The TLS listeners' addresses (none without `tls-port`).
+    pub tls_addrs: Vec<SocketAddr>,
 }
 
 /// Starts accepting on the listeners and the active-expiry task; returns immediately.
-pub fn start(
-    config: Config,
-    clock: Clock,
-    listeners: Vec<TcpListener>,
-) -> std::io::Result<Running> {
+pub fn start(config: Config, clock: Clock, listeners: Listeners) -> std::io::Result<Running> {
     start_with(config, clock, listeners, |_| Ok(()))
 }
 
@@ -57,17 +81,30 @@ pub fn start(
 pub fn start_with(
     config: Config,
     clock: Clock,
-    listeners: Vec<TcpListener>,
+    listeners: Listeners,
     prepare: impl FnOnce(&Arc<Shared>) -> std::io::Result<()>,
 ) -> std::io::Result<Running> {
     let redb = config.redb;
     let shared = Arc::new(crate::cmd::new_shared(config, clock));
+    if !listeners.tls.is_empty() {
+        // As Redis, a TLS configuration that does not load stops the start.
+        let cfg = shared
+            .tls_config()
+            .map_err(|e| std::io::Error::other(format!("Failed to configure TLS: {e}")))?;
+        *shared.tls.write() = Some(cfg);
+    }
     if redb {
         open_durable(&shared)?;
     }
     prepare(&shared)?;
     notify::install(&shared);
     let addrs: Vec<SocketAddr> = listeners
+        .tcp
+        .iter()
+        .filter_map(|l| l.local_addr().ok())
+        .collect();
+    let tls_addrs: Vec<SocketAddr> = listeners
+        .tls
         .iter()
         .filter_map(|l| l.local_addr().ok())
         .collect();
@@ -77,12 +114,20 @@ pub fn start_with(
             .store(a.port() as u64, std::sync::atomic::Ordering::Relaxed);
         let _ = shared.config.set_initial("port", &a.port().to_string());
     }
-    for l in listeners {
+    for l in listeners.tcp {
         tokio::spawn(accept_loop(shared.clone(), l));
+    }
+    let handshaking = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    for l in listeners.tls {
+        tokio::spawn(accept_tls_loop(shared.clone(), l, handshaking.clone()));
     }
     tokio::spawn(active_expiry(shared.clone()));
     tokio::spawn(eviction_timer(shared.clone()));
-    Ok(Running { shared, addrs })
+    Ok(Running {
+        shared,
+        addrs,
+        tls_addrs,
+    })
 }
 
 /// `--engine redb`: opens `<dir>/respite.redb`, loads it into the keyspace, then makes the
@@ -156,6 +201,64 @@ async fn accept_loop(srv: Arc<Shared>, listener: TcpListener) {
         };
         let _ = stream.set_nodelay(true);
         tokio::spawn(conn::serve(srv.clone(), stream, peer));
+    }
+}
+
+/// Accepts TLS clients: each handshake runs on its own task (bounded by
+/// [`crate::tls::HANDSHAKE_TIMEOUT`]), then the connection is served as a plain one is.
+/// At most `maxclients` handshakes are in progress at once (a client connects only once its
+/// handshake is done), so clients that never finish theirs cannot pile up; past it a new
+/// connection is closed at once.
+async fn accept_tls_loop(
+    srv: Arc<Shared>,
+    listener: TcpListener,
+    handshaking: Arc<std::sync::atomic::AtomicUsize>,
+) {
+    use std::sync::atomic::Ordering;
+    loop {
+        let (stream, peer) = match listener.accept().await {
+            Ok(x) => x,
+            Err(e) => {
+                tracing::warn!("accept failed: {e}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let Some(cfg) = srv.tls.read().clone() else {
+            continue;
+        };
+        let max = srv.config.get_i64("maxclients").max(1) as usize;
+        if handshaking.load(Ordering::Relaxed) >= max {
+            srv.stats
+                .rejected_connections
+                .fetch_add(1, Ordering::Relaxed);
+            continue;
+        }
+        let _ = stream.set_nodelay(true);
+        handshaking.fetch_add(1, Ordering::Relaxed);
+        let (srv, handshaking) = (srv.clone(), handshaking.clone());
+        tokio::spawn(async move {
+            let laddr = stream.local_addr().unwrap_or(peer);
+            #[cfg(unix)]
+            let fd = {
+                use std::os::unix::io::AsRawFd;
+                stream.as_raw_fd() as i64
+            };
+            #[cfg(not(unix))]
+            let fd = -1;
+            let acceptor = crate::tls::TlsAcceptor::from(cfg);
+            let done =
+                tokio::time::timeout(crate::tls::HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await;
+            handshaking.fetch_sub(1, Ordering::Relaxed);
+            match done {
+                Ok(Ok(tls)) => {
+                    let stream = crate::tls::Tls::new(tls);
+                    conn::serve_on(srv, stream, peer, laddr, fd).await;
+                }
+                Ok(Err(e)) => tracing::debug!("TLS handshake with {peer} failed: {e}"),
+                Err(_) => tracing::debug!("TLS handshake with {peer} timed out"),
+            }
+        });
     }
 }
 

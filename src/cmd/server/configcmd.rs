@@ -38,8 +38,42 @@ pub(super) fn config_set(cx: &mut Cx) -> Reply {
         .chunks(2)
         .map(|p| (&p[0][..], &p[1][..]))
         .collect();
+    // A TLS parameter changed on a server with TLS listeners: their configuration is
+    // rebuilt, and if it does not load, the parameters go back (Redis `applyTlsCfg`).
+    let tls_names: Vec<&str> = crate::tls::PARAMS
+        .iter()
+        .copied()
+        .filter(|n| {
+            pairs
+                .iter()
+                .any(|(k, _)| k.eq_ignore_ascii_case(n.as_bytes()))
+        })
+        .collect();
+    let reload_tls = !tls_names.is_empty() && cx.srv.tls.read().is_some();
+    let before: Vec<(&str, String)> = if reload_tls {
+        let get = |n: &str| cx.srv.config.get(n).unwrap_or_default();
+        tls_names.iter().map(|n| (*n, get(n))).collect()
+    } else {
+        Vec::new()
+    };
     match cx.srv.config.set_many(&pairs) {
         Ok(()) => {
+            if reload_tls {
+                match cx.srv.tls_config() {
+                    Ok(cfg) => *cx.srv.tls.write() = Some(cfg),
+                    Err(e) => {
+                        tracing::warn!("Failed to update the TLS configuration: {e}");
+                        for (n, v) in &before {
+                            let _ = cx.srv.config.set_initial(n, v);
+                        }
+                        return Reply::error(format!(
+                            "ERR CONFIG SET failed (possibly related to argument '{}') - \
+                             Unable to update TLS configuration. Check server logs.",
+                            tls_names[0]
+                        ));
+                    }
+                }
+            }
             // Access tracking follows maxmemory-policy and the LFU parameters.
             super::super::refusals::config_changed(cx.srv);
             // The slow log's and latency monitor's thresholds, as `cmd::observe` reads them.
