@@ -90,7 +90,31 @@ pub enum Change {
         index: u64,
         value: Bytes,
     },
-    /// Middle edits (LINSERT, LREM): the list's whole new content.
+    /// LINSERT in the middle: `value` becomes the element at 0-based `index`, the elements
+    /// from there on moving one place towards the tail. O(min(index, len - index)) rows.
+    ListInsert {
+        db: usize,
+        key: Bytes,
+        index: u64,
+        value: Bytes,
+    },
+    /// LREM: the elements at these 0-based indexes (ascending) go. O(rows moved).
+    ListRemove {
+        db: usize,
+        key: Bytes,
+        indexes: Vec<u64>,
+    },
+    /// APPEND, SETRANGE, SETBIT, BITFIELD on an existing string: `bytes` overwrite it from
+    /// `offset` on; a shorter string is first zero-filled up to `offset`. The deadline
+    /// stays. Idempotent.
+    StrPatch {
+        db: usize,
+        key: Bytes,
+        offset: u64,
+        bytes: Bytes,
+    },
+    /// A list's whole new content (written by builds before `ListInsert` and `ListRemove`;
+    /// still read from their logs).
     ListRewrite {
         db: usize,
         key: Bytes,
@@ -196,6 +220,9 @@ impl Change {
             | ListPop { db, key, .. }
             | ListSet { db, key, .. }
             | ListRewrite { db, key, .. }
+            | ListInsert { db, key, .. }
+            | ListRemove { db, key, .. }
+            | StrPatch { db, key, .. }
             | XAdd { db, key, .. }
             | XDel { db, key, .. }
             | XMeta { db, key, .. }

@@ -44,6 +44,9 @@ mod code {
     pub const SWAP_DB: u8 = 26;
     /// Layout version 4.
     pub const FUNCTIONS: u8 = 27;
+    pub const LIST_INSERT: u8 = 28;
+    pub const LIST_REMOVE: u8 = 29;
+    pub const STR_PATCH: u8 = 30;
 }
 
 fn corrupt(what: &str) -> PersistError {
@@ -310,6 +313,33 @@ fn encode_one(w: &mut W, c: &Change) {
         Functions { codes } => {
             w.u8(code::FUNCTIONS);
             w.list(codes);
+        }
+        ListInsert {
+            db,
+            key,
+            index,
+            value,
+        } => {
+            w.key(code::LIST_INSERT, *db, key);
+            w.uv(*index);
+            w.bytes(value);
+        }
+        ListRemove { db, key, indexes } => {
+            w.key(code::LIST_REMOVE, *db, key);
+            w.uv(indexes.len() as u64);
+            for i in indexes {
+                w.uv(*i);
+            }
+        }
+        StrPatch {
+            db,
+            key,
+            offset,
+            bytes,
+        } => {
+            w.key(code::STR_PATCH, *db, key);
+            w.uv(*offset);
+            w.bytes(bytes);
         }
     }
 }
@@ -581,6 +611,23 @@ fn decode_one(r: &mut R, opts: &LoadOptions) -> Result<Change> {
                     key,
                     group: r.bytes()?,
                     consumer: r.bytes()?,
+                },
+                code::LIST_INSERT => ListInsert {
+                    db,
+                    key,
+                    index: r.uv()?,
+                    value: r.bytes()?,
+                },
+                code::LIST_REMOVE => {
+                    let n = r.count()?;
+                    let indexes = (0..n).map(|_| r.uv()).collect::<Result<_>>()?;
+                    ListRemove { db, key, indexes }
+                }
+                code::STR_PATCH => StrPatch {
+                    db,
+                    key,
+                    offset: r.uv()?,
+                    bytes: r.bytes()?,
                 },
                 _ => return Err(corrupt("unknown change code")),
             }

@@ -18,12 +18,17 @@
 //!   old namespace's rows in the same transaction (O(rows of that db)).
 //! - `keys: (ns u32, key &[u8]) -> &[u8]` — one row per key:
 //!   `[type tag u8][expire_at_ms u64 BE, 0 = none][per-type header]`, headers:
-//!   - string: `[encoding u8: 0 int, 1 embstr, 2 raw][bytes]` (the value lives in the row);
+//!   - string: `[encoding u8: 0 int, 1 embstr, 2 raw][bytes]` (the value lives in the row),
+//!     or `[3 chunked][length u64 BE]` (version 4), its bytes in `elems` rows: a string an
+//!     in-place edit (APPEND, SETRANGE, SETBIT, BITFIELD) left longer than [`STR_CHUNK`],
+//!     so that the next edits rewrite the chunks they touch, not the whole string;
 //!   - list: `[head seq i64 BE][tail seq i64 BE]` — elements occupy `head..tail`;
 //!   - hash, set: `[next insertion seq u64 BE]`;
 //!   - zset: empty;
 //!   - stream: `[last id 16][first id 16][max deleted id 16][entries added u64 BE]`.
 //! - `elems: (ns u32, key &[u8], sub &[u8]) -> &[u8]` — one row per element:
+//!   - chunked string: sub = chunk number (u64 BE), value = bytes `n * STR_CHUNK ..` of the
+//!     string, [`STR_CHUNK`] of them in every chunk but the last;
 //!   - hash: sub = field, value = `[insertion seq u64 BE][value]`;
 //!   - set: sub = member, value = `[insertion seq u64 BE]`;
 //!   - zset: sub = member, value = score as `f64::to_bits` 8 bytes BE (keeps -0.0, ±inf);
@@ -89,6 +94,17 @@ pub mod str_enc {
     pub const INT: u8 = 0;
     pub const EMBSTR: u8 = 1;
     pub const RAW: u8 = 2;
+    /// Version 4: the bytes are in `elems` rows (see the layout above).
+    pub const CHUNKED: u8 = 3;
+}
+
+/// Bytes per chunk of a chunked string; an edited string longer than this is chunked.
+pub const STR_CHUNK: usize = 4096;
+
+/// Whether a key row's key has `elems` rows (collections and chunked strings): what
+/// deleting or replacing the key must wipe.
+pub fn owns_elems(row: &[u8]) -> bool {
+    row.first() != Some(&tag::STRING) || row.get(KEY_FIXED) == Some(&str_enc::CHUNKED)
 }
 
 /// Stream sub-key kinds. APPEND-ONLY.
@@ -224,7 +240,16 @@ mod tests {
             ],
             [1, 2, 3, 4, 5, 6]
         );
-        assert_eq!([str_enc::INT, str_enc::EMBSTR, str_enc::RAW], [0, 1, 2]);
+        assert_eq!(
+            [
+                str_enc::INT,
+                str_enc::EMBSTR,
+                str_enc::RAW,
+                str_enc::CHUNKED
+            ],
+            [0, 1, 2, 3]
+        );
+        assert_eq!(STR_CHUNK, 4096);
         assert_eq!(
             [xsub::CONSUMER, xsub::ENTRY, xsub::GROUP, xsub::PEL],
             [b'c', b'e', b'g', b'p']

@@ -322,10 +322,10 @@ impl<'t> Tx<'t> {
         let old = self
             .keys
             .remove((ns, key))?
-            .map(|g| g.value().first().copied());
-        if let Some(t) = old {
+            .map(|g| l::owns_elems(g.value()));
+        if let Some(owns) = old {
             self.rows += 1;
-            if t != Some(tag::STRING) {
+            if owns {
                 self.wipe_elems(ns, key)?;
             }
         }
@@ -338,7 +338,8 @@ impl<'t> Tx<'t> {
         match self.row(ns, key)? {
             Some(r) if r.tag == want => Ok((r, false)),
             old => {
-                if old.is_some_and(|r| r.tag != tag::STRING) {
+                let chunked = |r: &Row| r.header.first() == Some(&l::str_enc::CHUNKED);
+                if old.is_some_and(|r| r.tag != tag::STRING || chunked(&r)) {
                     self.wipe_elems(ns, key)?;
                 }
                 let r = Row {
@@ -414,8 +415,8 @@ impl<'t> Tx<'t> {
                 let old = self
                     .keys
                     .insert((ns, key.as_ref()), row.as_slice())?
-                    .map(|g| g.value().first().copied());
-                if matches!(old, Some(Some(t)) if t != tag::STRING) {
+                    .map(|g| l::owns_elems(g.value()));
+                if old == Some(true) {
                     self.wipe_elems(ns, key)?;
                 }
                 Ok(())
@@ -550,6 +551,112 @@ impl<'t> Tx<'t> {
                     self.put_elem(ns, key, &l::list_sub(seq), value)?;
                 }
                 Ok(())
+            }
+            Change::ListInsert {
+                db,
+                key,
+                index,
+                value,
+            } => {
+                let ns = self.ns.ns(*db)?;
+                let Some(r) = self.row(ns, key)?.filter(|r| r.tag == tag::LIST) else {
+                    return Ok(());
+                };
+                let (mut head, mut tail) = read_list_header(&r.header)?;
+                let len = tail - head;
+                let i = i64::try_from(*index).unwrap_or(len).min(len);
+                // The shorter side of the insertion point moves one place.
+                if i <= len / 2 {
+                    for j in 0..i {
+                        let v = self.list_elem(ns, key, head + j)?;
+                        self.put_elem(ns, key, &l::list_sub(head + j - 1), &v)?;
+                    }
+                    head -= 1;
+                } else {
+                    for j in (i..len).rev() {
+                        let v = self.list_elem(ns, key, head + j)?;
+                        self.put_elem(ns, key, &l::list_sub(head + j + 1), &v)?;
+                    }
+                    tail += 1;
+                }
+                self.put_elem(ns, key, &l::list_sub(head + i), value)?;
+                self.put_row(ns, key, tag::LIST, r.expire_at, &list_header(head, tail))
+            }
+            Change::ListRemove { db, key, indexes } => {
+                let ns = self.ns.ns(*db)?;
+                let Some(r) = self.row(ns, key)?.filter(|r| r.tag == tag::LIST) else {
+                    return Ok(());
+                };
+                let (mut head, mut tail) = read_list_header(&r.header)?;
+                let len = tail - head;
+                let mut gone: Vec<i64> = indexes
+                    .iter()
+                    .filter_map(|&i| i64::try_from(i).ok().filter(|&i| i < len))
+                    .collect();
+                gone.sort_unstable();
+                gone.dedup();
+                let (Some(&first), Some(&last)) = (gone.first(), gone.last()) else {
+                    return Ok(());
+                };
+                if len - first <= last + 1 {
+                    // What follows the first removed element closes up towards the head.
+                    let (mut w, mut g) = (first, 0);
+                    for j in first..len {
+                        if gone.get(g) == Some(&j) {
+                            g += 1;
+                            continue;
+                        }
+                        if w != j {
+                            let v = self.list_elem(ns, key, head + j)?;
+                            self.put_elem(ns, key, &l::list_sub(head + w), &v)?;
+                        }
+                        w += 1;
+                    }
+                    for j in w..len {
+                        self.del_elem(ns, key, &l::list_sub(head + j))?;
+                    }
+                    tail = head + w;
+                } else {
+                    // What precedes the last removed element closes up towards the tail.
+                    let (mut w, mut g) = (last, gone.len());
+                    for j in (0..=last).rev() {
+                        if g > 0 && gone[g - 1] == j {
+                            g -= 1;
+                            continue;
+                        }
+                        if w != j {
+                            let v = self.list_elem(ns, key, head + j)?;
+                            self.put_elem(ns, key, &l::list_sub(head + w), &v)?;
+                        }
+                        w -= 1;
+                    }
+                    for j in 0..=w {
+                        self.del_elem(ns, key, &l::list_sub(head + j))?;
+                    }
+                    head += w + 1;
+                }
+                self.put_row(ns, key, tag::LIST, r.expire_at, &list_header(head, tail))
+            }
+            Change::StrPatch {
+                db,
+                key,
+                offset,
+                bytes,
+            } => {
+                let ns = self.ns.ns(*db)?;
+                let r = match self.row(ns, key)?.filter(|r| r.tag == tag::STRING) {
+                    Some(r) => r,
+                    None => {
+                        // The journal writes a string before patching it: never reached.
+                        tracing::warn!("a string patch found no string in the store");
+                        Row {
+                            tag: tag::STRING,
+                            expire_at: None,
+                            header: vec![l::str_enc::RAW],
+                        }
+                    }
+                };
+                self.patch_str(ns, key, r, *offset, bytes)
             }
             Change::ListRewrite { db, key, values } => {
                 let ns = self.ns.ns(*db)?;
@@ -706,6 +813,84 @@ impl<'t> Tx<'t> {
             }
         }
         Ok(())
+    }
+
+    fn list_elem(&self, ns: u32, key: &[u8], seq: i64) -> Result<Vec<u8>> {
+        self.elem(ns, key, &l::list_sub(seq))?
+            .ok_or_else(|| corrupt("missing list element"))
+    }
+
+    /// A string patch: in the row while the string stays within [`l::STR_CHUNK`] bytes,
+    /// else in chunks (the row's bytes moved into them first).
+    fn patch_str(&mut self, ns: u32, key: &[u8], r: Row, offset: u64, bytes: &[u8]) -> Result<()> {
+        let end = offset
+            .checked_add(bytes.len() as u64)
+            .ok_or_else(|| corrupt("string patch"))?;
+        let (&enc, data) = r
+            .header
+            .split_first()
+            .ok_or_else(|| corrupt("string row"))?;
+        if enc == l::str_enc::CHUNKED {
+            let len = l::read_u64(data).ok_or_else(|| corrupt("chunked string row"))?;
+            return self.patch_chunks(ns, key, r.expire_at, len, offset, bytes);
+        }
+        let new_len = (data.len() as u64).max(end);
+        if new_len <= l::STR_CHUNK as u64 {
+            let mut hdr = Vec::with_capacity(1 + new_len as usize);
+            hdr.push(l::str_enc::RAW);
+            hdr.extend_from_slice(data);
+            hdr.resize(1 + new_len as usize, 0);
+            hdr[1 + offset as usize..1 + end as usize].copy_from_slice(bytes);
+            return self.put_row(ns, key, tag::STRING, r.expire_at, &hdr);
+        }
+        for (i, c) in data.chunks(l::STR_CHUNK).enumerate() {
+            self.put_elem(ns, key, &(i as u64).to_be_bytes(), c)?;
+        }
+        self.patch_chunks(ns, key, r.expire_at, data.len() as u64, offset, bytes)
+    }
+
+    /// Rewrites the chunks a patch touches, and those a growth adds (zero-filled).
+    fn patch_chunks(
+        &mut self,
+        ns: u32,
+        key: &[u8],
+        at: Option<u64>,
+        len: u64,
+        offset: u64,
+        bytes: &[u8],
+    ) -> Result<()> {
+        let c = l::STR_CHUNK as u64;
+        let end = offset + bytes.len() as u64;
+        let new_len = len.max(end);
+        let mut touched: Vec<u64> = Vec::new();
+        if new_len > len {
+            touched.extend(len / c..=(new_len - 1) / c);
+        }
+        if !bytes.is_empty() {
+            touched.extend(offset / c..=(end - 1) / c);
+        }
+        touched.sort_unstable();
+        touched.dedup();
+        for i in touched {
+            let start = i * c;
+            let size = (new_len - start).min(c) as usize;
+            let mut chunk = if start < len {
+                self.elem(ns, key, &i.to_be_bytes())?
+                    .ok_or_else(|| corrupt("missing string chunk"))?
+            } else {
+                Vec::new()
+            };
+            chunk.resize(size, 0);
+            let (lo, hi) = (offset.max(start), end.min(start + size as u64));
+            if lo < hi {
+                chunk[(lo - start) as usize..(hi - start) as usize]
+                    .copy_from_slice(&bytes[(lo - offset) as usize..(hi - offset) as usize]);
+            }
+            self.put_elem(ns, key, &i.to_be_bytes(), &chunk)?;
+        }
+        let mut hdr = vec![l::str_enc::CHUNKED];
+        hdr.extend_from_slice(&new_len.to_be_bytes());
+        self.put_row(ns, key, tag::STRING, at, &hdr)
     }
 
     /// The stream's row, created (zero counters) if missing.

@@ -646,10 +646,76 @@ fn random_change(rng: &mut SmallRng, model: &mut [BTreeMap<Bytes, Value>]) -> Ch
     let key = b(&[b'k', rng.gen_range(0..6u8)]);
     let elem = |rng: &mut SmallRng| b(&[rng.gen_range(0..5u8)]);
     let m = &mut model[db];
-    match rng.gen_range(0..13) {
+    match rng.gen_range(0..16) {
         0 => {
             m.remove(&key);
             Change::Del { db, key }
+        }
+        13 => {
+            // LINSERT in the middle (or anywhere: index 0 and len are pushes too).
+            let Some(Value::List(l)) = m.get_mut(&key) else {
+                return Change::FlushDb { db: flush(m, db) };
+            };
+            let mut items: Vec<Bytes> = l.iter().cloned().collect();
+            let index = rng.gen_range(0..=items.len());
+            let value = elem(rng);
+            items.insert(index, value.clone());
+            **l = list_of(&items);
+            Change::ListInsert {
+                db,
+                key,
+                index: index as u64,
+                value,
+            }
+        }
+        14 => {
+            // LREM: some elements, never all (that deletes the key).
+            let Some(Value::List(l)) = m.get_mut(&key) else {
+                return Change::FlushDb { db: flush(m, db) };
+            };
+            let items: Vec<Bytes> = l.iter().cloned().collect();
+            if items.len() < 2 {
+                return Change::FlushDb { db: flush(m, db) };
+            }
+            let mut indexes: Vec<u64> = (0..items.len() as u64)
+                .filter(|_| rng.gen_bool(0.4))
+                .collect();
+            indexes.truncate(items.len() - 1);
+            let kept: Vec<Bytes> = items
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| !indexes.contains(&(*i as u64)))
+                .map(|(_, v)| v.clone())
+                .collect();
+            **l = list_of(&kept);
+            Change::ListRemove { db, key, indexes }
+        }
+        15 => {
+            // APPEND / SETRANGE / SETBIT: across the inline and chunked forms.
+            let Some(Value::Str(s)) = m.get_mut(&key) else {
+                let v = Value::Str(StrVal::from_set(elem(rng)));
+                m.insert(key.clone(), v.clone());
+                return put(db, &key, v, None);
+            };
+            let mut data = s.to_bytes().to_vec();
+            let offset = match rng.gen_range(0..3) {
+                0 => data.len(),
+                1 => rng.gen_range(0..=data.len()),
+                _ => rng.gen_range(0..12_000),
+            };
+            let n = [0, 1, 7, 5000][rng.gen_range(0..4)];
+            let bytes: Vec<u8> = (0..n).map(|i| (i as u8) ^ rng.gen::<u8>()).collect();
+            if data.len() < offset + n {
+                data.resize(offset + n, 0);
+            }
+            data[offset..offset + n].copy_from_slice(&bytes);
+            *s = StrVal::raw_vec(data);
+            Change::StrPatch {
+                db,
+                key,
+                offset: offset as u64,
+                bytes: b(&bytes),
+            }
         }
         1 => {
             let v = Value::Str(StrVal::from_set(elem(rng)));
@@ -807,6 +873,14 @@ fn random_change(rng: &mut SmallRng, model: &mut [BTreeMap<Bytes, Value>]) -> Ch
             }
         }
     }
+}
+
+fn list_of(items: &[Bytes]) -> List {
+    let mut l = List::new();
+    for i in items {
+        l.push(i.clone(), End::Tail);
+    }
+    l
 }
 
 fn flush(m: &mut BTreeMap<Bytes, Value>, db: usize) -> usize {
