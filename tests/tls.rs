@@ -164,6 +164,11 @@ fn redis_cli_over_tls_and_plain_clients_share_the_keyspace() {
     );
     let (ok, out) = cli(&pki, port, None, &["PING"]);
     assert!(ok && out.trim() == "PONG", "{out}");
+    // The test double keeps its TLS port across a restart.
+    srv.restart(true);
+    assert_eq!(srv.tls_port(), Some(port));
+    let (ok, out) = cli(&pki, port, None, &["GET", "from-tls"]);
+    assert!(ok && out.trim() == "yes", "after a restart: {out}");
 }
 
 #[test]
