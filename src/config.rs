@@ -358,9 +358,7 @@ fn set_failed(name: &str, why: &str) -> String {
 /// current value again is fine, as in Redis.
 fn cannot_apply(p: &Param, old: &str, new: &str) -> Option<&'static str> {
     match p.name {
-        "port" | "tls-port" if old != new => {
-            Some("Unable to listen on this port. Check server logs.")
-        }
+        "port" if old != new => Some("Unable to listen on this port. Check server logs."),
         "bind" if old != new => Some("Failed to bind to specified addresses."),
         _ => None,
     }

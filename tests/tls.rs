@@ -393,12 +393,78 @@ async fn config_get_shows_the_settings_and_config_set_reloads_them() {
         rustls_ping(&pki, port, &[&TLS13]).await.unwrap(),
         b"+PONG\r\n"
     );
-    // The port itself is not moved at run time (as `port`).
-    assert!(c
-        .cmd(&format!("CONFIG SET tls-port {}", free_port()))
-        .is_error(
-            "ERR CONFIG SET failed (possibly related to argument 'tls-port') - Unable to listen"
-        ));
+    // The port moves at run time, as in Redis 7: the old one closes.
+    let moved = free_port();
+    assert_eq!(
+        c.cmd(&format!("CONFIG SET tls-port {moved}")),
+        common::Frame::Simple("OK".into())
+    );
+    assert_eq!(srv.tls_port(), Some(moved));
+    assert_eq!(
+        rustls_ping(&pki, moved, &[&TLS13]).await.unwrap(),
+        b"+PONG\r\n"
+    );
+    assert!(
+        rustls_ping(&pki, port, &[&TLS13]).await.is_err(),
+        "the old port"
+    );
+    // A port that cannot be bound (the plain one) is refused, the TLS one stays.
+    assert_eq!(
+        c.cmd(&format!("CONFIG SET tls-port {}", srv.port())),
+        common::Frame::Error(
+            "ERR CONFIG SET failed (possibly related to argument 'tls-port') - Unable to \
+             listen on this port. Check server logs."
+                .into()
+        )
+    );
+    assert_eq!(get(&mut c, "tls-port"), bulk(&moved.to_string()));
+    assert_eq!(
+        rustls_ping(&pki, moved, &[&TLS13]).await.unwrap(),
+        b"+PONG\r\n"
+    );
+    // 0 turns TLS off; then the files can change without being loaded (as Redis).
+    assert_eq!(
+        c.cmd("CONFIG SET tls-port 0"),
+        common::Frame::Simple("OK".into())
+    );
+    assert!(rustls_ping(&pki, moved, &[&TLS13]).await.is_err());
+    assert_eq!(
+        c.cmd("CONFIG SET tls-cert-file /nonexistent/server.crt"),
+        common::Frame::Simple("OK".into())
+    );
+}
+
+/// A server started without TLS refuses a TLS port it has no certificate for, and serves
+/// one once it has (Redis 7 does both).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_can_be_turned_on_at_run_time() {
+    let pki = Pki::new();
+    let srv = TestServer::start().unwrap();
+    let mut c = common::Conn::open(srv.port());
+    let port = free_port();
+    assert_eq!(
+        c.cmd(&format!("CONFIG SET tls-port {port}")),
+        common::Frame::Error(
+            "ERR CONFIG SET failed (possibly related to argument 'tls-port') - Unable to \
+             update TLS configuration. Check server logs."
+                .into()
+        )
+    );
+    assert_eq!(srv.tls_port(), None);
+    let mut args: Vec<Vec<u8>> = vec![b"CONFIG".to_vec(), b"SET".to_vec()];
+    for (k, v) in pki.params("yes") {
+        args.push(k.as_bytes().to_vec());
+        args.push(v.into_bytes());
+    }
+    args.push(b"tls-port".to_vec());
+    args.push(port.to_string().into_bytes());
+    assert_eq!(c.call(&args).unwrap(), common::Frame::Simple("OK".into()));
+    assert_eq!(srv.tls_port(), Some(port));
+    use rustls::version::TLS13;
+    assert_eq!(
+        rustls_ping(&pki, port, &[&TLS13]).await.unwrap(),
+        b"+PONG\r\n"
+    );
 }
 
 /// The binary: settings from a config file's lines, the command line's flags over them.

@@ -117,10 +117,7 @@ pub fn start_with(
     for l in listeners.tcp {
         tokio::spawn(accept_loop(shared.clone(), l));
     }
-    let handshaking = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    for l in listeners.tls {
-        tokio::spawn(accept_tls_loop(shared.clone(), l, handshaking.clone()));
-    }
+    tokio::spawn(tls_listeners(shared.clone(), listeners.tls));
     tokio::spawn(active_expiry(shared.clone()));
     tokio::spawn(eviction_timer(shared.clone()));
     Ok(Running {
@@ -204,6 +201,35 @@ async fn accept_loop(srv: Arc<Shared>, listener: TcpListener) {
     }
 }
 
+/// Runs the TLS listeners: those bound at start, then whichever CONFIG SET tls-port binds
+/// (each set replaces the previous one, whose accept loops end: their sockets close).
+async fn tls_listeners(srv: Arc<Shared>, first: Vec<TcpListener>) {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let _ = srv.tls_rebind.set(tx);
+    let handshaking = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let (generation, _) = tokio::sync::watch::channel(0u64);
+    let mut current = first;
+    let mut gen = 0;
+    loop {
+        for l in current.drain(..) {
+            let stop = generation.subscribe();
+            let h = handshaking.clone();
+            tokio::spawn(accept_tls_loop(srv.clone(), l, h, gen, stop));
+        }
+        let Some((next_gen, next)) = rx.recv().await else {
+            return;
+        };
+        gen = next_gen;
+        generation.send_replace(gen);
+        for l in next {
+            match TcpListener::from_std(l) {
+                Ok(l) => current.push(l),
+                Err(e) => tracing::warn!("TLS listener: {e}"),
+            }
+        }
+    }
+}
+
 /// Accepts TLS clients: each handshake runs on its own task (bounded by
 /// [`crate::tls::HANDSHAKE_TIMEOUT`]), then the connection is served as a plain one is.
 /// At most `maxclients` handshakes are in progress at once (a client connects only once its
@@ -213,10 +239,17 @@ async fn accept_tls_loop(
     srv: Arc<Shared>,
     listener: TcpListener,
     handshaking: Arc<std::sync::atomic::AtomicUsize>,
+    gen: u64,
+    mut stop: tokio::sync::watch::Receiver<u64>,
 ) {
     use std::sync::atomic::Ordering;
     loop {
-        let (stream, peer) = match listener.accept().await {
+        let accepted = tokio::select! {
+            r = listener.accept() => r,
+            // Replaced by CONFIG SET tls-port: the listener closes with this loop.
+            _ = stop.changed() => return,
+        };
+        let (stream, peer) = match accepted {
             Ok(x) => x,
             Err(e) => {
                 tracing::warn!("accept failed: {e}");
@@ -224,6 +257,9 @@ async fn accept_tls_loop(
                 continue;
             }
         };
+        if srv.tls_generation.load(Ordering::Acquire) != gen {
+            return;
+        }
         let Some(cfg) = srv.tls.read().clone() else {
             continue;
         };

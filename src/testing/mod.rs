@@ -305,10 +305,11 @@ impl TestServer {
     pub fn addr(&self) -> SocketAddr {
         self.addr
     }
-    /// The TLS port of a server built with [`TestServerBuilder::tls`].
+    /// The TLS port (`tls-port`; `None` when 0) of a server built with
+    /// [`TestServerBuilder::tls`], or set since with CONFIG SET.
     pub fn tls_port(&self) -> Option<u16> {
-        let port = self.spec.tls_port.as_ref()?;
-        Some(port.load(std::sync::atomic::Ordering::Relaxed))
+        let port = self.shared().config.get("tls-port")?.parse().ok()?;
+        (port != 0).then_some(port)
     }
     pub fn port(&self) -> u16 {
         self.addr.port()
