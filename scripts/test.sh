@@ -65,6 +65,16 @@ else
 fi
 export RESPITE_VALKEY_SERVER
 
+# redis-py with its client-side cache (>= 5.1) for tests/tracking_redis_py.rs, in the venv
+# examples/run.sh uses too.
+if [ -z "${RESPITE_PYTHON:-}" ]; then
+    pyvenv="$root/target/examples-venv"
+    if ! "$pyvenv/bin/python" -c 'import redis.cache' 2>/dev/null; then
+        [ -x "$pyvenv/bin/pip" ] || python3 -m venv "$pyvenv"
+        "$pyvenv/bin/pip" install --quiet --disable-pip-version-check --retries 5 'redis>=5.2' pytest
+    fi
+fi
+
 rustc --version
 cargo --version
 redis-server --version

@@ -22,7 +22,7 @@ pub struct Config {
     pub requirepass: Option<String>,
     pub maxclients: usize,
     pub databases: usize,
-    /// Worker threads (0 = number of cores).
+    /// Worker threads (0 = half the cores, at least one).
     pub threads: usize,
     /// Start with a manual clock (test double).
     pub manual_clock: bool,

@@ -60,9 +60,12 @@ pub use testing::{TestServer, TestServerBuilder};
 /// no core to hand over. Signals are taken on a thread of their own, and the end does not
 /// wait for the workers: a runaway script or DEBUG SLEEP cannot hold the process.
 pub fn run(config: Config) -> std::io::Result<()> {
+    // The default leaves half the cores to the kernel's network stack and to clients on the
+    // same machine: on 2 cores one worker beat two on every benchmarked command, in
+    // throughput and CPU per request (DESIGN.md §9).
     let threads = if config.threads == 0 {
         std::thread::available_parallelism()
-            .map(|n| n.get())
+            .map(|n| n.get() / 2)
             .unwrap_or(1)
     } else {
         config.threads
@@ -99,6 +102,7 @@ pub fn run(config: Config) -> std::io::Result<()> {
         if let Some(p) = running.shared.persist.get() {
             // The final durable commit (SIGTERM, SIGINT, SHUTDOWN): everything acknowledged
             // is in the journal already; a script still running has acknowledged nothing.
+            cmd::server::saved_access::save_at_shutdown(&running.shared);
             p.shutdown();
         }
         Ok(())

@@ -271,7 +271,7 @@ struct ServeArgs {
     maxclients: Option<usize>,
     #[arg(long)]
     databases: Option<usize>,
-    /// Worker threads (default: number of cores).
+    /// Worker threads (default: half the cores, at least one).
     #[arg(long)]
     threads: Option<usize>,
     #[arg(long)]

@@ -222,6 +222,29 @@ fn query_buffers_grow_and_shrink_as_in_redis() {
     assert_eq!(int(admin.cmd("STRLEN a")), 1_000_000);
 }
 
+/// After each command a client's read buffer is whole again: qbuf + qbuf-free stays within
+/// 16 KB to 32 KB, as tests/unit/querybuf.tcl expects of a client between commands, also
+/// while every command goes to the slow log. A command's arguments are slices of that
+/// buffer; SLOWLOG entries kept them, pinning the buffer, whose capacity then fell by each
+/// command's length (16337, 16323, ...; and a big request's buffer stayed allocated for as
+/// long as its entry lived). Run against the binary and redis-server.
+#[test]
+fn read_buffer_is_whole_again_after_each_command() {
+    let ours = common::ServerProcess::respite(&["--threads", "1"]);
+    let redis = common::ServerProcess::redis();
+    for port in [ours.port, redis.port] {
+        let mut admin = Conn::connect(port).expect("admin");
+        admin.cmd("CONFIG SET slowlog-log-slower-than 0");
+        let mut c = Conn::connect(port).expect("c");
+        c.cmd("CLIENT SETNAME whole_client");
+        for _ in 0..3 {
+            c.cmd("SET some-key some-value");
+            let q = query_buffer(&mut admin, "whole_client");
+            assert!((16384..32768).contains(&q), "port {port}: {q}");
+        }
+    }
+}
+
 /// `DEBUG PAUSE-CRON 1` holds back what Redis's `serverCron` does (tests/unit/querybuf.tcl
 /// "when not idle" relies on it): a grown query buffer keeps its size while small commands
 /// follow, a key past its deadline is not swept, and both resume once it is lifted. The same

@@ -309,3 +309,70 @@ fn debug_reload_rebuilds_from_the_store() {
     after.sort();
     assert_eq!(after, before);
 }
+
+/// Under an LRU or LFU policy, keys' access data survive a clean restart and DEBUG RELOAD
+/// of the durable engine, as Redis's RDB keeps `IDLE` and `FREQ` (fresh keys would show
+/// idle 0 and frequency 5); under other policies nothing is kept, as Redis saves neither.
+#[test]
+fn lru_and_lfu_data_survive_a_restart() {
+    let int = |f: Frame| match f {
+        Frame::Int(n) => n,
+        other => panic!("expected an integer, got {other:?}"),
+    };
+    let start = |dir: &std::path::Path, policy: &str| {
+        TestServer::builder()
+            .redb(dir)
+            .manual_clock()
+            .param("maxmemory-policy", policy)
+            .param("lfu-log-factor", "0")
+            .param("enable-debug-command", "yes")
+            .start()
+            .expect("start")
+    };
+
+    // LFU: with lfu-log-factor 0 every access adds one to the counter (new keys start at 5).
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = start(dir.path(), "allkeys-lfu");
+    let mut c = Conn::connect(server.port()).expect("connect");
+    frames(&mut c, &["SET", "hot", "1"]);
+    frames(&mut c, &["SET", "cold", "1"]);
+    for _ in 0..40 {
+        frames(&mut c, &["GET", "hot"]);
+    }
+    assert_eq!(int(frames(&mut c, &["OBJECT", "FREQ", "hot"])), 45);
+    drop(c);
+    server.restart(true);
+    let mut c = Conn::connect(server.port()).expect("reconnect");
+    assert_eq!(int(frames(&mut c, &["OBJECT", "FREQ", "hot"])), 45);
+    assert_eq!(int(frames(&mut c, &["OBJECT", "FREQ", "cold"])), 5);
+    frames(&mut c, &["GET", "cold"]);
+    assert_eq!(
+        frames(&mut c, &["DEBUG", "RELOAD"]),
+        Frame::Simple("OK".into())
+    );
+    assert_eq!(int(frames(&mut c, &["OBJECT", "FREQ", "hot"])), 45);
+    assert_eq!(int(frames(&mut c, &["OBJECT", "FREQ", "cold"])), 6);
+    drop(c);
+    drop(server);
+
+    // LRU, then a policy that keeps nothing.
+    for (policy, kept) in [("allkeys-lru", true), ("noeviction", false)] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let server = start(dir.path(), policy);
+        let mut c = Conn::connect(server.port()).expect("connect");
+        frames(&mut c, &["SET", "old", "1"]);
+        server.advance(std::time::Duration::from_secs(100));
+        frames(&mut c, &["SET", "new", "1"]);
+        assert_eq!(int(frames(&mut c, &["OBJECT", "IDLETIME", "old"])), 100);
+        drop(c);
+        server.restart(true);
+        let mut c = Conn::connect(server.port()).expect("reconnect");
+        let idle = int(frames(&mut c, &["OBJECT", "IDLETIME", "old"]));
+        assert_eq!(idle, if kept { 100 } else { 0 }, "{policy}");
+        assert_eq!(
+            int(frames(&mut c, &["OBJECT", "IDLETIME", "new"])),
+            0,
+            "{policy}"
+        );
+    }
+}

@@ -157,7 +157,10 @@ pub fn serve_ready(srv: &Arc<Shared>, mut ready: Vec<(usize, Bytes)>) {
                     srv.ks.shared(w.db, &keys, now)
                 }
             };
+            // The re-run is the blocked client's command (client-side caching's NOLOOP).
+            let prev = crate::instance::tracking::enter(w.handle.id);
             let reply = super::execute(srv, &mut sess, &mut access, id, spec, &w.args);
+            crate::instance::tracking::leave(prev);
             ready.extend(access.take_ready());
             drop(access);
             // The call was counted when it blocked; as in Redis, a blocked command counts

@@ -1,12 +1,14 @@
 //! CLIENT subcommands: ID, SETNAME/GETNAME, SETINFO (7.2), LIST, INFO, KILL, PAUSE/UNPAUSE,
-//! REPLY, NO-EVICT, NO-TOUCH (7.2), UNBLOCK, GETREDIR, TRACKINGINFO, HELP.
+//! REPLY, NO-EVICT, NO-TOUCH (7.2), UNBLOCK, TRACKING, CACHING, GETREDIR, TRACKINGINFO,
+//! HELP.
 
 use super::args::{self, is};
 use super::{errors, CommandSpec, Cx, KeySpec};
 use crate::instance::clients::{ClientHandle, ClientInfo};
 use crate::instance::pause::PauseMode;
-use crate::instance::session::ReplyMode;
+use crate::instance::session::{ReplyMode, Session};
 use crate::instance::state::Shared;
+use crate::instance::tracking;
 use crate::protocol::Reply;
 use bytes::Bytes;
 use std::fmt::Write;
@@ -179,6 +181,32 @@ pub static COMMANDS: &[CommandSpec] = &[
                 summary: "Return information about server assisted client side caching for the current connection",
                 complexity: "O(1)",
                 handler: client_trackinginfo,
+                ..CommandSpec::DEFAULT
+            },
+            CommandSpec {
+                name: "client|tracking",
+                arity: -3,
+                flags: &["noscript", "loading", "stale"],
+                keys: KeySpec::None,
+                acl: &["slow", "connection"],
+                group: "connection",
+                since: "6.0.0",
+                summary: "Controls server-assisted client-side caching for the connection.",
+                complexity: "O(1). Some options may introduce additional complexity.",
+                handler: client_tracking,
+                ..CommandSpec::DEFAULT
+            },
+            CommandSpec {
+                name: "client|caching",
+                arity: 3,
+                flags: &["noscript", "loading", "stale"],
+                keys: KeySpec::None,
+                acl: &["slow", "connection"],
+                group: "connection",
+                since: "6.0.0",
+                summary: "Instructs the server whether to track the keys in the next request.",
+                complexity: "O(1)",
+                handler: client_caching,
                 ..CommandSpec::DEFAULT
             },
             CommandSpec {
@@ -391,6 +419,15 @@ fn client_line(h: &ClientHandle, info: &ClientInfo, now_ms: u64, me: &SelfView) 
     if info.blocked || info.postponed {
         flags.push('b');
     }
+    for (bit, c) in [
+        (tracking::ON, 't'),
+        (tracking::BROKEN, 'R'),
+        (tracking::BCAST, 'B'),
+    ] {
+        if info.tracking & bit != 0 {
+            flags.push(c);
+        }
+    }
     if is_me && me.dirty {
         flags.push('d');
     }
@@ -422,7 +459,7 @@ fn client_line(h: &ClientHandle, info: &ClientInfo, now_ms: u64, me: &SelfView) 
         "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={flags} db={db} sub={} \
          psub={} ssub={} multi={multi} qbuf={} qbuf-free={} argv-mem={} multi-mem={} \
          rbs={} rbp={} obl={} oll={} omem={} tot-mem={} events={events} cmd={} user={} \
-         redir=-1 resp={resp} lib-name={} lib-ver={}",
+         redir={} resp={resp} lib-name={} lib-ver={}",
         h.id,
         h.addr,
         h.laddr,
@@ -452,6 +489,11 @@ fn client_line(h: &ClientHandle, info: &ClientInfo, now_ms: u64, me: &SelfView) 
             .get(h.last_cmd_id())
             .map_or("NULL", |s| s.name),
         info.user,
+        if info.tracking != 0 {
+            info.redir as i64
+        } else {
+            -1
+        },
         text(&info.lib_name),
         text(&info.lib_ver),
     );
@@ -688,11 +730,12 @@ pub fn evict_after_read(srv: &Shared, me: &ClientHandle) {
 /// `maxmemory-clients`, closes the ones that may be evicted (not `CLIENT NO-EVICT on`) by
 /// memory bucket, largest first
 /// ([`crate::instance::clients::Eviction::order`]), counting each in INFO
-/// `evicted_clients`.
-pub fn evict_clients(srv: &Shared) {
+/// `evicted_clients`. Returns the memory of the clients it closed, which their
+/// connections give back as they end (Redis frees them on the spot).
+pub fn evict_clients(srv: &Shared) -> usize {
     let limit = eviction_limit(srv);
     if limit == 0 {
-        return;
+        return 0;
     }
     let ev = &srv.client_eviction;
     ev.last_check_us
@@ -712,21 +755,24 @@ pub fn evict_clients(srv: &Shared) {
     }
     if total < limit {
         ev.warned.store(false, Ordering::Relaxed);
-        return;
+        return 0;
     }
     ev.order(&mut candidates);
+    let mut freed = 0;
     for (used, h) in candidates {
         if total < limit {
-            return;
+            return freed;
         }
         tracing::info!("Evicting client: {}", describe(srv, &h));
         h.kill();
         ev.evicted.fetch_add(1, Ordering::Relaxed);
         total -= used;
+        freed += used;
     }
     if total >= limit && !ev.warned.swap(true, Ordering::Relaxed) {
         tracing::warn!("Over client maxmemory after evicting all evictable clients");
     }
+    freed
 }
 
 fn client_pause(cx: &mut Cx) -> Reply {
@@ -812,19 +858,173 @@ fn client_no_touch(cx: &mut Cx) -> Reply {
     }
 }
 
-// Client-side caching (CLIENT TRACKING) is not supported, so tracking is always off.
-fn client_getredir(_cx: &mut Cx) -> Reply {
-    Reply::Int(-1)
+/// Turns client-side caching off for a session (CLIENT TRACKING off, RESET, a closed
+/// connection).
+pub fn tracking_off(srv: &Shared, sess: &mut Session) {
+    if sess.tracking != 0 {
+        srv.tracking.disable(srv, &sess.handle);
+        sess.tracking = 0;
+        sess.caching = false;
+    }
 }
 
-fn client_trackinginfo(_cx: &mut Cx) -> Reply {
+/// CLIENT TRACKING on|off [REDIRECT id] [BCAST] [PREFIX p]... [OPTIN] [OPTOUT] [NOLOOP]:
+/// options and their checks in Redis's order and texts (networking.c).
+fn client_tracking(cx: &mut Cx) -> Reply {
+    let a = cx.args;
+    let mut redirect: i64 = 0;
+    let mut flags = 0u8;
+    let mut prefixes: Vec<Bytes> = Vec::new();
+    let mut j = 3;
+    while j < a.len() {
+        let more = j + 1 < a.len();
+        if is(&a[j], "redirect") && more {
+            j += 1;
+            if redirect != 0 {
+                return errors::err("ERR A client can only redirect to a single other client");
+            }
+            redirect = match args::int(&a[j]) {
+                Ok(n) => n,
+                Err(e) => return e,
+            };
+            // The target must exist now, though it may go away later.
+            if u64::try_from(redirect)
+                .ok()
+                .and_then(|id| cx.srv.clients.get(id))
+                .is_none()
+            {
+                return errors::err("ERR The client ID you want redirect to does not exist");
+            }
+        } else if is(&a[j], "bcast") {
+            flags |= tracking::BCAST;
+        } else if is(&a[j], "optin") {
+            flags |= tracking::OPTIN;
+        } else if is(&a[j], "optout") {
+            flags |= tracking::OPTOUT;
+        } else if is(&a[j], "noloop") {
+            flags |= tracking::NOLOOP;
+        } else if is(&a[j], "prefix") && more {
+            j += 1;
+            prefixes.push(a[j].clone());
+        } else {
+            return errors::syntax();
+        }
+        j += 1;
+    }
+    if is(&a[2], "off") {
+        tracking_off(cx.srv, cx.sess);
+        return Reply::OK;
+    }
+    if !is(&a[2], "on") {
+        return errors::syntax();
+    }
+    let cur = cx.sess.tracking;
+    if flags & tracking::BCAST == 0 && !prefixes.is_empty() {
+        return errors::err("ERR PREFIX option requires BCAST mode to be enabled");
+    }
+    if cur != 0 && (cur & tracking::BCAST) != (flags & tracking::BCAST) {
+        return errors::err(
+            "ERR You can't switch BCAST mode on/off before disabling tracking for this client, \
+             and then re-enabling it with a different mode.",
+        );
+    }
+    if flags & tracking::BCAST != 0 && flags & (tracking::OPTIN | tracking::OPTOUT) != 0 {
+        return errors::err("ERR OPTIN and OPTOUT are not compatible with BCAST");
+    }
+    if flags & tracking::OPTIN != 0 && flags & tracking::OPTOUT != 0 {
+        return errors::err("ERR You can't specify both OPTIN mode and OPTOUT mode");
+    }
+    if (flags & tracking::OPTIN != 0 && cur & tracking::OPTOUT != 0)
+        || (flags & tracking::OPTOUT != 0 && cur & tracking::OPTIN != 0)
+    {
+        return errors::err(
+            "ERR You can't switch OPTIN/OPTOUT mode before disabling tracking for this client, \
+             and then re-enabling it with a different mode.",
+        );
+    }
+    if flags & tracking::BCAST != 0 {
+        if let Err(e) = cx.srv.tracking.check_prefixes(cx.sess.id, &prefixes) {
+            return Reply::error(e);
+        }
+    }
+    cx.srv
+        .tracking
+        .enable(cx.srv, &cx.sess.handle, redirect as u64, flags, &prefixes);
+    cx.sess.tracking = tracking::ON | flags;
+    Reply::OK
+}
+
+/// CLIENT CACHING yes|no: whether the next command's keys are tracked (OPTIN / OPTOUT).
+fn client_caching(cx: &mut Cx) -> Reply {
+    let t = cx.sess.tracking;
+    if t == 0 {
+        return errors::err(
+            "ERR CLIENT CACHING can be called only when the client is in tracking mode with \
+             OPTIN or OPTOUT mode enabled",
+        );
+    }
+    let v = &cx.args[2];
+    if is(v, "yes") {
+        if t & tracking::OPTIN == 0 {
+            return errors::err(
+                "ERR CLIENT CACHING YES is only valid when tracking is enabled in OPTIN mode.",
+            );
+        }
+    } else if is(v, "no") {
+        if t & tracking::OPTOUT == 0 {
+            return errors::err(
+                "ERR CLIENT CACHING NO is only valid when tracking is enabled in OPTOUT mode.",
+            );
+        }
+    } else {
+        return errors::syntax();
+    }
+    cx.sess.caching = true;
+    Reply::OK
+}
+
+fn client_getredir(cx: &mut Cx) -> Reply {
+    match cx.srv.tracking.view(cx.sess.id) {
+        Some(v) => Reply::Int(v.redirect as i64),
+        None => Reply::Int(-1),
+    }
+}
+
+fn client_trackinginfo(cx: &mut Cx) -> Reply {
+    let view = cx.srv.tracking.view(cx.sess.id);
+    let mut flags = Vec::new();
+    let (redirect, prefixes) = match view {
+        None => {
+            flags.push(Reply::bulk_static("off"));
+            (-1, Vec::new())
+        }
+        Some(v) => {
+            let caching = cx.sess.caching;
+            flags.push(Reply::bulk_static("on"));
+            for (bit, name, extra) in [
+                (tracking::BCAST, "bcast", None),
+                (tracking::OPTIN, "optin", Some("caching-yes")),
+                (tracking::OPTOUT, "optout", Some("caching-no")),
+                (tracking::NOLOOP, "noloop", None),
+                (tracking::BROKEN, "broken_redirect", None),
+            ] {
+                if v.flags & bit != 0 {
+                    flags.push(Reply::bulk_static(name));
+                    if let (Some(e), true) = (extra, caching) {
+                        flags.push(Reply::bulk_static(e));
+                    }
+                }
+            }
+            (
+                v.redirect as i64,
+                v.prefixes.into_iter().map(Reply::Bulk).collect(),
+            )
+        }
+    };
     Reply::Map(vec![
-        (
-            Reply::bulk_static("flags"),
-            Reply::Set(vec![Reply::bulk_static("off")]),
-        ),
-        (Reply::bulk_static("redirect"), Reply::Int(-1)),
-        (Reply::bulk_static("prefixes"), Reply::Array(Vec::new())),
+        (Reply::bulk_static("flags"), Reply::Set(flags)),
+        (Reply::bulk_static("redirect"), Reply::Int(redirect)),
+        (Reply::bulk_static("prefixes"), Reply::Array(prefixes)),
     ])
 }
 
@@ -832,6 +1032,8 @@ fn client_help(_cx: &mut Cx) -> Reply {
     args::help(
         "CLIENT",
         &[
+            "CACHING (YES|NO)",
+            "    Enable/disable tracking of the keys for next command in OPTIN/OPTOUT modes.",
             "GETREDIR",
             "    Return the client ID we are redirecting to when tracking is enabled.",
             "GETNAME",
@@ -874,6 +1076,9 @@ fn client_help(_cx: &mut Cx) -> Reply {
             "    * LIB-VER: the client lib version.",
             "UNBLOCK <clientid> [TIMEOUT|ERROR]",
             "    Unblock the specified blocked client.",
+            "TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]]",
+            "         [OPTIN] [OPTOUT] [NOLOOP]",
+            "    Control server assisted client side caching.",
             "TRACKINGINFO",
             "    Report tracking status for the current connection.",
             "NO-EVICT (ON|OFF)",

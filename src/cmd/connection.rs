@@ -166,6 +166,8 @@ fn reset(cx: &mut Cx) -> Reply {
     super::pubsub::unsubscribe_all(cx.srv, cx.sess);
     super::monitor::leave(cx.srv, cx.sess);
     transactions::unwatch_all(cx);
+    // Redis 7.2 `clearClientConnectionState` turns tracking off.
+    super::client::tracking_off(cx.srv, cx.sess);
     let s = &mut *cx.sess;
     s.multi = None;
     s.db = 0;
@@ -266,7 +268,8 @@ fn hello(cx: &mut Cx) -> Reply {
                     "ERR Client names cannot contain spaces, newlines or special characters.",
                 );
             }
-            name = Some(args[i + 1].clone());
+            // A copy: the argument pins the read buffer it was parsed from.
+            name = Some(bytes::Bytes::copy_from_slice(&args[i + 1]));
             i += 2;
         } else {
             return Reply::error(format!(

@@ -1,6 +1,9 @@
 //! Hash commands (Redis `t_hash.c` semantics): HSET/HMSET/HSETNX, HGET/HMGET/HGETALL/HKEYS/
 //! HVALS, HDEL, HLEN/HSTRLEN/HEXISTS, HINCRBY/HINCRBYFLOAT, HRANDFIELD and HSCAN. The value
-//! type and its two encodings live in [`crate::types::hash`].
+//! type and its two encodings live in [`crate::types::hash`]; field deadlines (HEXPIRE and
+//! the lazy expiry of fields these commands apply) in [`expire`].
+
+pub mod expire;
 
 use super::args;
 use super::errors;
@@ -288,21 +291,47 @@ fn update<T>(
     cx: &mut Cx,
     key: &[u8],
     fields: &mut dyn Iterator<Item = &Bytes>,
+    lazy: Option<&[u8]>,
     f: impl FnOnce(&mut HashValue, &Shared) -> Result<T, Reply>,
 ) -> Result<T, Reply> {
     let srv = cx.srv;
     let journaling = cx.ks.journaling();
+    let now = cx.ks.now;
     match write(cx.ks, key)? {
+        // The field `f` reads is past its deadline: removed first (with its events, and
+        // the key's if it was the last field: `f` then starts a new hash, as in Redis).
+        Some(h) if lazy.is_some_and(|l| h.is_field_expired(l, now)) => {
+            if let Some(l) = lazy {
+                expire::expire_lazily(cx, key, &[l]);
+            }
+            update(cx, key, fields, None, f)
+        }
         Some(h) => {
             let out = f(h, srv)?;
             let pairs = journaling.then(|| final_pairs(h, fields));
+            // A `HashPut` clears deadlines: the ones `f` kept (HINCRBY*) are journaled after.
+            let kept: Vec<(Bytes, Option<u64>)> = match &pairs {
+                Some(p) if h.has_ttls() => p
+                    .iter()
+                    .filter_map(|(f, _)| Some((f.clone(), Some(h.ttl(f)?))))
+                    .collect(),
+                _ => Vec::new(),
+            };
             touched(cx.ks, key);
             if let Some(pairs) = pairs {
+                let (db, key) = (cx.ks.db, Bytes::copy_from_slice(key));
                 cx.ks.elems(Change::HashPut {
-                    db: cx.ks.db,
-                    key: Bytes::copy_from_slice(key),
+                    db,
+                    key: key.clone(),
                     pairs,
                 });
+                if !kept.is_empty() {
+                    cx.ks.elems(Change::HashTtl {
+                        db,
+                        key,
+                        fields: kept,
+                    });
+                }
             }
             Ok(out)
         }
@@ -351,7 +380,7 @@ fn hset_generic(cx: &mut Cx, hmset: bool) -> Reply {
     }
     let pairs = &args[2..];
     let fields = &mut pairs.iter().step_by(2);
-    let added = update(cx, &args[1], fields, |h, srv| {
+    let added = update(cx, &args[1], fields, None, |h, srv| {
         let lim = limits_for(h, srv);
         if h.is_listpack() {
             let (longest, total) = pairs
@@ -399,8 +428,13 @@ fn hsetnx(cx: &mut Cx) -> Reply {
         );
         h.set(field, value, lim);
     };
+    let now = cx.ks.now;
     match write(cx.ks, key) {
         Err(e) => e,
+        Ok(Some(h)) if h.is_field_expired(field, now) => {
+            expire::expire_lazily(cx, key, &[&field[..]]);
+            hsetnx(cx)
+        }
         Ok(Some(h)) if h.contains(field) => {
             cx.changes(0);
             Reply::Int(0)
@@ -489,18 +523,24 @@ fn hincrby(cx: &mut Cx) -> Reply {
         Err(e) => return e,
     };
     let field = &args[2];
-    let r = update(cx, &args[1], &mut std::iter::once(field), |h, srv| {
-        let cur = match h.get(field) {
-            None => 0,
-            Some(v) => parse_i64(v).ok_or_else(|| errors::err(errors::HASH_NOT_INT))?,
-        };
-        let new = cur
-            .checked_add(incr)
-            .ok_or_else(|| errors::err(errors::OVERFLOW))?;
-        let text = Bytes::copy_from_slice(itoa::Buffer::new().format(new).as_bytes());
-        h.set_bytes(field, text, limits_for(h, srv));
-        Ok(new)
-    });
+    let r = update(
+        cx,
+        &args[1],
+        &mut std::iter::once(field),
+        Some(&field[..]),
+        |h, srv| {
+            let cur = match h.get(field) {
+                None => 0,
+                Some(v) => parse_i64(v).ok_or_else(|| errors::err(errors::HASH_NOT_INT))?,
+            };
+            let new = cur
+                .checked_add(incr)
+                .ok_or_else(|| errors::err(errors::OVERFLOW))?;
+            let text = Bytes::copy_from_slice(itoa::Buffer::new().format(new).as_bytes());
+            h.set_bytes_keep_ttl(field, text, limits_for(h, srv));
+            Ok(new)
+        },
+    );
     if r.is_ok() {
         cx.notify(notify::HASH, "hincrby", &args[1]);
     }
@@ -516,15 +556,21 @@ fn hincrbyfloat(cx: &mut Cx) -> Reply {
         Some(ld::Parsed::Finite(_)) => {}
     }
     let field = &args[2];
-    let r = update(cx, &args[1], &mut std::iter::once(field), |h, srv| {
-        let cur = match h.get(field) {
-            None => ld::Parsed::Finite(ld::LongDouble::ZERO),
-            Some(v) => ld::parse(v).ok_or_else(|| errors::err(errors::HASH_NOT_FLOAT))?,
-        };
-        let text = Bytes::from(add_float_text(Some(cur), incr)?.into_bytes());
-        h.set_bytes(field, text.clone(), limits_for(h, srv));
-        Ok(text)
-    });
+    let r = update(
+        cx,
+        &args[1],
+        &mut std::iter::once(field),
+        Some(&field[..]),
+        |h, srv| {
+            let cur = match h.get(field) {
+                None => ld::Parsed::Finite(ld::LongDouble::ZERO),
+                Some(v) => ld::parse(v).ok_or_else(|| errors::err(errors::HASH_NOT_FLOAT))?,
+            };
+            let text = Bytes::from(add_float_text(Some(cur), incr)?.into_bytes());
+            h.set_bytes_keep_ttl(field, text.clone(), limits_for(h, srv));
+            Ok(text)
+        },
+    );
     if r.is_ok() {
         cx.notify(notify::HASH, "hincrbyfloat", &args[1]);
     }
@@ -533,23 +579,52 @@ fn hincrbyfloat(cx: &mut Cx) -> Reply {
 
 // ---- reads ----
 
+/// Reads one field of the hash at `key` through `f`, with the lazy expiry of that field
+/// (Redis `hashTypeGetValue`): an expired field is removed, with its events, and reads as
+/// missing.
+fn read_field(cx: &mut Cx, key: &[u8], field: &[u8], f: impl Fn(Option<&[u8]>) -> Reply) -> Reply {
+    let now = cx.ks.now;
+    match read(cx.ks, key) {
+        Err(e) => return e,
+        Ok(Some(h)) if h.is_field_expired(field, now) => {}
+        Ok(h) => return f(h.and_then(|h| h.get(field))),
+    }
+    expire::expire_lazily(cx, key, &[field]);
+    f(None)
+}
+
 fn hget(cx: &mut Cx) -> Reply {
-    let field = &cx.args[2];
-    reply(read(cx.ks, &cx.args[1]), |h| {
-        Reply::opt_bulk(h.and_then(|h| h.get(field)).map(Bytes::copy_from_slice))
+    let args = cx.args;
+    read_field(cx, &args[1], &args[2], |v| {
+        Reply::opt_bulk(v.map(Bytes::copy_from_slice))
     })
 }
 
 fn hmget(cx: &mut Cx) -> Reply {
-    let fields = &cx.args[2..];
-    reply(read(cx.ks, &cx.args[1]), |h| {
+    let args = cx.args;
+    let (key, fields) = (&args[1], &args[2..]);
+    let now = cx.ks.now;
+    let values = |h: Option<&HashValue>| {
         Reply::Array(
             fields
                 .iter()
                 .map(|f| Reply::opt_bulk(h.and_then(|h| h.get(f)).map(Bytes::copy_from_slice)))
                 .collect(),
         )
-    })
+    };
+    match read(cx.ks, key) {
+        Err(e) => return e,
+        Ok(Some(h)) if expire::any_expired(h, fields.iter().map(|f| &f[..]), now) => {}
+        Ok(h) => return values(h),
+    }
+    // Redis's HMGET expires fields without an event each: one `hexpired` (and `del`).
+    let f: Vec<&[u8]> = fields.iter().map(|f| &f[..]).collect();
+    expire::expire_lazily(cx, key, &f);
+    let db = cx.ks.db;
+    match cx.ks.get_in(db, key).map(|e| &e.value) {
+        Some(Value::Hash(h)) => values(Some(h)),
+        _ => values(None),
+    }
 }
 
 fn hlen(cx: &mut Cx) -> Reply {
@@ -559,49 +634,83 @@ fn hlen(cx: &mut Cx) -> Reply {
 }
 
 fn hstrlen(cx: &mut Cx) -> Reply {
-    let field = &cx.args[2];
-    reply(read(cx.ks, &cx.args[1]), |h| {
-        Reply::Int(h.and_then(|h| h.get(field)).map_or(0, |v| v.len() as i64))
+    let args = cx.args;
+    read_field(cx, &args[1], &args[2], |v| {
+        Reply::Int(v.map_or(0, |v| v.len() as i64))
     })
 }
 
 fn hexists(cx: &mut Cx) -> Reply {
-    let field = &cx.args[2];
-    reply(read(cx.ks, &cx.args[1]), |h| {
-        Reply::Int(h.is_some_and(|h| h.contains(field)).into())
-    })
+    let args = cx.args;
+    read_field(cx, &args[1], &args[2], |v| Reply::Int(v.is_some().into()))
 }
 
+// HGETALL, HKEYS and HVALS skip fields past their deadline without removing them (Redis).
+
 fn hgetall(cx: &mut Cx) -> Reply {
+    let now = cx.ks.now;
     reply(read(cx.ks, &cx.args[1]), |h| {
         Reply::Map(h.map_or_else(Vec::new, |h| {
-            h.iter().map(|(f, v)| (bulk(f), bulk(v))).collect()
+            h.iter_live(now).map(|(f, v)| (bulk(f), bulk(v))).collect()
         }))
     })
 }
 
 fn hkeys(cx: &mut Cx) -> Reply {
+    let now = cx.ks.now;
     reply(read(cx.ks, &cx.args[1]), |h| {
-        Reply::Array(h.map_or_else(Vec::new, |h| h.iter().map(|(f, _)| bulk(f)).collect()))
+        Reply::Array(h.map_or_else(Vec::new, |h| {
+            h.iter_live(now).map(|(f, _)| bulk(f)).collect()
+        }))
     })
 }
 
 fn hvals(cx: &mut Cx) -> Reply {
+    let now = cx.ks.now;
     reply(read(cx.ks, &cx.args[1]), |h| {
-        Reply::Array(h.map_or_else(Vec::new, |h| h.iter().map(|(_, v)| bulk(v)).collect()))
+        Reply::Array(h.map_or_else(Vec::new, |h| {
+            h.iter_live(now).map(|(_, v)| bulk(v)).collect()
+        }))
     })
 }
 
 // ---- HRANDFIELD ----
+
+/// HRANDFIELD's read: Redis's `hashTypeExpireIfNeeded` first removes every field of the
+/// hash past its deadline (with `hexpired`, and `del` if that empties it).
+fn read_purged<'c>(cx: &'c mut Cx, key: &[u8]) -> Result<Option<&'c HashValue>, Reply> {
+    let now = cx.ks.now;
+    let stale = match read(cx.ks, key)? {
+        Some(h) => h.min_ttl().is_some_and(|t| t < now),
+        None => return Ok(None),
+    };
+    if !stale {
+        return read_quiet(cx.ks, key);
+    }
+    expire::expire_all_due(cx, key);
+    read_quiet(cx.ks, key)
+}
+
+/// A second look at a key the command already counted as a hit or miss.
+fn read_quiet<'e>(ks: &'e mut Access, key: &[u8]) -> Result<Option<&'e HashValue>, Reply> {
+    let db = ks.db;
+    match ks.get_in(db, key) {
+        None => Ok(None),
+        Some(e) => match &e.value {
+            Value::Hash(h) => Ok(Some(h)),
+            _ => Err(errors::wrongtype()),
+        },
+    }
+}
 
 /// `HRANDFIELD key [count [WITHVALUES]]`, argument checks in Redis's order: the count's
 /// range, then the syntax, then WITHVALUES's tighter range, then the key.
 fn hrandfield(cx: &mut Cx) -> Reply {
     let args = cx.args;
     let resp3 = cx.sess.resp3;
+    let srv = cx.srv;
     if args.len() == 2 {
-        let srv = cx.srv;
-        return reply(read(cx.ks, &args[1]), |h| {
+        return reply(read_purged(cx, &args[1]), |h| {
             let mut rng = srv.rng.lock();
             Reply::opt_bulk(
                 h.and_then(|h| h.random(&mut *rng))
@@ -621,7 +730,7 @@ fn hrandfield(cx: &mut Cx) -> Reply {
     if withvalues && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&count) {
         return errors::err(errors::OUT_OF_RANGE);
     }
-    let h = match read(cx.ks, &args[1]) {
+    let h = match read_purged(cx, &args[1]) {
         Err(e) => return e,
         Ok(None) => return Reply::Array(Vec::new()),
         Ok(Some(h)) => h,
@@ -630,7 +739,7 @@ fn hrandfield(cx: &mut Cx) -> Reply {
     if n == 0 {
         return Reply::Array(Vec::new());
     }
-    let mut guard = cx.srv.rng.lock();
+    let mut guard = srv.rng.lock();
     let mut rng = &mut *guard;
     let size = h.len() as u64;
     let picks: Vec<(&[u8], &[u8])> = if count < 0 || n == 1 {
@@ -670,6 +779,7 @@ fn empty_scan() -> Reply {
 /// key, and only then the options (so a missing key ignores bad options, as in Redis).
 fn hscan(cx: &mut Cx) -> Reply {
     let args = cx.args;
+    let now = cx.ks.now;
     let cursor = match args::scan_cursor(&args[2]) {
         Ok(c) => c,
         Err(e) => return e,
@@ -705,7 +815,12 @@ fn hscan(cx: &mut Cx) -> Reply {
         &mut found,
     );
     let mut items = Vec::with_capacity(found.len() * 2);
+    let check = h.has_ttls();
     for (f, v) in found {
+        // Fields past their deadline are skipped, not removed (Redis's scan callback).
+        if check && h.is_field_expired(f, now) {
+            continue;
+        }
         if pattern.is_none_or(|p| glob_match(p, f, false)) {
             items.push(bulk(f));
             items.push(bulk(v));

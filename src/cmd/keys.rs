@@ -878,6 +878,9 @@ fn flush(cx: &mut Cx, dbs: std::ops::Range<usize>, lazy: bool) {
             cx.ks.flush_db(db);
         }
     }
+    // Client-side caching: every tracking client drops everything (Redis
+    // `signalFlushedDb`).
+    cx.srv.tracking.flushed(cx.srv);
 }
 
 fn flushdb(cx: &mut Cx) -> Reply {

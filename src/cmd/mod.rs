@@ -94,7 +94,7 @@ impl<'a> Cx<'a, '_> {
 }
 
 /// Every family's top-level commands, in one place.
-fn families() -> [&'static [CommandSpec]; 24] {
+fn families() -> [&'static [CommandSpec]; 25] {
     [
         strings::COMMANDS,
         keys::COMMANDS,
@@ -105,6 +105,7 @@ fn families() -> [&'static [CommandSpec]; 24] {
         client::COMMANDS,
         lists::COMMANDS,
         hashes::COMMANDS,
+        hashes::expire::COMMANDS,
         sets::COMMANDS,
         zsets::COMMANDS,
         scripting::COMMANDS,
@@ -281,7 +282,20 @@ pub fn dispatch(srv: &Arc<Shared>, sess: &mut Session, mut args: Vec<Bytes>) -> 
 /// [`dispatch`] of a command line the caller keeps (a connection reuses one vector for
 /// every command): only a MULTI that queues the command takes it, leaving it empty.
 pub fn dispatch_in(srv: &Arc<Shared>, sess: &mut Session, args: &mut Vec<Bytes>) -> Reply {
+    // Client-side caching: whose writes these are (NOLOOP, BCAST), while anyone tracks.
+    let tracking = srv.tracking.active();
+    let prev = tracking.then(|| crate::instance::tracking::enter(sess.id));
+    let caching = sess.caching;
     let reply = dispatch_inner(srv, sess, args);
+    if let Some(prev) = prev {
+        crate::instance::tracking::leave(prev);
+        srv.tracking.broadcast(srv);
+    }
+    // CLIENT CACHING lasts for the next command, or the transaction it starts (Redis
+    // `resetClient` keeps it after any CLIENT subcommand and inside MULTI).
+    if caching && sess.multi.is_none() && !args.first().is_some_and(|a| is_client(a)) {
+        sess.caching = false;
+    }
     let counted = ERROR_COUNTED.with(|c| c.replace(false));
     if sess.internal {
         sess.pending = Default::default();
@@ -304,6 +318,10 @@ pub fn dispatch_in(srv: &Arc<Shared>, sess: &mut Session, args: &mut Vec<Bytes>)
             Reply::NoReply
         }
     }
+}
+
+fn is_client(name: &[u8]) -> bool {
+    name.eq_ignore_ascii_case(b"client")
 }
 
 thread_local! {
@@ -731,6 +749,9 @@ pub fn execute(
         };
         (spec.handler)(&mut cx)
     };
+    if sess.tracking != 0 {
+        remember_keys(srv, sess, spec, args);
+    }
     if monitored {
         monitor::after(srv, sess, spec, args);
     }
@@ -766,6 +787,35 @@ pub fn execute(
         None => observe::after_call(srv, sess, access.is_exclusive(), id, spec, args, usec),
     }
     reply
+}
+
+/// Redis's `trackingRememberKeys`, called (as in Redis's `call`) for every read-only
+/// command a tracking client runs, inside scripts and EXEC too, but not for the read-only
+/// script commands themselves (the commands they call count), and never in BCAST mode.
+/// OPTIN remembers only after `CLIENT CACHING yes`, OPTOUT unless `CLIENT CACHING no`.
+/// Runs while the command's locks are held, so no write can come between the read and
+/// its registration.
+fn remember_keys(srv: &Shared, sess: &Session, spec: &CommandSpec, args: &[Bytes]) {
+    use crate::instance::tracking::{BCAST, OPTIN, OPTOUT};
+    let t = sess.tracking;
+    if t & BCAST != 0
+        || !spec.has_flag("readonly")
+        || spec.has_flag("pubsub")
+        || matches!(spec.name, "eval_ro" | "evalsha_ro" | "fcall_ro")
+        || (t & OPTIN != 0 && !sess.caching)
+        || (t & OPTOUT != 0 && sess.caching)
+    {
+        return;
+    }
+    let idx = spec.key_indices(args);
+    if idx.is_empty() {
+        return;
+    }
+    srv.tracking.remember(
+        srv,
+        sess.id,
+        idx.iter().filter_map(|&i| args.get(i).map(|a| &a[..])),
+    );
 }
 
 /// Adds a session's pending command statistics to the shared counters (INFO

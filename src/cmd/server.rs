@@ -14,6 +14,7 @@ mod latency;
 mod lolwut;
 mod memory;
 mod replication;
+pub mod saved_access;
 mod slowlog;
 
 use super::args::is;
@@ -552,6 +553,11 @@ fn debug_reload(cx: &mut Cx) -> Reply {
     if let Err(e) = durable_commit(cx) {
         return e;
     }
+    // What a restart would load includes the keys' LRU/LFU data (as Redis's RDB).
+    let access = saved_access::snapshot(cx.srv, cx.ks);
+    if let Err(e) = saved_access::save(cx.srv, access.clone()) {
+        return Reply::error(format!("ERR Error trying to save the data: {e}"));
+    }
     let now = cx.ks.now;
     let dbs = cx.srv.ks.databases();
     let mut opts = crate::persist::LoadOptions::new(now);
@@ -577,11 +583,24 @@ fn debug_reload(cx: &mut Cx) -> Reply {
             cx.ks.set_in(db, &key, value, at);
         }
     }
+    saved_access::apply(cx.srv, &access, cx.ks);
     Reply::OK
 }
 
+/// SAVE/BGSAVE with the durable engine: the keys' LRU/LFU data go with the commit, as in
+/// an RDB file (`saved_access`).
+fn save_access(cx: &mut Cx) -> Result<(), Reply> {
+    if cx.srv.persist.get().is_none() {
+        return Ok(());
+    }
+    let rows = saved_access::snapshot(cx.srv, cx.ks);
+    saved_access::save(cx.srv, rows)
+        .map(|_| ())
+        .map_err(|e| Reply::error(format!("ERR durable commit failed: {e}")))
+}
+
 fn save(cx: &mut Cx) -> Reply {
-    if let Err(e) = durable_commit(cx) {
+    if let Err(e) = durable_commit(cx).and_then(|_| save_access(cx)) {
         return e;
     }
     record_save(cx);
@@ -592,7 +611,7 @@ fn bgsave(cx: &mut Cx) -> Reply {
     if cx.args.len() > 2 || (cx.args.len() == 2 && !is(&cx.args[1], "SCHEDULE")) {
         return errors::syntax();
     }
-    if let Err(e) = durable_commit(cx) {
+    if let Err(e) = durable_commit(cx).and_then(|_| save_access(cx)) {
         return e;
     }
     record_save(cx);

@@ -268,7 +268,16 @@ fn lookup(cx: &mut Cx, pattern: &[u8], elem: &Bytes) -> Option<Found> {
         Lookup::Nothing => return None,
         Lookup::Key(k, f) => (k, f),
     };
+    let now = cx.ks.now;
     let entry = cx.ks.get(&key)?;
+    // A hash field past its deadline is removed on the way, as Redis 7.4's lookup does.
+    let expired =
+        matches!((&entry.value, &field), (Value::Hash(h), Some(f)) if h.is_field_expired(f, now));
+    if expired {
+        let f = field.unwrap_or_default();
+        super::hashes::expire::expire_lazily(cx, &key, &[&f[..]]);
+        return None;
+    }
     match (&entry.value, field) {
         (Value::Hash(h), Some(f)) => h.get(&f).map(|v| Found::Bytes(Bytes::copy_from_slice(v))),
         (Value::Str(StrVal::Int(i)), None) => Some(Found::Int(*i)),

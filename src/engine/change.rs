@@ -48,6 +48,14 @@ pub enum Change {
         key: Bytes,
         fields: Vec<Bytes>,
     },
+    /// Sets (`Some`, absolute Unix ms) or clears the deadlines of existing hash fields
+    /// (hash-field expiration); a field that is not there is skipped. A `HashPut` of a
+    /// field clears its deadline, so commands that keep one (HINCRBY) follow it with this.
+    HashTtl {
+        db: usize,
+        key: Bytes,
+        fields: Vec<(Bytes, Option<u64>)>,
+    },
     SetAdd {
         db: usize,
         key: Bytes,
@@ -212,6 +220,7 @@ impl Change {
             | StrSet { db, key, .. }
             | HashPut { db, key, .. }
             | HashDel { db, key, .. }
+            | HashTtl { db, key, .. }
             | SetAdd { db, key, .. }
             | SetRem { db, key, .. }
             | ZPut { db, key, .. }

@@ -3,7 +3,7 @@
 use super::change::Change;
 use super::evict::Evictor;
 use super::journal::Journal;
-use super::shard::{key_hash, prefetch_read, Shard, WatchFlag};
+use super::shard::{key_hash, prefetch_read, KeyHook, Shard, WatchFlag};
 use crate::background::lazyfree::{free_effort, LAZYFREE_THRESHOLD};
 use crate::types::placement::hash_tag;
 use crate::types::value::{Entry, Lfu, Value, LFU_INIT_VAL};
@@ -26,6 +26,8 @@ pub struct KeyspaceStats {
     pub hits: AtomicU64,
     pub misses: AtomicU64,
     pub expired: AtomicU64,
+    /// Hash fields removed because their deadline passed (INFO `expired_subkeys`).
+    pub expired_subkeys: AtomicU64,
     /// Keys removed by `maxmemory` eviction (INFO `evicted_keys`).
     pub evicted: AtomicU64,
     /// Microseconds spent over `maxmemory` in finished episodes (INFO
@@ -47,6 +49,10 @@ pub struct Keyspace {
     pub blocked_clients: std::sync::atomic::AtomicUsize,
     /// Told of every key removed because its deadline passed (see [`ExpiryListener`]).
     expiry_listener: OnceLock<ExpiryListener>,
+    /// Told of hash fields removed by the active cycle (see [`FieldExpiryListener`]).
+    field_expiry_listener: OnceLock<FieldExpiryListener>,
+    /// Told of every modified key while on (client-side caching), by every shard.
+    pub key_hook: Arc<KeyHook>,
     /// Set when the keyspace is durable: every write appends its changes here.
     journal: OnceLock<Arc<Journal>>,
     /// 0 under LRU policies; under LFU ones `1 << 63 | decay_min << 32 | log_factor`, so
@@ -91,6 +97,11 @@ fn lfu_rand() -> f64 {
 /// in the order they happen). Set once at start-up; the server publishes keyspace
 /// notifications through it. It must not touch the keyspace.
 pub type ExpiryListener = Box<dyn Fn(usize, &[u8]) + Send + Sync>;
+
+/// Called with `(db, key, key_deleted)` after the active cycle removed expired fields of the
+/// hash at `key` (and the key itself when `key_deleted`), under the shard's lock: the
+/// server publishes `hexpired` (and `del`) through it. It must not touch the keyspace.
+pub type FieldExpiryListener = Box<dyn Fn(usize, &[u8], bool) + Send + Sync>;
 
 /// The shard of a key: from the [`key_hash`] of its hash tag (DESIGN.md §8's tag rule, so
 /// keys sharing a tag share a shard). A key without a tag (most) is its own tag, so the
@@ -137,8 +148,13 @@ fn has_brace(key: &[u8]) -> bool {
 
 impl Keyspace {
     pub fn new(databases: usize) -> Keyspace {
+        let key_hook = Arc::new(KeyHook::default());
         let dbs = (0..databases)
-            .map(|_| (0..SHARDS).map(|_| Mutex::new(Shard::default())).collect())
+            .map(|_| {
+                (0..SHARDS)
+                    .map(|_| Mutex::new(Shard::with_hook(key_hook.clone())))
+                    .collect()
+            })
             .collect();
         Keyspace {
             gate: RwLock::new(()),
@@ -146,6 +162,8 @@ impl Keyspace {
             stats: KeyspaceStats::default(),
             blocked_clients: std::sync::atomic::AtomicUsize::new(0),
             expiry_listener: OnceLock::new(),
+            field_expiry_listener: OnceLock::new(),
+            key_hook,
             journal: OnceLock::new(),
             lfu: AtomicU64::new(0),
             evictor: Mutex::new(Evictor::new(rand::random())),
@@ -235,6 +253,11 @@ impl Keyspace {
     /// Installs the expiry listener; false (and `f` dropped) if one is already set.
     pub fn set_expiry_listener(&self, f: ExpiryListener) -> bool {
         self.expiry_listener.set(f).is_ok()
+    }
+
+    /// Installs the field expiry listener; false (and `f` dropped) if one is already set.
+    pub fn set_field_expiry_listener(&self, f: FieldExpiryListener) -> bool {
+        self.field_expiry_listener.set(f).is_ok()
     }
 
     #[inline]
@@ -503,12 +526,54 @@ impl Keyspace {
                     }
                 }
                 total += gone.len();
+                self.sweep_fields(&mut sh, db, now, per_shard);
             }
         }
         self.stats
             .expired
             .fetch_add(total as u64, Ordering::Relaxed);
         (total, ready)
+    }
+}
+
+impl Keyspace {
+    /// The hash-field part of a shard's active expiry: removes due fields (at most `quota`),
+    /// and a hash whose last field went; WATCH signalled, changes journaled, listener told.
+    fn sweep_fields(&self, sh: &mut Shard, db: usize, now: u64, quota: usize) {
+        let done = sh.sweep_fields(now, quota);
+        if done.is_empty() {
+            return;
+        }
+        let mut fields = 0;
+        let journal = self.journal.get();
+        let mut changes = Vec::new();
+        for d in done {
+            fields += d.fields.len();
+            sh.signal(&d.key);
+            let deleted = d.deleted.is_some();
+            if let Some(f) = self.field_expiry_listener.get() {
+                f(db, &d.key, deleted);
+            }
+            if let Some(e) = d.deleted {
+                self.lazyfree.free_expired(e);
+            }
+            if journal.is_some() {
+                changes.push(match deleted {
+                    true => Change::Del { db, key: d.key },
+                    false => Change::HashDel {
+                        db,
+                        key: d.key,
+                        fields: d.fields,
+                    },
+                });
+            }
+        }
+        if let Some(j) = journal {
+            j.append(changes.into_iter());
+        }
+        self.stats
+            .expired_subkeys
+            .fetch_add(fields as u64, Ordering::Relaxed);
     }
 }
 
@@ -966,6 +1031,12 @@ impl<'a> Access<'a> {
         self.changes.push(change);
     }
 
+    /// A key's entry with no side effects (no access recorded, no WATCH signal, no lazy
+    /// expiry): for restoring saved access data after a load.
+    pub fn peek_mut_in(&mut self, db: usize, key: &[u8]) -> Option<&mut Entry> {
+        self.shard_in(db, key).peek_mut(key)
+    }
+
     /// Lookup for modification: signals WATCHers, so call it only when about to write.
     pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut Entry> {
         let (db, now, no_touch) = (self.db, self.now, self.no_touch);
@@ -1055,6 +1126,12 @@ impl<'a> Access<'a> {
             self.signal_ready_in(db, key);
         }
         Some(e)
+    }
+
+    /// Makes sure the active cycle visits the hash at `key` no later than `t` (a command
+    /// gave one of its fields that deadline).
+    pub fn register_field_expiry_in(&mut self, db: usize, key: &[u8], t: u64) {
+        self.shard_in(db, key).register_field_expiry(key, t);
     }
 
     /// Sets or clears the deadline of an existing key; false if missing.

@@ -26,6 +26,43 @@ use slots::Chunked;
 
 pub type WatchFlag = Arc<AtomicBool>;
 
+/// Told of every key a write modifies while switched on (client-side caching: the server's
+/// tracking table, `instance::tracking`). One per keyspace, shared by its shards: while
+/// off (no client tracks), a modification costs one relaxed load here.
+#[derive(Default)]
+pub struct KeyHook {
+    on: AtomicBool,
+    f: std::sync::OnceLock<KeyListener>,
+}
+
+/// Called with each modified key, under its shard's lock (so it sees the modifications of
+/// one key in order). It must not touch the keyspace.
+pub type KeyListener = Box<dyn Fn(&[u8]) + Send + Sync>;
+
+impl KeyHook {
+    pub fn set_listener(&self, f: KeyListener) -> bool {
+        self.f.set(f).is_ok()
+    }
+
+    pub fn switch(&self, on: bool) {
+        self.on.store(on, Ordering::Relaxed);
+    }
+
+    #[inline]
+    fn modified(&self, key: &[u8]) {
+        if self.on.load(Ordering::Relaxed) {
+            self.call(key);
+        }
+    }
+
+    #[cold]
+    fn call(&self, key: &[u8]) {
+        if let Some(f) = self.f.get() {
+            f(key);
+        }
+    }
+}
+
 /// Longest key stored inside its slot; longer ones get one exact-size allocation.
 const INLINE_KEY: usize = 22;
 
@@ -107,6 +144,21 @@ struct Keys {
     /// The sum of the deadlines in `expires`: INFO's `avg_ttl` in O(1) (Redis estimates it
     /// by sampling in its expiry cycle; this is the exact mean).
     deadline_sum: u128,
+    /// Hashes with field deadlines (hash-field expiration): `(t, slot)` with `t` no later
+    /// than the earliest field deadline of the hash in that slot, the active cycle's
+    /// worklist (Redis's `db->hexpires`). At most one pair per slot, mirrored in `hfe_at`;
+    /// a pair whose hash's deadlines moved later or went away is corrected when it comes
+    /// due, as Redis corrects its global HFE index lazily.
+    hfe: BTreeSet<(u64, u32)>,
+    hfe_at: HashMap<u32, u64, RandomState>,
+}
+
+/// What the active cycle removed from one hash ([`Shard::sweep_fields`]).
+pub struct FieldsExpired {
+    pub key: Bytes,
+    pub fields: Vec<Bytes>,
+    /// The key's entry, when its last field went and the key with it.
+    pub deleted: Option<Entry>,
 }
 
 /// A key's hash in every shard's index ([`key_hash`]'s seed).
@@ -153,6 +205,10 @@ impl Keys {
         if let Some(i) = self.index.find(h, |i| probe.is(&slots[i as usize].key)) {
             let old = std::mem::replace(&mut self.slots[i as usize].entry, entry);
             self.reindex(i, old.expire_at(), new_at);
+            if !self.hfe_at.is_empty() {
+                self.hfe_drop(i);
+            }
+            self.hfe_note(i);
             return Some(old);
         }
         let i = u32::try_from(self.slots.len()).expect("fewer than 2^32 keys per shard");
@@ -166,7 +222,38 @@ impl Keys {
         if let Some(t) = new_at {
             self.add_deadline(t, i);
         }
+        self.hfe_note(i);
         None
+    }
+
+    /// Enters slot `i` in the field-expiry worklist if it holds a hash with field deadlines
+    /// (an entry stored whole: RENAME, MOVE, COPY, RESTORE, a load).
+    #[inline]
+    fn hfe_note(&mut self, i: u32) {
+        if let Value::Hash(h) = &self.slots[i as usize].entry.value {
+            if let Some(t) = h.min_ttl() {
+                self.hfe_register(i, t);
+            }
+        }
+    }
+
+    /// Makes sure slot `i` comes due in the worklist no later than `t`.
+    fn hfe_register(&mut self, i: u32, t: u64) {
+        match self.hfe_at.get(&i) {
+            Some(&d) if d <= t => return,
+            Some(&d) => {
+                self.hfe.remove(&(d, i));
+            }
+            None => {}
+        }
+        self.hfe_at.insert(i, t);
+        self.hfe.insert((t, i));
+    }
+
+    fn hfe_drop(&mut self, i: u32) -> Option<u64> {
+        let d = self.hfe_at.remove(&i)?;
+        self.hfe.remove(&(d, i));
+        Some(d)
     }
 
     fn add_deadline(&mut self, t: u64, i: u32) {
@@ -204,6 +291,10 @@ impl Keys {
         if let Some(t) = slot.entry.expire_at() {
             self.drop_deadline(t, n);
         }
+        let hfe = !self.hfe_at.is_empty();
+        if hfe {
+            self.hfe_drop(n);
+        }
         if let Some(moved) = self.slots.get(i) {
             let last = self.slots.len() as u32;
             let h = self.hash(moved.key.as_slice());
@@ -213,6 +304,11 @@ impl Keys {
             if let Some(t) = at {
                 self.drop_deadline(t, last);
                 self.add_deadline(t, n);
+            }
+            if hfe {
+                if let Some(d) = self.hfe_drop(last) {
+                    self.hfe_register(n, d);
+                }
             }
         }
         self.shrink();
@@ -239,6 +335,8 @@ pub struct Shard {
     keys: Keys,
     /// Clients watching a key: their dirty flags are raised on every modification.
     watchers: HashMap<Bytes, Vec<WatchFlag>, RandomState>,
+    /// The keyspace's modification hook (client-side caching).
+    hook: Arc<KeyHook>,
 }
 
 /// A shard's former contents, detached by `take_data` so a lazy flush can free them on
@@ -378,6 +476,66 @@ impl Shard {
             let Slot { key, entry } = self.keys.remove_at(i as usize);
             out.push(Bytes::copy_from_slice(key.as_slice()));
             removed(key.as_slice(), entry);
+        }
+        out
+    }
+
+    /// Makes sure the hash at `key` is visited by the active field expiry no later than `t`
+    /// (a command gave one of its fields the deadline `t`).
+    pub fn register_field_expiry(&mut self, key: &[u8], t: u64) {
+        if let Some(i) = self.keys.find(key) {
+            self.keys.hfe_register(i as u32, t);
+        }
+    }
+
+    /// Hashes in the field-expiry worklist (tests).
+    pub fn field_expiry_len(&self) -> usize {
+        self.keys.hfe.len()
+    }
+
+    /// Active field expiry (Redis `activeExpireCycle`'s hash-field part): removes up to
+    /// `quota` fields whose deadline passed (`deadline < now`) from the hashes that come due
+    /// in the worklist, earliest first, and a hash whose last field went. Returns what it
+    /// removed, hash by hash.
+    pub fn sweep_fields(&mut self, now: u64, quota: usize) -> Vec<FieldsExpired> {
+        let mut out = Vec::new();
+        let mut left = quota;
+        while left > 0 {
+            let i = match self.keys.hfe.first() {
+                Some(&(t, i)) if t < now => i,
+                _ => break,
+            };
+            self.keys.hfe_drop(i);
+            let slot = &mut self.keys.slots[i as usize];
+            let Value::Hash(h) = &mut slot.entry.value else {
+                continue;
+            };
+            let due = h.due(now, left);
+            for f in &due {
+                h.remove(f);
+            }
+            let (empty, next) = (h.is_empty(), h.min_ttl());
+            let key = Bytes::copy_from_slice(slot.key.as_slice());
+            left -= due.len();
+            if empty && !due.is_empty() {
+                let Slot { entry, .. } = self.keys.remove_at(i as usize);
+                out.push(FieldsExpired {
+                    key,
+                    fields: due,
+                    deleted: Some(entry),
+                });
+                continue;
+            }
+            if let Some(t) = next {
+                self.keys.hfe_register(i, t);
+            }
+            if !due.is_empty() {
+                out.push(FieldsExpired {
+                    key,
+                    fields: due,
+                    deleted: None,
+                });
+            }
         }
         out
     }
@@ -605,9 +763,19 @@ impl Shard {
         self.watchers.get(key).map_or(0, Vec::len)
     }
 
-    /// Marks watchers of `key` dirty (Redis `signalModifiedKey` → `touchWatchedKey`).
+    /// A shard reporting its modifications to `hook`.
+    pub fn with_hook(hook: Arc<KeyHook>) -> Shard {
+        Shard {
+            hook,
+            ..Default::default()
+        }
+    }
+
+    /// Marks watchers of `key` dirty and tells the hook (Redis `signalModifiedKey` →
+    /// `touchWatchedKey`, `trackingInvalidateKey`).
     #[inline]
     pub fn signal(&mut self, key: &[u8]) {
+        self.hook.modified(key);
         if self.watchers.is_empty() {
             return;
         }
@@ -661,6 +829,19 @@ impl Shard {
             sum, k.deadline_sum,
             "deadline sum out of step with the index"
         );
+        // Every hash with field deadlines comes due no later than its earliest one.
+        assert_eq!(k.hfe.len(), k.hfe_at.len(), "field worklist and its mirror");
+        for (i, s) in k.slots.iter().enumerate() {
+            if let Value::Hash(h) = &s.entry.value {
+                if let Some(t) = h.min_ttl() {
+                    let d = k.hfe_at.get(&(i as u32)).copied();
+                    assert!(
+                        d.is_some_and(|d| d <= t),
+                        "hash at {i} not due by {t}: {d:?}"
+                    );
+                }
+            }
+        }
     }
 }
 
@@ -796,6 +977,91 @@ mod tests {
         assert_eq!(gone, vec![b("later")]);
         assert_eq!(sh.len(), 1);
         sh.check_invariants();
+    }
+
+    /// A hash with fields `f0..n`, field `fi` due at `base + i` when `i` is in `timed`.
+    fn timed_hash(n: u64, timed: &[u64], base: u64) -> Value {
+        let mut h = crate::types::hash::HashValue::new();
+        for i in 0..n {
+            h.set(
+                format!("f{i}").as_bytes(),
+                b"v",
+                crate::types::hash::Limits::DEFAULT,
+            );
+        }
+        h.enable_ttls();
+        for &i in timed {
+            h.set_ttl(format!("f{i}").as_bytes(), Some(base + i));
+        }
+        Value::Hash(Box::new(h))
+    }
+
+    #[test]
+    fn field_worklist_follows_inserts_moves_and_removals() {
+        let mut sh = Shard::default();
+        sh.insert(b"plain", v("1"), None, 0);
+        sh.insert(b"h1", timed_hash(3, &[0, 2], 100), None, 0);
+        sh.insert(b"h2", timed_hash(2, &[1], 50), None, 0);
+        sh.insert(b"h3", timed_hash(2, &[], 0), None, 0);
+        sh.check_invariants();
+        assert_eq!(sh.field_expiry_len(), 2);
+        // Removing a slot moves the last one (h3, then h2) into its place.
+        sh.remove(b"plain");
+        sh.check_invariants();
+        sh.remove(b"h1");
+        sh.check_invariants();
+        assert_eq!(sh.field_expiry_len(), 1);
+        // Replacing a hash with a string leaves a stale pair: dropped when it comes due.
+        sh.insert(b"h1", timed_hash(2, &[0], 10), None, 0);
+        sh.insert(b"h1", v("s"), None, 0);
+        sh.check_invariants();
+        // A command lowers a deadline in place, then tells the shard.
+        if let Some(Value::Hash(h)) = sh.peek_mut(b"h2").map(|e| &mut e.value) {
+            h.set_ttl(b"f0", Some(20));
+        }
+        sh.register_field_expiry(b"h2", 20);
+        sh.check_invariants();
+        // Nothing due before 20 (`deadline < now`).
+        assert!(sh.sweep_fields(20, usize::MAX).is_empty());
+        let done = sh.sweep_fields(21, usize::MAX);
+        assert_eq!(done.len(), 1);
+        assert_eq!(
+            (done[0].key.clone(), done[0].fields.clone()),
+            (b("h2"), vec![b("f0")])
+        );
+        assert!(done[0].deleted.is_none());
+        sh.check_invariants();
+        // The quota bounds the work; the last field takes the key with it.
+        assert!(sh.sweep_fields(1000, 0).is_empty());
+        let done = sh.sweep_fields(1000, usize::MAX);
+        assert_eq!(done[0].fields, vec![b("f1")]);
+        assert!(done[0].deleted.is_some());
+        assert!(sh.peek(b"h2").is_none());
+        assert_eq!(sh.field_expiry_len(), 0);
+        sh.check_invariants();
+        // Many due fields across hashes, a quota of 3 per call.
+        for k in 0..4 {
+            sh.insert(
+                format!("m{k}").as_bytes(),
+                timed_hash(4, &[0, 1, 2, 3], 0),
+                None,
+                0,
+            );
+        }
+        let mut total = 0;
+        for _ in 0..10 {
+            let done = sh.sweep_fields(100, 3);
+            let n: usize = done.iter().map(|d| d.fields.len()).sum();
+            assert!(n <= 3);
+            total += n;
+            sh.check_invariants();
+        }
+        assert_eq!(total, 16);
+        assert_eq!(
+            sh.len(),
+            2,
+            "h1 (a string now) and h3 (no deadlines) are left"
+        );
     }
 
     #[test]

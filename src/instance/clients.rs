@@ -24,6 +24,85 @@ pub struct ClientHandle {
     pub last_interaction_ms: AtomicU64,
     /// What the connection holds in memory, for CLIENT LIST and INFO clients.
     pub mem: ConnMem,
+    /// Client-side caching invalidations queued for this connection by others.
+    pub pushes: Pushes,
+}
+
+/// Most invalidation bytes a connection may have waiting: past this its client is closed
+/// (a tracking client that never reads must not hold the server's memory; the normal
+/// output buffer limits apply once they reach the connection's replies).
+const PUSHES_CAP: usize = 64 * 1024 * 1024;
+
+/// Invalidations other connections queued for this one (client-side caching). Its
+/// connection writes them after the reply of the command it is running, as Redis sends a
+/// client's own invalidations after its reply: an invalidation caused by a write that ran
+/// after a read never reaches the client before that read's reply.
+#[derive(Default)]
+pub struct Pushes {
+    queue: Mutex<std::collections::VecDeque<super::pubsub::Push>>,
+    /// Set while the queue holds something: the connection checks it after each command
+    /// with one relaxed load.
+    pending: std::sync::atomic::AtomicBool,
+    /// Wakes an idle connection.
+    pub notify: Notify,
+}
+
+impl Pushes {
+    #[inline]
+    pub fn pending(&self) -> bool {
+        self.pending.load(Ordering::Relaxed)
+    }
+
+    /// Queues `p` for `h`'s connection (this `Pushes` is `h.pushes`); a queue over its
+    /// cap closes the client instead.
+    pub fn push(h: &ClientHandle, p: super::pubsub::Push) {
+        let me = &h.pushes;
+        let size = p.size();
+        let mut q = me.queue.lock();
+        let bytes = h.mem.inval_bytes.load(Ordering::Relaxed) + size;
+        if bytes > PUSHES_CAP {
+            q.clear();
+            h.mem.inval_bytes.store(0, Ordering::Relaxed);
+            me.pending.store(false, Ordering::Relaxed);
+            drop(q);
+            if !h.is_killed() {
+                tracing::warn!(
+                    "Client id={} scheduled to be closed ASAP for overcoming of output buffer limits.",
+                    h.id
+                );
+                h.kill();
+            }
+            return;
+        }
+        q.push_back(p);
+        h.mem.inval_bytes.store(bytes, Ordering::Relaxed);
+        let first = !me.pending.swap(true, Ordering::Relaxed);
+        drop(q);
+        if first {
+            me.notify.notify_one();
+        }
+    }
+
+    /// Encodes everything queued onto `out`, in `resp3` or RESP2.
+    pub fn drain(h: &ClientHandle, out: &mut bytes::BytesMut, resp3: bool) {
+        let me = &h.pushes;
+        let taken = {
+            let mut q = me.queue.lock();
+            me.pending.store(false, Ordering::Relaxed);
+            h.mem.inval_bytes.store(0, Ordering::Relaxed);
+            std::mem::take(&mut *q)
+        };
+        for p in taken {
+            p.encode(out, resp3);
+        }
+    }
+
+    /// Drops whatever is queued (the connection is gone).
+    pub fn clear(h: &ClientHandle) {
+        h.pushes.queue.lock().clear();
+        h.pushes.pending.store(false, Ordering::Relaxed);
+        h.mem.inval_bytes.store(0, Ordering::Relaxed);
+    }
 }
 
 /// A connection's buffers as its task last reported them (plain stores, no lock: the
@@ -55,6 +134,8 @@ pub struct ConnMem {
     /// MONITOR lines queued for the client and not yet taken: count and bytes.
     pub monitor_lines: AtomicUsize,
     pub monitor_bytes: AtomicUsize,
+    /// Invalidations queued for the client and not yet encoded (bytes).
+    pub inval_bytes: AtomicUsize,
 }
 
 /// Bytes of the write buffer that CLIENT LIST reports as the static reply buffer (`obl`);
@@ -85,7 +166,7 @@ impl ConnMem {
         let (qbuf, qcap) = (ld(&self.qbuf), ld(&self.qbuf_cap));
         let (pending, out_cap) = (ld(&self.out_pending), ld(&self.out_cap));
         let pushes = ld(&self.pushes) + ld(&self.monitor_lines);
-        let push_bytes = ld(&self.push_bytes) + ld(&self.monitor_bytes);
+        let push_bytes = ld(&self.push_bytes) + ld(&self.monitor_bytes) + ld(&self.inval_bytes);
         let obl = pending.min(REPLY_CHUNK);
         let rest = pending - obl;
         let omem = rest + push_bytes;
@@ -155,6 +236,10 @@ pub struct ClientInfo {
     pub monitor: bool,
     /// Blocked with a timeout (INFO `clients_in_timeout_table`).
     pub block_timeout: bool,
+    /// Client-side caching: `instance::tracking`'s flags (0: not tracking) and the
+    /// redirection client id, for CLIENT LIST (`t`, `R`, `B`, `redir=`).
+    pub tracking: u8,
+    pub redir: u64,
 }
 
 impl ClientInfo {
@@ -282,6 +367,7 @@ impl Clients {
             last_cmd: std::sync::atomic::AtomicUsize::new(usize::MAX),
             last_interaction_ms: AtomicU64::new(now_ms),
             mem: ConnMem::default(),
+            pushes: Pushes::default(),
         })
     }
 

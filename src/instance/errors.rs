@@ -18,6 +18,20 @@ pub const STRING_TOO_LONG: &str = "ERR string exceeds maximum allowed size (prot
 pub const HLL_WRONGTYPE: &str = "WRONGTYPE Key is not a valid HyperLogLog string value.";
 pub const HLL_CORRUPT: &str = "INVALIDOBJ Corrupted HLL object detected";
 
+/// Hash-field expiration (Redis 7.4 / 8.0 `t_hash.c`).
+pub const HFE_FIELDS_MISSING: &str =
+    "ERR Mandatory argument FIELDS is missing or not at the right position";
+pub const HFE_NUMFIELDS_POSITIVE: &str = "ERR Number of fields must be a positive integer";
+pub const HFE_NUMFIELDS_GT0: &str = "ERR Parameter `numFields` should be greater than 0";
+pub const HFE_NUMFIELDS_MISMATCH: &str =
+    "ERR The `numfields` parameter must match the number of arguments";
+pub const HFE_NEGATIVE_EXPIRE: &str = "ERR invalid expire time, must be >= 0";
+pub const HSETEX_NUMFIELDS: &str = "ERR invalid number of fields";
+pub const HSETEX_MISSING_EXPIRE: &str = "ERR missing expire time";
+pub const HSETEX_ONE_CONDITION: &str = "ERR Only one of FXX or FNX arguments can be specified";
+pub const HSETEX_ONE_EXPIRATION: &str =
+    "ERR Only one of EX, PX, EXAT, PXAT or KEEPTTL arguments can be specified";
+
 pub fn err(s: &'static str) -> Reply {
     Reply::error(s)
 }

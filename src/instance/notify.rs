@@ -116,6 +116,18 @@ pub fn install(srv: &Arc<Shared>) {
             notify(&srv, EXPIRED, "expired", db, key);
         }
     }));
+    // Hash fields removed by the active cycle (Redis `hashTypeActiveExpire`): `hexpired`,
+    // then `del` when the hash went with its last field.
+    let weak: Weak<Shared> = Arc::downgrade(srv);
+    srv.ks
+        .set_field_expiry_listener(Box::new(move |db, key, deleted| {
+            if let Some(srv) = weak.upgrade() {
+                notify(&srv, HASH, "hexpired", db, key);
+                if deleted {
+                    notify(&srv, GENERIC, "del", db, key);
+                }
+            }
+        }));
 }
 
 #[cfg(test)]

@@ -54,7 +54,20 @@ pub enum Push {
         name: Option<Bytes>,
         count: i64,
     },
+    /// Client-side caching: these keys may have changed (`None`: every key, after a
+    /// flush). A RESP3 client gets `>2 invalidate [keys]`; a RESP2 redirection client, in
+    /// Pub/Sub mode, a `message` on `__redis__:invalidate` whose payload is the array.
+    Invalidate {
+        keys: Option<Arc<[Bytes]>>,
+    },
+    /// The client a tracking client redirects to is gone (RESP3 only).
+    RedirBroken {
+        id: u64,
+    },
 }
+
+/// The channel RESP2 redirection clients get invalidations on.
+pub const INVALIDATE_CHANNEL: &str = "__redis__:invalidate";
 
 /// Rough per-frame overhead in the output buffer (headers, CRLFs, the kind word).
 const FRAME_OVERHEAD: usize = 48;
@@ -73,6 +86,10 @@ impl Push {
                     payload,
                 } => pattern.len() + channel.len() + payload.len(),
                 Push::Confirm { name, .. } => name.as_ref().map_or(0, |n| n.len()),
+                Push::Invalidate { keys } => keys
+                    .as_ref()
+                    .map_or(0, |k| k.iter().map(|k| k.len() + 16).sum()),
+                Push::RedirBroken { .. } => 0,
             }
     }
 
@@ -80,6 +97,11 @@ impl Push {
     /// (this is the delivery hot path).
     pub fn encode(&self, out: &mut BytesMut, resp3: bool) {
         let (n, kind): (i64, &[u8]) = match self {
+            Push::Invalidate { keys } => return encode_invalidate(out, keys.as_deref(), resp3),
+            Push::RedirBroken { id } => {
+                out.extend_from_slice(b">2\r\n$21\r\ntracking-redir-broken\r\n");
+                return int_line(out, b':', *id as i64);
+            }
             Push::Message { .. } => (3, b"message"),
             Push::SMessage { .. } => (3, b"smessage"),
             Push::PMessage { .. } => (4, b"pmessage"),
@@ -109,6 +131,8 @@ impl Push {
                 }
                 int_line(out, b':', *count);
             }
+            // Written whole above.
+            Push::Invalidate { .. } | Push::RedirBroken { .. } => {}
         }
     }
 
@@ -134,7 +158,36 @@ impl Push {
             Push::Confirm { kind, name, count } => {
                 vec![b(kind), Reply::opt_bulk(name), Reply::Int(count)]
             }
+            Push::Invalidate { keys } => vec![
+                b("invalidate"),
+                match keys {
+                    Some(k) => Reply::Array(k.iter().cloned().map(Reply::Bulk).collect()),
+                    None => Reply::Nil,
+                },
+            ],
+            Push::RedirBroken { id } => vec![b("tracking-redir-broken"), Reply::Int(id as i64)],
         })
+    }
+}
+
+/// An invalidation (tracking.c `sendTrackingMessage`): a push in RESP3, a Pub/Sub message
+/// on [`INVALIDATE_CHANNEL`] in RESP2; the keys as an array, or a null for "all keys".
+fn encode_invalidate(out: &mut BytesMut, keys: Option<&[Bytes]>, resp3: bool) {
+    if resp3 {
+        out.extend_from_slice(b">2\r\n$10\r\ninvalidate\r\n");
+    } else {
+        out.extend_from_slice(b"*3\r\n$7\r\nmessage\r\n");
+        bulk(out, INVALIDATE_CHANNEL.as_bytes());
+    }
+    match keys {
+        Some(keys) => {
+            int_line(out, b'*', keys.len() as i64);
+            for k in keys {
+                bulk(out, k);
+            }
+        }
+        None if resp3 => out.extend_from_slice(b"_\r\n"),
+        None => out.extend_from_slice(b"$-1\r\n"),
     }
 }
 

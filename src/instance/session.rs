@@ -86,6 +86,11 @@ pub struct Session {
     /// set; unused otherwise).
     pub out: BytesMut,
     pub conn_out: bool,
+    /// Client-side caching: this client's `instance::tracking` flags (0: not tracking),
+    /// kept here too so a read checks them without the table's lock.
+    pub tracking: u8,
+    /// `CLIENT CACHING yes|no` given for the next command (or transaction).
+    pub caching: bool,
 }
 
 /// Per-connection command counters, flushed to `Shared` when the command changes or the
@@ -178,6 +183,8 @@ impl Session {
             monitor_lua: 0,
             out: BytesMut::new(),
             conn_out: false,
+            tracking: 0,
+            caching: false,
         }
     }
 }

@@ -63,7 +63,9 @@ pub fn trimmed_args(args: &[Bytes]) -> Vec<Bytes> {
                 );
                 Bytes::from(v)
             } else {
-                a.clone()
+                // A copy: the argument is a slice of the client's read buffer, which an
+                // entry must not keep alive (it would pin the whole buffer).
+                Bytes::copy_from_slice(a)
             }
         })
         .collect()
@@ -116,6 +118,27 @@ impl SlowLog {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn entries_do_not_pin_the_read_buffer() {
+        let buf = Bytes::from(vec![b'x'; 1 << 20]);
+        let range = buf.as_ptr() as usize..buf.as_ptr() as usize + buf.len();
+        let log = SlowLog::default();
+        log.push(
+            &[buf.slice(0..3), buf.slice(3..6)],
+            1,
+            0,
+            String::new(),
+            Bytes::new(),
+            10,
+        );
+        for a in &log.newest(1)[0].args {
+            assert!(
+                !range.contains(&(a.as_ptr() as usize)),
+                "an argument still points into the buffer"
+            );
+        }
+    }
 
     fn line(s: &str) -> Vec<Bytes> {
         s.split(' ')

@@ -243,6 +243,8 @@ pub struct Shared {
     pub pause: super::pause::Pause,
     /// Channel, pattern and shard-channel subscribers.
     pub pubsub: super::pubsub::PubSub,
+    /// Client-side caching: who may cache which keys.
+    pub tracking: super::tracking::Tracking,
     /// MONITOR clients (commands read `monitors.active()` once each).
     pub monitors: super::monitor::Monitors,
     /// The `normal` class of `client-output-buffer-limit`, for replies (connections read
@@ -337,6 +339,7 @@ impl Shared {
             pause: Default::default(),
             blocking: Default::default(),
             pubsub: super::pubsub::PubSub::new(),
+            tracking: Default::default(),
             monitors: Default::default(),
             normal_obuf: Default::default(),
             client_eviction: Default::default(),

@@ -42,11 +42,12 @@ mod code {
     pub const FLUSH_DB: u8 = 24;
     pub const FLUSH_ALL: u8 = 25;
     pub const SWAP_DB: u8 = 26;
-    /// Layout version 4.
-    pub const FUNCTIONS: u8 = 27;
-    pub const LIST_INSERT: u8 = 28;
-    pub const LIST_REMOVE: u8 = 29;
-    pub const STR_PATCH: u8 = 30;
+    pub const HASH_TTL: u8 = 27;
+    /// Layout version 5.
+    pub const FUNCTIONS: u8 = 28;
+    pub const LIST_INSERT: u8 = 29;
+    pub const LIST_REMOVE: u8 = 30;
+    pub const STR_PATCH: u8 = 31;
 }
 
 fn corrupt(what: &str) -> PersistError {
@@ -158,6 +159,14 @@ fn encode_one(w: &mut W, c: &Change) {
         HashDel { db, key, fields } => {
             w.key(code::HASH_DEL, *db, key);
             w.list(fields);
+        }
+        HashTtl { db, key, fields } => {
+            w.key(code::HASH_TTL, *db, key);
+            w.uv(fields.len() as u64);
+            for (f, at) in fields {
+                w.bytes(f);
+                w.opt(*at);
+            }
         }
         SetAdd { db, key, members } => {
             w.key(code::SET_ADD, *db, key);
@@ -499,6 +508,14 @@ fn decode_one(r: &mut R, opts: &LoadOptions) -> Result<Change> {
                     key,
                     fields: r.list()?,
                 },
+                code::HASH_TTL => {
+                    let n = r.count()?;
+                    let mut fields = Vec::with_capacity(n);
+                    for _ in 0..n {
+                        fields.push((r.bytes()?, r.opt()?));
+                    }
+                    HashTtl { db, key, fields }
+                }
                 code::SET_ADD => SetAdd {
                     db,
                     key,

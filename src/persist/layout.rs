@@ -9,17 +9,21 @@
 //! Version history: 1 — tables only, every commit straight to redb; 2 — adds the write-ahead
 //! log and `wal_applied`; 3 — the same tables and rows in a redb 3+ file (redb file format 3,
 //! redb 3's encoding of the tuple keys). Versions 1 and 2 are redb 2 files: on open they are
-//! copied into a current file (`persist::upgrade`), which builds before version 3 refuse.
-//! 4 — adds the `functions` table (and the log's `Functions` change). A version-3 file is a
-//! version-4 file without FUNCTION libraries: it opens as one, and its version is rewritten
-//! to 4 at once, so a build that would drop the libraries (version 3) refuses it from then on.
+//! copied into a version-3 file (`persist::upgrade`), which builds before version 3 refuse;
+//! 4 — a hash element row may carry its field's deadline (hash-field expiration, below). A
+//! version-3 file is a version-4 file without such rows: it is relabelled 4 on open (builds
+//! that know only 3 then refuse it rather than misread a deadline as part of a value).
+//! 5 — adds the `functions` table (FUNCTION libraries) and chunked strings (string
+//! encoding 3, below), and the log's changes 28-31. A version-3 or 4 file is a version-5
+//! file without them: it opens as one and is relabelled 5 at once, so a build that would
+//! drop the libraries or misread a chunked string refuses it from then on.
 //! - `dbs: u32 -> u32` — logical db → namespace. A db with no row uses namespace = db index.
 //!   SWAPDB swaps two rows (O(1)); FLUSHDB points the db at a fresh namespace and deletes the
 //!   old namespace's rows in the same transaction (O(rows of that db)).
 //! - `keys: (ns u32, key &[u8]) -> &[u8]` — one row per key:
 //!   `[type tag u8][expire_at_ms u64 BE, 0 = none][per-type header]`, headers:
 //!   - string: `[encoding u8: 0 int, 1 embstr, 2 raw][bytes]` (the value lives in the row),
-//!     or `[3 chunked][length u64 BE]` (version 4), its bytes in `elems` rows: a string an
+//!     or `[3 chunked][length u64 BE]` (version 5), its bytes in `elems` rows: a string an
 //!     in-place edit (APPEND, SETRANGE, SETBIT, BITFIELD) left longer than [`STR_CHUNK`],
 //!     so that the next edits rewrite the chunks they touch, not the whole string;
 //!   - list: `[head seq i64 BE][tail seq i64 BE]` — elements occupy `head..tail`;
@@ -29,7 +33,8 @@
 //! - `elems: (ns u32, key &[u8], sub &[u8]) -> &[u8]` — one row per element:
 //!   - chunked string: sub = chunk number (u64 BE), value = bytes `n * STR_CHUNK ..` of the
 //!     string, [`STR_CHUNK`] of them in every chunk but the last;
-//!   - hash: sub = field, value = `[insertion seq u64 BE][value]`;
+//!   - hash: sub = field, value = `[insertion seq u64 BE][value]`, or for a field with a
+//!     deadline (version 4) `[insertion seq | 1 << 63, u64 BE][deadline ms u64 BE][value]`;
 //!   - set: sub = member, value = `[insertion seq u64 BE]`;
 //!   - zset: sub = member, value = score as `f64::to_bits` 8 bytes BE (keeps -0.0, ±inf);
 //!   - list: sub = [`list_sub`] of the element's sequence number (order-preserving), value =
@@ -40,19 +45,53 @@
 //!     `'p'` + [`group_prefix`] + ID → `[delivery time i64 BE][delivery count u64 BE]
 //!     [consumer name]`; `'c'` + [`group_prefix`] + consumer name → `[seen time i64 BE]
 //!     [active time i64 BE]`.
-//! - `functions: u64 -> &[u8]` — FUNCTION libraries (version 4): row i holds one library's
+//! - `functions: u64 -> &[u8]` — FUNCTION libraries (version 5): row i holds one library's
 //!   whole code (its `#!lua name=...` line included), rows `0..n` with no gap. The set is
 //!   rewritten whole by every FUNCTION LOAD / DELETE / FLUSH / RESTORE (as Redis's RDB keeps
 //!   them); FLUSHALL and FLUSHDB leave it alone. A missing table means no libraries.
+//! - `access: (db u32, key &[u8]) -> u64` — each key's LRU idle seconds or LFU counter at the
+//!   last clean shutdown, SAVE or DEBUG RELOAD under an LRU or LFU policy, as Redis's RDB
+//!   keeps `IDLE`/`FREQ` (`persist::access`): `[kind u32][value u32]` packed high to low, kind
+//!   1 = idle seconds, 2 = LFU counter. Replaced whole on each save; optional (a file without
+//!   it, or a key without a row, loads with fresh access data), so it needs no new version.
 
 use redb::TableDefinition;
 
 /// Version of this layout. Bump it for any incompatible change; files with another version
 /// are refused (after `persist::upgrade` has copied a version 1 or 2 file to this one).
-pub const FORMAT_VERSION: u64 = 4;
+pub const FORMAT_VERSION: u64 = 5;
 
-/// The previous version, opened as a current file without libraries (see the history above).
-pub const FORMAT_VERSION_NO_FUNCTIONS: u64 = 3;
+/// Earlier versions whose files this one opens as they are, relabelled (see the history
+/// above): 3 (no field deadlines, libraries or chunked strings) and 4 (no libraries or
+/// chunked strings).
+pub const COMPATIBLE_VERSIONS: [u64; 2] = [3, 4];
+
+/// The top bit of a hash row's sequence number: a field deadline follows it.
+const HASH_TTL_FLAG: u64 = 1 << 63;
+
+/// A hash element row: insertion sequence number, optional field deadline, value.
+pub fn hash_row(seq: u64, ttl: Option<u64>, value: &[u8]) -> Vec<u8> {
+    let mut row = Vec::with_capacity(16 + value.len());
+    match ttl {
+        None => row.extend_from_slice(&seq.to_be_bytes()),
+        Some(t) => {
+            row.extend_from_slice(&(seq | HASH_TTL_FLAG).to_be_bytes());
+            row.extend_from_slice(&t.to_be_bytes());
+        }
+    }
+    row.extend_from_slice(value);
+    row
+}
+
+/// Splits a hash element row into (sequence number, deadline, value).
+pub fn split_hash_row(row: &[u8]) -> Option<(u64, Option<u64>, &[u8])> {
+    let seq = read_u64(row)?;
+    if seq & HASH_TTL_FLAG == 0 {
+        return Some((seq, None, &row[8..]));
+    }
+    let t = read_u64(&row[8..])?;
+    Some((seq & !HASH_TTL_FLAG, Some(t), &row[16..]))
+}
 
 /// Namespaces below this are the implicit "namespace = db index" ones.
 pub const FIRST_FRESH_NS: u32 = 1 << 20;
@@ -64,6 +103,7 @@ pub(super) mod table {
     pub const KEYS: &str = "keys";
     pub const ELEMS: &str = "elems";
     pub const FUNCTIONS: &str = "functions";
+    pub const ACCESS: &str = "access";
 }
 
 pub(super) const META: TableDefinition<&str, u64> = TableDefinition::new(table::META);
@@ -73,6 +113,8 @@ pub(super) const KEYS: TableDefinition<(u32, &[u8]), &[u8]> = TableDefinition::n
 pub(super) type ElemKey = (u32, &'static [u8], &'static [u8]);
 pub(super) const ELEMS: TableDefinition<ElemKey, &[u8]> = TableDefinition::new(table::ELEMS);
 pub(super) const FUNCTIONS: TableDefinition<u64, &[u8]> = TableDefinition::new(table::FUNCTIONS);
+
+pub(super) const ACCESS: TableDefinition<(u32, &[u8]), u64> = TableDefinition::new(table::ACCESS);
 
 pub(super) const META_VERSION: &str = "format_version";
 pub(super) const META_NEXT_NS: &str = "next_ns";
@@ -94,7 +136,7 @@ pub mod str_enc {
     pub const INT: u8 = 0;
     pub const EMBSTR: u8 = 1;
     pub const RAW: u8 = 2;
-    /// Version 4: the bytes are in `elems` rows (see the layout above).
+    /// Version 5: the bytes are in `elems` rows (see the layout above).
     pub const CHUNKED: u8 = 3;
 }
 
@@ -254,8 +296,24 @@ mod tests {
             [xsub::CONSUMER, xsub::ENTRY, xsub::GROUP, xsub::PEL],
             [b'c', b'e', b'g', b'p']
         );
-        assert_eq!(FORMAT_VERSION, 4);
+        assert_eq!((FORMAT_VERSION, COMPATIBLE_VERSIONS), (5, [3, 4]));
         assert_eq!(table::FUNCTIONS, "functions");
+    }
+
+    #[test]
+    fn hash_rows_with_and_without_deadlines() {
+        let plain = hash_row(7, None, b"value");
+        assert_eq!(plain, [&7u64.to_be_bytes()[..], b"value"].concat());
+        assert_eq!(split_hash_row(&plain), Some((7, None, &b"value"[..])));
+        let timed = hash_row(7, Some(1_700_000_000_000), b"value");
+        assert_eq!(timed.len(), 16 + 5);
+        assert_eq!(timed[0] & 0x80, 0x80);
+        assert_eq!(
+            split_hash_row(&timed),
+            Some((7, Some(1_700_000_000_000), &b"value"[..]))
+        );
+        assert_eq!(split_hash_row(&timed[..12]), None);
+        assert_eq!(split_hash_row(&[0; 7]), None);
     }
 
     #[test]

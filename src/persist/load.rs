@@ -224,13 +224,20 @@ pub(super) fn build_value(
         tag::HASH => {
             let mut pairs = Vec::with_capacity(rows.len());
             for (f, v) in rows {
-                let seq = l::read_u64(&v).ok_or_else(|| corrupt("hash row"))?;
+                let (seq, _, _) = l::split_hash_row(&v).ok_or_else(|| corrupt("hash row"))?;
                 pairs.push((seq, f, v));
             }
             pairs.sort_unstable_by_key(|p| p.0);
             let mut h = HashValue::new();
-            for (_, f, v) in pairs {
-                h.set_bytes(&f, Bytes::copy_from_slice(&v[8..]), o.hash);
+            for (_, f, row) in pairs {
+                let (_, ttl, v) = l::split_hash_row(&row).ok_or_else(|| corrupt("hash row"))?;
+                h.set_bytes(&f, Bytes::copy_from_slice(v), o.hash);
+                if let Some(t) = ttl {
+                    // A field whose deadline passed while the server was down is loaded
+                    // and then expired as any other (lazily, or by the active cycle).
+                    h.enable_ttls();
+                    h.set_ttl(&f, Some(t));
+                }
             }
             Value::Hash(Box::new(h))
         }

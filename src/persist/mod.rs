@@ -11,6 +11,7 @@
 //!
 //! The layout is documented in [`layout`]. No redb type leaves this module.
 
+pub mod access;
 mod coalesce;
 pub(crate) mod codec;
 pub mod committer;

@@ -63,9 +63,10 @@ impl Store {
             }
         };
         match version {
-            // A file from before FUNCTION libraries were kept: the same tables without them.
-            // Marked current at once (see `layout`'s history), before anything else is written.
-            Some(l::FORMAT_VERSION_NO_FUNCTIONS) => {
+            // A file from an earlier compatible version (see `layout`'s history): the same
+            // tables without what later versions added. Relabelled current at once, before
+            // anything else is written, so a build that would misread it refuses it.
+            Some(v) if l::COMPATIBLE_VERSIONS.contains(&v) => {
                 let w = db.begin_write()?;
                 w.open_table(META)?
                     .insert(l::META_VERSION, l::FORMAT_VERSION)?;
@@ -428,20 +429,38 @@ impl<'t> Tx<'t> {
                 let start = next;
                 for (f, v) in pairs {
                     let seq = match self.elem(ns, key, f)? {
-                        Some(old) => l::read_u64(&old).ok_or_else(|| corrupt("hash row"))?,
+                        Some(old) => {
+                            l::split_hash_row(&old)
+                                .ok_or_else(|| corrupt("hash row"))?
+                                .0
+                        }
                         None => {
                             next += 1;
                             next - 1
                         }
                     };
-                    let mut row = Vec::with_capacity(8 + v.len());
-                    row.extend_from_slice(&seq.to_be_bytes());
-                    row.extend_from_slice(v);
-                    self.put_elem(ns, key, f, &row)?;
+                    // Written without a deadline: HSET clears it (a kept one follows as
+                    // a `HashTtl`).
+                    self.put_elem(ns, key, f, &l::hash_row(seq, None, v))?;
                 }
                 if fresh || next != start {
                     r.header = next.to_be_bytes().to_vec();
                     self.put_row(ns, key, tag::HASH, r.expire_at, &r.header)?;
+                }
+                Ok(())
+            }
+            Change::HashTtl { db, key, fields } => {
+                let ns = self.ns.ns(*db)?;
+                for (f, at) in fields {
+                    let Some(old) = self.elem(ns, key, f)? else {
+                        continue;
+                    };
+                    let (seq, was, v) =
+                        l::split_hash_row(&old).ok_or_else(|| corrupt("hash row"))?;
+                    if was != *at {
+                        let row = l::hash_row(seq, *at, v);
+                        self.put_elem(ns, key, f, &row)?;
+                    }
                 }
                 Ok(())
             }
@@ -933,11 +952,10 @@ pub(super) fn value_rows(v: &Value, mut elem: impl FnMut(&[u8], &[u8])) -> (u8, 
         }
         Value::Hash(h) => {
             let mut seq = 0u64;
+            let ttls = h.has_ttls();
             for (f, val) in h.iter() {
-                let mut row = Vec::with_capacity(8 + val.len());
-                row.extend_from_slice(&seq.to_be_bytes());
-                row.extend_from_slice(val);
-                elem(f, &row);
+                let ttl = if ttls { h.ttl(f) } else { None };
+                elem(f, &l::hash_row(seq, ttl, val));
                 seq += 1;
             }
             (tag::HASH, seq.to_be_bytes().to_vec())

@@ -646,12 +646,12 @@ fn random_change(rng: &mut SmallRng, model: &mut [BTreeMap<Bytes, Value>]) -> Ch
     let key = b(&[b'k', rng.gen_range(0..6u8)]);
     let elem = |rng: &mut SmallRng| b(&[rng.gen_range(0..5u8)]);
     let m = &mut model[db];
-    match rng.gen_range(0..16) {
+    match rng.gen_range(0..18) {
         0 => {
             m.remove(&key);
             Change::Del { db, key }
         }
-        13 => {
+        15 => {
             // LINSERT in the middle (or anywhere: index 0 and len are pushes too).
             let Some(Value::List(l)) = m.get_mut(&key) else {
                 return Change::FlushDb { db: flush(m, db) };
@@ -668,7 +668,7 @@ fn random_change(rng: &mut SmallRng, model: &mut [BTreeMap<Bytes, Value>]) -> Ch
                 value,
             }
         }
-        14 => {
+        16 => {
             // LREM: some elements, never all (that deletes the key).
             let Some(Value::List(l)) = m.get_mut(&key) else {
                 return Change::FlushDb { db: flush(m, db) };
@@ -690,7 +690,7 @@ fn random_change(rng: &mut SmallRng, model: &mut [BTreeMap<Bytes, Value>]) -> Ch
             **l = list_of(&kept);
             Change::ListRemove { db, key, indexes }
         }
-        15 => {
+        17 => {
             // APPEND / SETRANGE / SETBIT: across the inline and chunked forms.
             let Some(Value::Str(s)) = m.get_mut(&key) else {
                 let v = Value::Str(StrVal::from_set(elem(rng)));
@@ -859,6 +859,29 @@ fn random_change(rng: &mut SmallRng, model: &mut [BTreeMap<Bytes, Value>]) -> Ch
                 }
             } else {
                 Change::FlushDb { db: flush(m, db) }
+            }
+        }
+        13 | 14 => {
+            // A field deadline set or cleared (hash-field expiration): only on a hash, as
+            // commands emit it; a missing field is skipped by the store as by the model.
+            let f = elem(rng);
+            let at = rng
+                .gen_bool(0.7)
+                .then(|| 1_700_000_000_000 + rng.gen_range(1..1_000_000u64));
+            let Some(Value::Hash(h)) = m.get_mut(&key) else {
+                return Change::Del {
+                    db,
+                    key: b(b"none"),
+                };
+            };
+            if h.contains(&f) {
+                h.enable_ttls();
+                h.set_ttl(&f, at);
+            }
+            Change::HashTtl {
+                db,
+                key,
+                fields: vec![(f, at)],
             }
         }
         _ => {
@@ -1056,10 +1079,77 @@ fn stored_version(store: &Store) -> Option<u64> {
     v.map(|g| g.value())
 }
 
-/// A file written before libraries were kept (layout version 3: no `functions` table) opens
-/// with its keys and no libraries, and is marked version 4 at once.
+/// A file written before libraries were kept (layout versions 3 and 4: no `functions`
+/// table) opens with its keys and no libraries, and is marked version 5 at once.
 #[test]
-fn a_version_3_file_opens_without_libraries_and_becomes_version_4() {
+fn version_3_and_4_files_open_without_libraries_and_become_version_5() {
+    for old in layout::COMPATIBLE_VERSIONS {
+        old_file_opens_without_libraries(old);
+    }
+}
+
+/// Hash-field deadlines: written with a whole hash, set and cleared per field, cleared by a
+/// `HashPut` of the field, dropped with its `HashDel`, and read back (layout version 4).
+#[test]
+fn hash_field_deadlines_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let mut h = HashValue::new();
+    for f in [&b"a"[..], b"b", b"c", b"d"] {
+        h.set(f, b"v", hash::Limits::DEFAULT);
+    }
+    h.enable_ttls();
+    h.set_ttl(b"a", Some(1_700_000_000_100));
+    h.set_ttl(b"b", Some(1_700_000_000_200));
+    let key = b(b"h");
+    store
+        .apply(
+            &[put(0, &key, Value::Hash(Box::new(h.clone())), None)],
+            true,
+        )
+        .unwrap();
+    store
+        .apply(
+            &[
+                Change::HashTtl {
+                    db: 0,
+                    key: key.clone(),
+                    fields: vec![
+                        (b(b"c"), Some(1_700_000_000_300)),
+                        (b(b"b"), None),
+                        (b(b"missing"), Some(5)),
+                    ],
+                },
+                // HSET of `a`: its deadline goes.
+                Change::HashPut {
+                    db: 0,
+                    key: key.clone(),
+                    pairs: vec![(b(b"a"), b(b"new"))],
+                },
+                Change::HashDel {
+                    db: 0,
+                    key: key.clone(),
+                    fields: vec![b(b"d")],
+                },
+            ],
+            true,
+        )
+        .unwrap();
+    drop(store);
+    let store = Store::open(dir.path()).unwrap();
+    let got = dump(&store, 0);
+    let Some((Value::Hash(g), None)) = got.get(&(0, key)) else {
+        panic!("{got:?}");
+    };
+    assert_eq!(g.get(b"a"), Some(&b"new"[..]));
+    assert_eq!(
+        [g.ttl(b"a"), g.ttl(b"b"), g.ttl(b"c"), g.ttl(b"d")],
+        [None, None, Some(1_700_000_000_300), None]
+    );
+    assert_eq!(g.len(), 3);
+}
+
+fn old_file_opens_without_libraries(old: u64) {
     let dir = tempfile::tempdir().unwrap();
     {
         let store = Store::open(dir.path()).unwrap();
@@ -1070,7 +1160,7 @@ fn a_version_3_file_opens_without_libraries_and_becomes_version_4() {
         w.delete_table(layout::FUNCTIONS).unwrap();
         w.open_table(layout::META)
             .unwrap()
-            .insert(layout::META_VERSION, 3)
+            .insert(layout::META_VERSION, old)
             .unwrap();
         w.commit().unwrap();
     }
@@ -1084,4 +1174,25 @@ fn a_version_3_file_opens_without_libraries_and_becomes_version_4() {
     drop(store);
     let store = Store::open(dir.path()).unwrap();
     assert_eq!(store.functions().unwrap(), vec![b(b"#!lua name=x\n")]);
+}
+
+/// A version-3 file (no field deadlines) is opened as it is and relabelled current.
+#[test]
+fn version_3_files_open_and_become_current() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = Store::open(dir.path()).unwrap();
+        store
+            .apply(&[put(0, b"k", hashv(&[(b"f", b"v")]), None)], true)
+            .unwrap();
+        let w = store.database().begin_write().unwrap();
+        w.open_table(layout::META)
+            .unwrap()
+            .insert(layout::META_VERSION, 3)
+            .unwrap();
+        w.commit().unwrap();
+    }
+    let store = Store::open(dir.path()).unwrap();
+    assert_eq!(dump(&store, 0).len(), 1);
+    assert_eq!(stored_version(&store), Some(layout::FORMAT_VERSION));
 }

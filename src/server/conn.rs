@@ -112,6 +112,8 @@ impl Drop for Cleanup {
         srv.clients.unregister(sess.handle.id);
         cmd::monitor::leave(srv, sess);
         cmd::pubsub::unsubscribe_all(srv, sess);
+        cmd::client::tracking_off(srv, sess);
+        crate::instance::clients::Pushes::clear(&sess.handle);
         // Registered as blocked by a command that did not get to wait (see BlockedGuard).
         if let Some(b) = sess.blocked.take() {
             drop(BlockedGuard { srv, b });
@@ -373,12 +375,23 @@ fn take_monitor(sess: &mut Session) {
     }
 }
 
+/// Appends the invalidations queued for this client (client-side caching), after the
+/// reply of the command that just ran.
+#[inline]
+fn take_invalidations(sess: &mut Session) {
+    if sess.handle.pushes.pending() {
+        crate::instance::clients::Pushes::drain(&sess.handle, &mut sess.out, sess.resp3);
+    }
+}
+
 /// What woke the connection loop.
 enum Wake {
     /// Bytes read (0: closed or killed).
     Read(usize),
     /// Pub/Sub pushes or MONITOR lines are queued.
     Pushed,
+    /// Invalidations are queued (client-side caching).
+    Invalidated,
     /// This many more unsent reply bytes reached the socket.
     Wrote(usize),
     /// The idle timer: time to see whether the query buffer should be given back.
@@ -770,6 +783,10 @@ async fn run<S: Transport>(
     // One long-lived registration for CLIENT KILL, rather than a new one per read.
     let kill = handle.kill.notified();
     tokio::pin!(kill);
+    // Likewise for invalidations other connections queue (client-side caching); renewed
+    // each time it fires.
+    let invalidated = handle.pushes.notify.notified();
+    tokio::pin!(invalidated);
     // Reused to move pushes out of the subscriber's queue (stays empty if never subscribed).
     let mut scratch: VecDeque<Push> = VecDeque::new();
     // The MULTI queue last reported (see `report_multi`).
@@ -848,6 +865,7 @@ async fn run<S: Transport>(
             r = wr.write(&sess.out), if pending => Wake::Wrote(r?),
             r = read, if reading => Wake::Read(r?),
             _ = pushed => Wake::Pushed,
+            _ = invalidated.as_mut() => Wake::Invalidated,
             _ = kill.as_mut() => Wake::Read(0),
             _ = idle_timer.as_mut(), if idle_armed => Wake::Idle,
         };
@@ -868,6 +886,12 @@ async fn run<S: Transport>(
                     srv.monitors.refresh_limits(&srv.config);
                     take_monitor(sess);
                 }
+                flush(stream, srv, sess, kill.as_mut()).await?;
+                continue;
+            }
+            Wake::Invalidated => {
+                invalidated.set(handle.pushes.notify.notified());
+                take_invalidations(sess);
                 flush(stream, srv, sess, kill.as_mut()).await?;
                 continue;
             }
@@ -1039,6 +1063,7 @@ async fn run<S: Transport>(
                         }
                         sess.mark = Some(crate::clock::Instant::now());
                     }
+                    take_invalidations(sess);
                     if sess.close_after_reply {
                         flush(stream, srv, sess, kill.as_mut()).await?;
                         return Ok(());

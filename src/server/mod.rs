@@ -98,6 +98,7 @@ pub fn start_with(
     }
     prepare(&shared)?;
     notify::install(&shared);
+    crate::instance::tracking::install(&shared);
     let addrs: Vec<SocketAddr> = listeners
         .tcp
         .iter()
@@ -155,13 +156,17 @@ fn open_durable(srv: &Arc<Shared>) -> std::io::Result<()> {
     let log = wal::Wal::create(dir, rec.next_rec).map_err(err)?;
     let stats = {
         let mut access = srv.ks.exclusive(0, now);
-        store
+        let stats = store
             .load(&opts, |db, key, value, expire_at| {
                 if db < srv.ks.databases() {
                     access.set_in(db, &key, value, expire_at);
                 }
             })
-            .map_err(|e| std::io::Error::other(e.to_string()))?
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
+        let saved =
+            crate::cmd::server::saved_access::load(&store).map_err(std::io::Error::other)?;
+        crate::cmd::server::saved_access::apply(srv, &saved, &mut access);
+        stats
     };
     tracing::info!(
         "loaded {} keys ({} expired while down) from {} in {:.3}s",
@@ -356,6 +361,8 @@ async fn active_expiry(srv: Arc<Shared>) {
         if !ready.is_empty() {
             crate::cmd::blocking::serve_ready(&srv, ready);
         }
+        // Client-side caching: the table's limit, and broadcasts of keys that expired.
+        srv.tracking.cron(&srv);
         // Client eviction also covers clients that grow without reading (their output).
         crate::cmd::client::evict_clients(&srv);
         sample_rates(&srv);

@@ -160,6 +160,7 @@ impl Spec {
             |running: server::Running| {
                 // The final durable commit of a redb test server.
                 if let Some(p) = running.shared.persist.get() {
+                    crate::cmd::server::saved_access::save_at_shutdown(&running.shared);
                     p.shutdown();
                 }
             },

@@ -13,10 +13,18 @@
 //! HSET). Its order, like Redis's dict's, is the table's; HSCAN walks it with the table's
 //! cursor, which returns an element present for a whole iteration exactly once, whatever
 //! inserts, deletes and resizes happen between calls.
+//!
+//! Field deadlines (Redis 7.4 hash-field expiration, HEXPIRE and friends) live in a side
+//! structure ([`Ttls`]) that exists only once a hash was given one: the table's slots, hot
+//! for every hash, stay as they are. A field past its deadline stays stored until a command
+//! or the active cycle removes it (Redis's lazy and active field expiry); HLEN counts it, as
+//! Redis's does. A listpack with deadlines is Redis's `listpackex`: it keeps the fields that
+//! have one first, ordered by deadline, and the others after them (an HGETALL shows it).
 
 use crate::types::set::flat::{Flat, Small};
 use bytes::Bytes;
 use rand::Rng;
+use std::collections::{BTreeSet, HashMap};
 
 /// Redis's `LISTPACK_MAX_SAFETY_SIZE`: a listpack never grows past this.
 const LISTPACK_MAX_SAFE: usize = 1 << 30;
@@ -41,7 +49,21 @@ pub struct HashValue {
     repr: Repr,
     /// Sum of field and value lengths, for memory accounting.
     bytes: usize,
+    /// Field deadlines; `None` until the hash is given one (then kept, as Redis keeps a
+    /// `listpackex` or a dict's expiry metadata once made).
+    ttls: Option<Box<Ttls>>,
 }
+
+/// Deadlines (Unix ms) of the fields that have one, by field and in time order.
+#[derive(Debug, Clone, Default)]
+struct Ttls {
+    by_field: HashMap<Bytes, u64, ahash::RandomState>,
+    by_time: BTreeSet<(u64, Bytes)>,
+}
+
+/// Redis's `HFE_MAX_ABS_TIME_MSEC` (`EB_EXPIRE_TIME_MAX >> 2`): the largest field deadline
+/// a command may set, 2^46 - 1 ms.
+pub const MAX_FIELD_DEADLINE: u64 = (1 << 46) - 1;
 
 /// A field and its value in a table slot.
 type Pair = (Small, Small);
@@ -60,12 +82,13 @@ impl Default for HashValue {
 }
 
 impl PartialEq for HashValue {
-    /// Same fields with the same values (encoding and order aside).
+    /// Same fields with the same values and deadlines (encoding and order aside).
     fn eq(&self, other: &Self) -> bool {
         self.len() == other.len()
+            && self.ttl_count() == other.ttl_count()
             && self
                 .iter()
-                .all(|(f, v)| other.get(f).is_some_and(|o| o == v))
+                .all(|(f, v)| other.get(f).is_some_and(|o| o == v) && self.ttl(f) == other.ttl(f))
     }
 }
 
@@ -82,6 +105,7 @@ impl HashValue {
         HashValue {
             repr: Repr::Listpack(Vec::new()),
             bytes: 0,
+            ttls: None,
         }
     }
 
@@ -103,17 +127,159 @@ impl HashValue {
     /// The name `OBJECT ENCODING` reports.
     pub fn encoding(&self) -> &'static str {
         match self.repr {
+            Repr::Listpack(_) if self.ttls.is_some() => "listpackex",
             Repr::Listpack(_) => "listpack",
             Repr::Table(_) => "hashtable",
         }
     }
 
+    /// Whether this is a listpack with room for deadlines (Redis `listpackex`).
+    pub fn is_listpack_ex(&self) -> bool {
+        self.is_listpack() && self.ttls.is_some()
+    }
+
     /// Rough heap footprint.
     pub fn approx_size(&self) -> usize {
-        match &self.repr {
+        // A deadline costs its two index entries (the field's bytes are shared).
+        let ttls = self.ttl_count() * 2 * (std::mem::size_of::<(u64, Bytes)>() + 8);
+        ttls + match &self.repr {
             Repr::Listpack(v) => self.bytes + v.len() * 2 * std::mem::size_of::<Bytes>(),
             Repr::Table(t) => self.bytes + t.capacity() * std::mem::size_of::<Option<Pair>>(),
         }
+    }
+
+    // ---- field deadlines ----
+
+    /// `field`'s deadline (Unix ms), if it has one.
+    #[inline]
+    pub fn ttl(&self, field: &[u8]) -> Option<u64> {
+        let t = self.ttls.as_deref()?;
+        if t.by_field.is_empty() {
+            return None;
+        }
+        t.by_field.get(field).copied()
+    }
+
+    /// Whether any field has a deadline.
+    #[inline]
+    pub fn has_ttls(&self) -> bool {
+        self.ttls.as_deref().is_some_and(|t| !t.by_field.is_empty())
+    }
+
+    /// How many fields have a deadline.
+    pub fn ttl_count(&self) -> usize {
+        self.ttls.as_deref().map_or(0, |t| t.by_field.len())
+    }
+
+    /// The earliest deadline of any field.
+    pub fn min_ttl(&self) -> Option<u64> {
+        self.ttls.as_deref()?.by_time.first().map(|(t, _)| *t)
+    }
+
+    /// Whether `field` is logically expired at `now` (Redis: its deadline is before `now`).
+    #[inline]
+    pub fn is_field_expired(&self, field: &[u8], now: u64) -> bool {
+        self.ttl(field).is_some_and(|t| t < now)
+    }
+
+    /// Fields with their deadlines, earliest first.
+    pub fn ttls(&self) -> impl Iterator<Item = (&[u8], u64)> {
+        self.ttls
+            .as_deref()
+            .into_iter()
+            .flat_map(|t| t.by_time.iter().map(|(at, f)| (&f[..], *at)))
+    }
+
+    /// Up to `limit` fields expired at `now`, earliest deadline first.
+    pub fn due(&self, now: u64, limit: usize) -> Vec<Bytes> {
+        let Some(t) = self.ttls.as_deref() else {
+            return Vec::new();
+        };
+        t.by_time
+            .iter()
+            .take_while(|(at, _)| *at < now)
+            .take(limit)
+            .map(|(_, f)| f.clone())
+            .collect()
+    }
+
+    /// Gives an existing `field` the deadline `at` (`None` clears it); false if there is no
+    /// such field. A listpack moves the field to its deadline's place.
+    pub fn set_ttl(&mut self, field: &[u8], at: Option<u64>) -> bool {
+        if !self.contains(field) {
+            return false;
+        }
+        let old = self.drop_ttl(field);
+        if let Some(at) = at {
+            let t = self.ttls.get_or_insert_with(Box::default);
+            let f = Bytes::copy_from_slice(field);
+            t.by_time.insert((at, f.clone()));
+            t.by_field.insert(f, at);
+        } else if self.ttls.is_none() {
+            // HPERSIST-style clear on a plain hash: nothing to record.
+            return true;
+        }
+        // Redis re-inserts a listpackex field whenever it sets a deadline, an unchanged one
+        // too (it then goes before the others due at the same time).
+        if at.is_some() || old.is_some() {
+            self.place_in_listpack(field, at);
+        }
+        true
+    }
+
+    /// Makes room for deadlines (Redis converts a listpack to `listpackex` up front).
+    pub fn enable_ttls(&mut self) {
+        self.ttls.get_or_insert_with(Box::default);
+    }
+
+    /// Removes `field`'s deadline from the indexes; its old value.
+    fn drop_ttl(&mut self, field: &[u8]) -> Option<u64> {
+        let t = self.ttls.as_deref_mut()?;
+        let (f, at) = t.by_field.remove_entry(field)?;
+        t.by_time.remove(&(at, f));
+        Some(at)
+    }
+
+    /// Listpack order with deadlines (Redis `listpackExAddInternal`): a field given a
+    /// deadline goes before the first field with none or with a later or equal one; a field
+    /// whose deadline was cleared goes last.
+    fn place_in_listpack(&mut self, field: &[u8], at: Option<u64>) {
+        let Repr::Listpack(v) = &mut self.repr else {
+            return;
+        };
+        let Some(i) = v.iter().position(|(f, _)| f[..] == *field) else {
+            return;
+        };
+        let pair = v.remove(i);
+        let to = match at {
+            None => v.len(),
+            Some(at) => {
+                let t = self.ttls.as_deref();
+                v.iter()
+                    .position(|(f, _)| {
+                        t.and_then(|t| t.by_field.get(&f[..]))
+                            .is_none_or(|&d| d >= at)
+                    })
+                    .unwrap_or(v.len())
+            }
+        };
+        v.insert(to, pair);
+    }
+
+    /// Pairs not expired at `now`, in the hash's order.
+    pub fn iter_live(&self, now: u64) -> impl Iterator<Item = (&[u8], &[u8])> {
+        let check = self.has_ttls();
+        self.iter()
+            .filter(move |(f, _)| !check || !self.is_field_expired(f, now))
+    }
+
+    /// Fields not expired at `now`.
+    pub fn len_live(&self, now: u64) -> usize {
+        let Some(t) = self.ttls.as_deref() else {
+            return self.len();
+        };
+        let expired = t.by_time.iter().take_while(|(at, _)| *at < now).count();
+        self.len() - expired
     }
 
     /// Bytes of a hashtable's slot array (0 for a listpack).
@@ -164,19 +330,27 @@ impl HashValue {
         }
     }
 
-    /// Sets `field` to `value` (copying both); true if the field is new.
+    /// Sets `field` to `value` (copying both), clearing its deadline as HSET does; true if
+    /// the field is new.
     pub fn set(&mut self, field: &[u8], value: &[u8], lim: Limits) -> bool {
-        self.set_with(field, NewValue::Copy(value), lim)
+        self.set_with(field, NewValue::Copy(value), lim, false)
     }
 
-    /// Sets `field` to an owned value (HINCRBY* results); true if the field is new.
+    /// Sets `field` to an owned value, clearing its deadline; true if the field is new.
     pub fn set_bytes(&mut self, field: &[u8], value: Bytes, lim: Limits) -> bool {
-        self.set_with(field, NewValue::Owned(value), lim)
+        self.set_with(field, NewValue::Owned(value), lim, false)
+    }
+
+    /// Sets `field` to an owned value keeping its deadline (HINCRBY*, HSETEX KEEPTTL: Redis
+    /// `HASH_SET_KEEP_TTL`); true if the field is new.
+    pub fn set_bytes_keep_ttl(&mut self, field: &[u8], value: Bytes, lim: Limits) -> bool {
+        self.set_with(field, NewValue::Owned(value), lim, true)
     }
 
     /// Redis `hashTypeSet`: a listpack converts before storing a field or value longer than
-    /// `max_value`, and after growing past `max_entries`.
-    fn set_with(&mut self, field: &[u8], value: NewValue, lim: Limits) -> bool {
+    /// `max_value`, and after growing past `max_entries`. Overwriting a field clears its
+    /// deadline unless `keep_ttl` (a listpack then moves it last, as Redis re-inserts it).
+    fn set_with(&mut self, field: &[u8], value: NewValue, lim: Limits, keep_ttl: bool) -> bool {
         let value_len = value.len();
         if let Repr::Listpack(_) = self.repr {
             if field.len() > lim.max_value || value_len > lim.max_value {
@@ -204,6 +378,9 @@ impl HashValue {
             }
         };
         self.bytes = self.bytes - old_len + value_len + if added { field.len() } else { 0 };
+        if !added && !keep_ttl && self.drop_ttl(field).is_some() {
+            self.place_in_listpack(field, None);
+        }
         if added && self.is_listpack() && self.len() > lim.max_entries {
             self.convert(0);
         }
@@ -225,6 +402,7 @@ impl HashValue {
         match removed {
             Some(n) => {
                 self.bytes -= n;
+                self.drop_ttl(field);
                 true
             }
             None => false,
@@ -668,6 +846,70 @@ mod tests {
             }
         }
         assert!(HashValue::new().random(&mut rng).is_none());
+    }
+
+    #[test]
+    fn field_deadlines_live_beside_the_fields() {
+        for lim in [Limits::DEFAULT, small()] {
+            let mut h = HashValue::new();
+            for f in ["a", "b", "c", "d", "e"] {
+                h.set(f.as_bytes(), b"v", lim);
+            }
+            assert!(h.ttls.is_none(), "no side structure until a deadline");
+            assert!(!h.set_ttl(b"nosuch", Some(5)));
+            assert!(h.set_ttl(b"b", Some(30)));
+            assert!(h.set_ttl(b"d", Some(10)));
+            assert_eq!((h.ttl(b"b"), h.ttl(b"a")), (Some(30), None));
+            assert_eq!(h.min_ttl(), Some(10));
+            assert_eq!(h.ttl_count(), 2);
+            assert!(h.is_field_expired(b"d", 11) && !h.is_field_expired(b"d", 10));
+            assert_eq!(h.due(31, 10), [b("d"), b("b")]);
+            assert_eq!(h.due(31, 1), [b("d")]);
+            assert_eq!(h.len_live(11), 4);
+            assert_eq!(h.iter_live(31).count(), 3);
+            // A listpack keeps the fields with deadlines first, earliest first.
+            if h.is_listpack() {
+                assert_eq!(h.encoding(), "listpackex");
+                assert_eq!(fields(&h), ["d", "b", "a", "c", "e"]);
+            }
+            // Overwriting clears a deadline (moved last), unless kept; removing drops it.
+            h.set(b"d", b"w", lim);
+            assert_eq!(h.ttl(b"d"), None);
+            if h.is_listpack() {
+                assert_eq!(fields(&h), ["b", "a", "c", "e", "d"]);
+            }
+            h.set_bytes_keep_ttl(b"b", b("kept"), lim);
+            assert_eq!(h.ttl(b"b"), Some(30));
+            assert!(h.remove(b"b"));
+            assert_eq!((h.ttl(b"b"), h.min_ttl(), h.ttl_count()), (None, None, 0));
+            assert!(!h.has_ttls());
+            // Equality looks at deadlines too.
+            let mut other = h.clone();
+            assert_eq!(h, other);
+            other.set_ttl(b"a", Some(1));
+            assert_ne!(h, other);
+            // A conversion to a table keeps them.
+            let mut big = other.clone();
+            big.convert(0);
+            assert_eq!(big.ttl(b"a"), Some(1));
+            assert_eq!(big, other);
+        }
+    }
+
+    /// redis-server 7.4.1's order: a field given a deadline (even the one it had) goes
+    /// before every field due at the same time or later.
+    #[test]
+    fn listpackex_ties_go_first_as_in_redis() {
+        let mut h = HashValue::new();
+        for f in ["d", "x", "y"] {
+            h.set(f.as_bytes(), b"v", Limits::DEFAULT);
+        }
+        h.set_ttl(b"x", Some(7));
+        assert_eq!(fields(&h), ["x", "d", "y"]);
+        h.set_ttl(b"y", Some(7));
+        assert_eq!(fields(&h), ["y", "x", "d"]);
+        h.set_ttl(b"x", Some(7));
+        assert_eq!(fields(&h), ["x", "y", "d"]);
     }
 
     #[test]

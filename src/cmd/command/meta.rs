@@ -77,6 +77,9 @@ pub struct Meta {
 }
 
 static TEXT: &str = include_str!("meta.txt");
+/// Commands the 7.0 oracle does not have (Redis 7.4 / 8.0), written from Redis's own
+/// `src/commands/*.json`.
+static TEXT_NEWER: &str = include_str!("meta_newer.txt");
 
 /// Metadata by full command name (`get`, `config|get`); commands Redis does not have are
 /// absent.
@@ -84,6 +87,7 @@ pub fn meta(name: &str) -> Option<&'static Meta> {
     static MAP: OnceLock<HashMap<&'static str, Meta>> = OnceLock::new();
     MAP.get_or_init(|| {
         TEXT.lines()
+            .chain(TEXT_NEWER.lines())
             .filter(|l| !l.is_empty() && !l.starts_with('#'))
             .filter_map(parse_line)
             .collect()
@@ -228,6 +232,7 @@ mod tests {
     fn generated_file_parses_completely() {
         let lines = TEXT
             .lines()
+            .chain(TEXT_NEWER.lines())
             .filter(|l| !l.is_empty() && !l.starts_with('#'));
         for l in lines {
             assert!(parse_line(l).is_some(), "bad line: {l}");
@@ -236,5 +241,8 @@ mod tests {
         assert_eq!(get.key_specs.items().len(), 1);
         assert!(meta("config|get").is_some());
         assert!(meta("client|setinfo").is_some());
+        for newer in ["hexpire", "httl", "hpersist", "hgetex", "hsetex", "hgetdel"] {
+            assert!(meta(newer).is_some(), "{newer}");
+        }
     }
 }

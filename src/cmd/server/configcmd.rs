@@ -176,6 +176,7 @@ pub(super) fn config_resetstat(cx: &mut Cx) -> Reply {
         &ks.hits,
         &ks.misses,
         &ks.expired,
+        &ks.expired_subkeys,
         &ks.evicted,
         &ks.eviction_exceeded_total_us,
     ] {

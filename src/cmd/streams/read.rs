@@ -64,7 +64,12 @@ fn parse(cx: &Cx, group_cmd: bool) -> Result<ReadArgs, Reply> {
             if !group_cmd {
                 return Err(errors::err(errors::XREAD_GROUP_OPTION));
             }
-            r.group = Some((args[i + 1].clone(), args[i + 2].clone()));
+            // Copies: group and consumer names may be kept by the stream, and an argument
+            // pins the read buffer it was parsed from.
+            r.group = Some((
+                Bytes::copy_from_slice(&args[i + 1]),
+                Bytes::copy_from_slice(&args[i + 2]),
+            ));
             i += 2;
         } else if is(o, "NOACK") {
             if !group_cmd {

@@ -28,10 +28,17 @@ pub enum PayloadError {
     Bad,
 }
 
-/// RDB version respite writes (Redis 7.0's; every type we emit exists in it).
+/// RDB version respite writes (Redis 7.0's; every type we emit exists in it)...
 pub const RDB_VERSION: u16 = 10;
-/// Newest RDB version we accept (Redis 7.2's).
-pub const RDB_VERSION_MAX: u16 = 11;
+/// ...except a hash with field deadlines, whose types came with Redis 7.4's version: an
+/// older server then refuses the payload on its version, not half-way through it.
+pub const RDB_VERSION_HFE: u16 = 12;
+/// Newest RDB version we accept (Redis 7.4's: its only new types are the hashes with
+/// field deadlines, which we read).
+pub const RDB_VERSION_MAX: u16 = 12;
+
+/// Largest field deadline a payload may hold (Redis `EB_EXPIRE_TIME_MAX`, 2^48 - 1 ms).
+pub const FIELD_DEADLINE_MAX: u64 = (1 << 48) - 1;
 
 /// RDB object type bytes.
 pub mod types {
@@ -54,6 +61,12 @@ pub mod types {
     pub const STREAM_LISTPACKS_2: u8 = 19;
     pub const SET_LISTPACK: u8 = 20;
     pub const STREAM_LISTPACKS_3: u8 = 21;
+    /// Hashes with field deadlines (Redis 7.4). The `_PRE_GA` forms are 7.4's release
+    /// candidates' (absolute deadlines, no leading minimum).
+    pub const HASH_METADATA_PRE_GA: u8 = 22;
+    pub const HASH_LISTPACK_EX_PRE_GA: u8 = 23;
+    pub const HASH_METADATA: u8 = 24;
+    pub const HASH_LISTPACK_EX: u8 = 25;
 }
 
 /// CRC-64/Jones as Redis's crc64.c computes it (reflected, polynomial 0xad93d23594c935a9,
@@ -72,10 +85,15 @@ static CRC64: crc::Crc<u64, crc::Table<16>> =
 /// A DUMP payload: type byte, object body, RDB version (u16 LE), CRC-64 (u64 LE) of all
 /// preceding bytes.
 pub fn payload(rdb_type: u8, body: &[u8]) -> Vec<u8> {
+    let version = if rdb_type >= types::HASH_METADATA_PRE_GA {
+        RDB_VERSION_HFE
+    } else {
+        RDB_VERSION
+    };
     let mut out = Vec::with_capacity(body.len() + 11);
     out.push(rdb_type);
     out.extend_from_slice(body);
-    out.extend_from_slice(&RDB_VERSION.to_le_bytes());
+    out.extend_from_slice(&version.to_le_bytes());
     let crc = crc64(0, &out);
     out.extend_from_slice(&crc.to_le_bytes());
     out

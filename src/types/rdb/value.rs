@@ -6,7 +6,9 @@
 //! configured thresholds), so `OBJECT ENCODING` agrees.
 
 use super::listpack::{self, Entry};
-use super::{intset, types as t, ziplist, zipmap, Bad, PayloadError, Reader, Writer};
+use super::{
+    intset, types as t, ziplist, zipmap, Bad, PayloadError, Reader, Writer, FIELD_DEADLINE_MAX,
+};
 use crate::types::hash::{self, HashValue};
 use crate::types::list::List;
 use crate::types::set::{self, Member, SetValue};
@@ -104,6 +106,19 @@ fn save(v: &Value, w: &mut Writer) -> u8 {
             }
             t::SET
         }
+        // Redis 7.4's `listpackex`: the earliest deadline (0 for none), then a listpack of
+        // field, value, deadline (0 for none) triples in the hash's order.
+        Value::Hash(h) if h.is_listpack_ex() => {
+            w.millis(h.min_ttl().unwrap_or(0));
+            let mut b = listpack::Builder::new();
+            for (f, v) in h.iter() {
+                b.push_bytes(f);
+                b.push_bytes(v);
+                b.push_int(h.ttl(f).map_or(0, |t| t as i64));
+            }
+            w.string(&b.finish());
+            t::HASH_LISTPACK_EX
+        }
         Value::Hash(h) if h.is_listpack() => {
             let mut b = listpack::Builder::new();
             for (f, v) in h.iter() {
@@ -112,6 +127,19 @@ fn save(v: &Value, w: &mut Writer) -> u8 {
             }
             w.string(&b.finish());
             t::HASH_LISTPACK
+        }
+        // A hashtable with a field deadline: the earliest deadline, then each field's
+        // deadline relative to it (+1; 0 for none) before the field and its value.
+        Value::Hash(h) if h.has_ttls() => {
+            let min = h.min_ttl().unwrap_or(0);
+            w.millis(min);
+            w.len(h.len() as u64);
+            for (f, v) in h.iter() {
+                w.len(h.ttl(f).map_or(0, |t| t - min + 1));
+                w.string(f);
+                w.string(v);
+            }
+            t::HASH_METADATA
         }
         Value::Hash(h) => {
             w.len(h.len() as u64);
@@ -316,6 +344,98 @@ fn load(ty: u8, r: &mut Reader, lim: &Limits) -> Result<Value, Bad> {
             };
             for (f, v) in pairs {
                 h.set_bytes(&f, Bytes::from(v), unlimited);
+            }
+            Value::Hash(Box::new(h))
+        }
+        t::HASH_METADATA | t::HASH_METADATA_PRE_GA => {
+            // The release candidates' form has no minimum and absolute deadlines.
+            let min = if ty == t::HASH_METADATA {
+                let m = r.millis()?;
+                if m > FIELD_DEADLINE_MAX + 1 {
+                    return Err(Bad);
+                }
+                m
+            } else {
+                0
+            };
+            let n = r.count(3)?;
+            let mut h = HashValue::new();
+            h.enable_ttls();
+            h.prepare(n, 0, 0, lim.hash);
+            for _ in 0..n {
+                let ttl = r.len()?;
+                let at = match (ty, ttl) {
+                    (_, 0) => 0,
+                    (t::HASH_METADATA, d) => d.checked_add(min).ok_or(Bad)? - 1,
+                    (_, d) => d,
+                };
+                if at > FIELD_DEADLINE_MAX {
+                    return Err(Bad);
+                }
+                let f = r.string()?;
+                let v = r.string()?;
+                if !h.set_bytes(&f, Bytes::from(v), lim.hash) {
+                    return Err(Bad); // duplicate field
+                }
+                if at != 0 {
+                    h.set_ttl(&f, Some(at));
+                }
+            }
+            Value::Hash(Box::new(h))
+        }
+        t::HASH_LISTPACK_EX | t::HASH_LISTPACK_EX_PRE_GA => {
+            if ty == t::HASH_LISTPACK_EX {
+                // The earliest deadline: kept by Redis for later use, read and ignored.
+                r.millis()?;
+            }
+            let blob = r.string()?;
+            let entries = listpack::parse(&blob)?;
+            if entries.len() % 3 != 0 {
+                return Err(Bad);
+            }
+            let mut seen = std::collections::HashSet::with_capacity(entries.len() / 3);
+            let mut triples = Vec::with_capacity(entries.len() / 3);
+            for e in entries.chunks_exact(3) {
+                let f = e[0].to_bytes();
+                let at = match e[2].as_int() {
+                    Some(t) if (0..=FIELD_DEADLINE_MAX as i64).contains(&t) => t as u64,
+                    _ => return Err(Bad),
+                };
+                triples.push((f, e[1].to_bytes(), at));
+            }
+            for (f, _, _) in &triples {
+                if !seen.insert(&f[..]) {
+                    return Err(Bad);
+                }
+            }
+            let mut h = HashValue::new();
+            h.enable_ttls();
+            // Converted on the entry count only, as a plain listpack.
+            if triples.len() > lim.hash.max_entries {
+                h.prepare(
+                    0,
+                    usize::MAX,
+                    0,
+                    hash::Limits {
+                        max_value: 0,
+                        ..lim.hash
+                    },
+                );
+            }
+            let unlimited = hash::Limits {
+                max_entries: usize::MAX,
+                max_value: usize::MAX,
+            };
+            for (f, v, _) in &triples {
+                h.set_bytes(f, Bytes::copy_from_slice(v), unlimited);
+            }
+            // Deadlines given last to first: each goes before the fields due at the same
+            // time or later, so the listpack keeps the payload's order (Redis loads the
+            // listpack as it is), ties included.
+            for (f, _, at) in triples.iter().rev() {
+                if *at != 0 {
+                    h.set_ttl(f, Some(*at));
+                }
             }
             Value::Hash(Box::new(h))
         }

@@ -311,3 +311,212 @@ fn legacy_types_load() {
     assert!(s.contains(b"a") && s.contains(b"5"));
     assert_eq!(v.encoding(), "listpack");
 }
+
+/// A hash with fields `f0..n` and deadlines on every third one.
+fn hash_with_deadlines(n: usize, table: bool) -> HashValue {
+    let mut h = HashValue::new();
+    let l = if table {
+        hash::Limits {
+            max_entries: 0,
+            max_value: 64,
+        }
+    } else {
+        lim().hash
+    };
+    for i in 0..n {
+        h.set(format!("f{i}").as_bytes(), format!("v{i}").as_bytes(), l);
+    }
+    h.enable_ttls();
+    for i in (0..n).step_by(3) {
+        h.set_ttl(
+            format!("f{i}").as_bytes(),
+            Some(1_700_000_000_000 + 1000 * i as u64),
+        );
+    }
+    h
+}
+
+#[test]
+fn hashes_with_field_deadlines() {
+    for table in [false, true] {
+        let h = hash_with_deadlines(10, table);
+        let v = Value::Hash(Box::new(h.clone()));
+        let p = dump(&v);
+        // Redis 7.4's types and RDB version.
+        let want = if table {
+            t::HASH_METADATA
+        } else {
+            t::HASH_LISTPACK_EX
+        };
+        assert_eq!(p[0], want);
+        let n = p.len();
+        assert_eq!(u16::from_le_bytes([p[n - 10], p[n - 9]]), 12);
+        let Value::Hash(back) = restore(&p, &lim()).expect("restores") else {
+            panic!("not a hash");
+        };
+        assert_eq!(*back, h, "fields, values and deadlines");
+        // Few enough fields for a listpackex whichever form they were dumped in, as Redis
+        // loads a metadata hash.
+        assert_eq!(back.encoding(), "listpackex");
+        assert_eq!(back.ttl(b"f3"), Some(1_700_000_003_000));
+        assert_eq!(back.ttl(b"f1"), None);
+        // The listpackex keeps Redis's order: fields with deadlines first, earliest first.
+        if !table {
+            let order: Vec<Vec<u8>> = back.iter().map(|(f, _)| f.to_vec()).collect();
+            assert_eq!(
+                &order[..4],
+                [
+                    b"f0".to_vec(),
+                    b"f3".to_vec(),
+                    b"f6".to_vec(),
+                    b"f9".to_vec()
+                ]
+            );
+        }
+    }
+    // A listpackex whose deadlines all went stays one (Redis saves it as type 25).
+    let mut h = hash_with_deadlines(2, false);
+    h.set_ttl(b"f0", None);
+    let p = dump(&Value::Hash(Box::new(h)));
+    assert_eq!(p[0], t::HASH_LISTPACK_EX);
+    let Value::Hash(back) = restore(&p, &lim()).expect("restores") else {
+        panic!();
+    };
+    assert_eq!(back.encoding(), "listpackex");
+    assert!(!back.has_ttls());
+    // A hashtable without deadlines is a plain hash (type 4, version 10).
+    let mut h = hash_with_deadlines(4, true);
+    for i in 0..4 {
+        h.set_ttl(format!("f{i}").as_bytes(), None);
+    }
+    let p = dump(&Value::Hash(Box::new(h)));
+    assert_eq!(p[0], t::HASH);
+    // Many fields: a metadata hash past the entry limit loads as a hashtable.
+    let h = hash_with_deadlines(600, true);
+    let Value::Hash(back) = round_trip(&Value::Hash(Box::new(h.clone()))) else {
+        panic!();
+    };
+    assert_eq!(*back, h);
+    assert_eq!(back.encoding(), "hashtable");
+}
+
+#[test]
+fn hostile_field_deadline_payloads() {
+    // Deadline past 2^48 - 1, relative to the minimum.
+    let mut w = Writer::new();
+    w.millis(FIELD_DEADLINE_MAX);
+    w.len(1);
+    w.len(2);
+    w.string(b"f");
+    w.string(b"v");
+    let p = super::super::payload(t::HASH_METADATA, &w.buf);
+    assert_eq!(restore(&p, &lim()), Err(RestoreError::Bad));
+    // Duplicate fields; an empty hash; a length that overflows.
+    for (ttl_a, ttl_b, dup) in [(0, 0, true), (1, 0, true)] {
+        let mut w = Writer::new();
+        w.millis(5);
+        w.len(2);
+        for t in [ttl_a, ttl_b] {
+            w.len(t);
+            w.string(if dup { b"f" } else { b"g" });
+            w.string(b"v");
+        }
+        let p = super::super::payload(t::HASH_METADATA, &w.buf);
+        assert_eq!(restore(&p, &lim()), Err(RestoreError::Bad));
+    }
+    let mut w = Writer::new();
+    w.millis(5);
+    w.len(0);
+    let p = super::super::payload(t::HASH_METADATA, &w.buf);
+    assert_eq!(restore(&p, &lim()), Err(RestoreError::Bad));
+    let mut w = Writer::new();
+    w.millis(5);
+    w.len(1);
+    w.len(u64::MAX);
+    w.string(b"f");
+    w.string(b"v");
+    let p = super::super::payload(t::HASH_METADATA, &w.buf);
+    assert_eq!(restore(&p, &lim()), Err(RestoreError::Bad));
+    // A listpackex whose deadline is a string, negative, or missing.
+    for third in [&b"x"[..], b"-1"] {
+        let mut b = listpack::Builder::new();
+        b.push_bytes(b"f");
+        b.push_bytes(b"v");
+        b.push_bytes(third);
+        let mut w = Writer::new();
+        w.millis(0);
+        w.string(&b.finish());
+        let p = super::super::payload(t::HASH_LISTPACK_EX, &w.buf);
+        assert_eq!(restore(&p, &lim()), Err(RestoreError::Bad), "{third:?}");
+    }
+    let mut b = listpack::Builder::new();
+    b.push_bytes(b"f");
+    b.push_bytes(b"v");
+    let mut w = Writer::new();
+    w.millis(0);
+    w.string(&b.finish());
+    let p = super::super::payload(t::HASH_LISTPACK_EX, &w.buf);
+    assert_eq!(restore(&p, &lim()), Err(RestoreError::Bad));
+    // The release candidates' listpackex: no leading minimum, same triples.
+    let mut b = listpack::Builder::new();
+    b.push_bytes(b"f");
+    b.push_bytes(b"v");
+    b.push_int(1_700_000_000_000);
+    let mut w = Writer::new();
+    w.string(&b.finish());
+    let p = super::super::payload(t::HASH_LISTPACK_EX_PRE_GA, &w.buf);
+    let Ok(Value::Hash(h)) = restore(&p, &lim()) else {
+        panic!("pre-GA listpackex");
+    };
+    assert_eq!(h.ttl(b"f"), Some(1_700_000_000_000));
+}
+
+fn unhex(s: &str) -> Vec<u8> {
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex"))
+        .collect()
+}
+
+/// Payloads DUMPed by redis-server 7.4.1: `HSET d a 1 b hello c 3`, then `HPEXPIREAT d
+/// 2524600800123 FIELDS 1 b` and `HPEXPIREAT d 2524600900000 FIELDS 1 c`, as a listpackex
+/// (`LP`) and, with `hash-max-listpack-entries 0`, as a hashtable (`HT`, dict order c b a).
+const REDIS_74_LP: &str = "197b13efcd4b020000313100000009008162028568656c6c6f06f47b13efcd4b0200\
+    00098163020301f4a099f0cd4b0200000981610201010001ff0c00e807903c987809ef";
+const REDIS_74_HT: &str =
+    "187b13efcd4b0200000380000186260163c0030101620568656c6c6f000161c0010c00e25c6dfcc671532f";
+
+#[test]
+fn restores_redis_74_payloads_and_dumps_its_listpackex_bytes() {
+    for (hex, enc) in [(REDIS_74_LP, "listpackex"), (REDIS_74_HT, "listpackex")] {
+        let Value::Hash(h) = restore(&unhex(hex), &lim()).expect("restores") else {
+            panic!("not a hash");
+        };
+        // Three fields are few enough for a listpackex whichever form they came in.
+        assert_eq!(h.encoding(), enc);
+        assert_eq!(h.get(b"a"), Some(&b"1"[..]));
+        assert_eq!(h.get(b"b"), Some(&b"hello"[..]));
+        assert_eq!(h.get(b"c"), Some(&b"3"[..]));
+        assert_eq!(
+            [h.ttl(b"a"), h.ttl(b"b"), h.ttl(b"c")],
+            [None, Some(2524600800123), Some(2524600900000)]
+        );
+    }
+    // The same hash made our way dumps to Redis's bytes.
+    let mut h = HashValue::new();
+    for (f, v) in [("a", "1"), ("b", "hello"), ("c", "3")] {
+        h.set(f.as_bytes(), v.as_bytes(), lim().hash);
+    }
+    h.enable_ttls();
+    h.set_ttl(b"b", Some(2524600800123));
+    h.set_ttl(b"c", Some(2524600900000));
+    assert_eq!(dump(&Value::Hash(Box::new(h))), unhex(REDIS_74_LP));
+    // redis-server 7.4.1: `HSET e a 1 b 2 c 3`, `HPEXPIREAT e 2524600800000 FIELDS 2 a b`
+    // (equal deadlines: b went before a). RESTORE keeps that order, so DUMP gives it back.
+    let tie = unhex(
+        "190013efcd4b020000c3252c112c00000009008162020201f40013efcd4b02200f0381610201e0030e\
+         06630203010001ff0c003247ed7c79b96b6d",
+    );
+    let v = restore(&tie, &lim()).expect("restores");
+    assert_eq!(dump(&v), tie);
+}

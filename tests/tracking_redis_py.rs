@@ -1,0 +1,115 @@
+//! redis-py's client-side cache (`redis.Redis(protocol=3, cache_config=CacheConfig())`,
+//! redis-py ≥ 5.1) against respite: a read is served from the client's cache (the server
+//! sees no second GET), and another client's write invalidates it.
+//!
+//! redis-py comes from a venv: `$RESPITE_PYTHON`, else `target/examples-venv` (what
+//! `examples/run.sh` installs) in the repository or in the cargo target directory, else
+//! `csc-venv` in the target directory. `scripts/test.sh` installs it.
+//!
+//! redis-py enables its cache only for servers that report version 7.4 or later in HELLO
+//! (`CacheProxyConnection.MIN_ALLOWED_VERSION`); respite reports 7.2, so the script lowers
+//! that threshold: the protocol it relies on (CLIENT TRACKING, RESP3 `invalidate` pushes)
+//! is 6.0's.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// A python with redis-py ≥ 5.1 (see the module comment).
+fn python() -> PathBuf {
+    if let Some(p) = std::env::var_os("RESPITE_PYTHON") {
+        return PathBuf::from(p);
+    }
+    let mut dirs = vec![Path::new(env!("CARGO_MANIFEST_DIR")).join("target")];
+    // The test binary is `<target>/debug/deps/<name>`.
+    if let Some(t) = std::env::current_exe()
+        .ok()
+        .and_then(|e| e.ancestors().nth(3).map(Path::to_path_buf))
+    {
+        dirs.push(t);
+    }
+    for d in &dirs {
+        for venv in ["examples-venv", "csc-venv"] {
+            let py = d.join(venv).join("bin/python");
+            let has_cache = py.exists()
+                && Command::new(&py)
+                    .args(["-c", "import redis.cache"])
+                    .status()
+                    .is_ok_and(|s| s.success());
+            if has_cache {
+                return py;
+            }
+        }
+    }
+    panic!(
+        "no python with redis-py >= 5.1: set RESPITE_PYTHON, or run `python3 -m venv \
+         target/examples-venv && target/examples-venv/bin/pip install 'redis>=5.2'` \
+         (scripts/test.sh does it)"
+    )
+}
+
+const SCRIPT: &str = r#"
+import sys, time
+import redis
+from redis.cache import CacheConfig
+from redis.connection import CacheProxyConnection
+
+# See the Rust module comment: redis-py gates its cache on the reported version.
+CacheProxyConnection.MIN_ALLOWED_VERSION = "7.2.0"
+
+port = int(sys.argv[1])
+cached = redis.Redis(port=port, protocol=3, cache_config=CacheConfig())
+plain = redis.Redis(port=port)
+
+def gets():
+    return int(plain.info("commandstats").get("cmdstat_get", {}).get("calls", 0))
+
+plain.set("csc:k", "v1")
+assert cached.get("csc:k") == b"v1"
+seen = gets()
+# Served from the local cache: the server runs no GET.
+for _ in range(3):
+    assert cached.get("csc:k") == b"v1"
+assert gets() == seen, (gets(), seen)
+tracking = [c for c in plain.client_list() if "t" in c["flags"]]
+assert len(tracking) == 1, plain.client_list()
+
+# Another client's write invalidates the cached value: the next reads see v2.
+plain.set("csc:k", "v2")
+deadline = time.monotonic() + 10
+while cached.get("csc:k") != b"v2":
+    assert time.monotonic() < deadline, "never invalidated"
+    time.sleep(0.01)
+fresh = gets()
+assert fresh > seen
+# And v2 is cached in turn.
+assert cached.get("csc:k") == b"v2"
+assert gets() == fresh
+
+# A flush invalidates everything.
+plain.set("csc:other", "x")
+assert cached.get("csc:other") == b"x"
+plain.flushall()
+deadline = time.monotonic() + 10
+while cached.get("csc:other") is not None:
+    assert time.monotonic() < deadline, "flush never invalidated"
+    time.sleep(0.01)
+print("ok")
+"#;
+
+#[test]
+fn redis_py_client_side_cache_is_invalidated_by_another_clients_write() {
+    let py = python();
+    let srv = common::real_server();
+    let out = Command::new(&py)
+        .args(["-c", SCRIPT, &srv.port().to_string()])
+        .output()
+        .expect("run python");
+    assert!(
+        out.status.success() && String::from_utf8_lossy(&out.stdout).trim() == "ok",
+        "redis-py script failed:\nstdout: {}\nstderr: {}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
