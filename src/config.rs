@@ -30,6 +30,8 @@ pub struct Config {
     pub print_port: bool,
     /// Any other redis.conf parameters given at start-up (`name` → value).
     pub params: Vec<(String, String)>,
+    /// `user NAME rule…` lines of the config file: each line's words after `user`.
+    pub users: Vec<Vec<bytes::Bytes>>,
     /// `--engine redb`: keep the keyspace durable in `<dir>/respite.redb`.
     pub redb: bool,
     /// The config file the server was started with, as an absolute path (CONFIG REWRITE
@@ -49,6 +51,7 @@ impl Default for Config {
             manual_clock: false,
             print_port: false,
             params: Vec::new(),
+            users: Vec::new(),
             redb: false,
             config_file: None,
         }

@@ -106,6 +106,9 @@ struct ProxyArgs {
     /// Clients must AUTH with this password.
     #[arg(long)]
     requirepass: Option<String>,
+    /// The proxy's ACL users file (`user NAME rule…` lines): clients AUTH as these users.
+    #[arg(long, value_name = "FILE")]
+    aclfile: Option<String>,
     /// A node: ID=redis://[user[:password]@]host:port[/db] (repeat for each node).
     #[arg(
         long = "node",
@@ -180,6 +183,9 @@ fn proxy_config(a: ProxyArgs) -> Result<respite::proxy::config::ProxyConfig, Str
     }
     if let Some(p) = a.port {
         cfg.port = p;
+    }
+    if a.aclfile.is_some() {
+        cfg.aclfile = a.aclfile;
     }
     if a.requirepass.is_some() {
         cfg.requirepass = a.requirepass.filter(|p| !p.is_empty());
@@ -331,6 +337,15 @@ fn load_file(path: &std::path::Path, cfg: &mut Config) -> Result<(), String> {
         }
         let words = respite::protocol::parse::split_args(line.as_bytes())
             .ok_or_else(|| format!("line {}: unbalanced quotes", n + 1))?;
+        // ACL users, loaded once the server starts (their rules need the command table).
+        if words[0].eq_ignore_ascii_case(b"user") {
+            if words.len() < 2 {
+                return Err(format!("line {}: user without a name", n + 1));
+            }
+            cfg.users
+                .push(words[1..].iter().map(|w| w.clone().into()).collect());
+            continue;
+        }
         let words: Vec<String> = words
             .into_iter()
             .map(|w| String::from_utf8_lossy(&w).into_owned())

@@ -651,3 +651,60 @@ fn unlimited_non_reader_is_held_at_64mb_and_loses_nothing() {
     // Redis holds it all: the difference this test documents.
     assert!(redis_most > most, "{redis_most} vs {most}");
 }
+
+/// tests/unit/obuf-limits.tcl "soft limit ... is enforced when no traffic": a subscriber
+/// that does not read goes over the pub/sub soft limit, then nothing more is published;
+/// once the soft limit's seconds pass it is closed anyway (Redis's clientsCron checks every
+/// client's limits, not only when a message arrives). Before, it stayed connected for as
+/// long as no message came. Run against the server binary and redis-server.
+#[test]
+fn pubsub_soft_limit_fires_with_no_traffic() {
+    use std::io::Write;
+    let ours = common::ServerProcess::respite(&["--threads", "1"]);
+    let redis = common::ServerProcess::redis();
+    for port in [ours.port, redis.port] {
+        let mut admin = Conn::connect(port).expect("admin");
+        let set = admin.call(&[
+            b"CONFIG".to_vec(),
+            b"SET".to_vec(),
+            b"client-output-buffer-limit".to_vec(),
+            b"pubsub 0 100000 1".to_vec(),
+        ]);
+        assert_eq!(set.expect("config set"), Frame::Simple("OK".into()));
+        let sub = Conn::connect(port).expect("sub");
+        let mut sub = sub.into_stream();
+        sub.write_all(&common::frame(&[b"CLIENT", b"SETNAME", b"quiet_sub"]))
+            .unwrap();
+        sub.write_all(&common::frame(&[b"SUBSCRIBE", b"quiet"]))
+            .unwrap();
+        common::wait_until("subscribed", || {
+            list_field(&mut admin, "quiet_sub", "sub") == Some(1)
+        });
+        // Publish until the server holds over the soft limit (the kernel's socket buffers
+        // take the first megabytes), then stop.
+        let payload = "x".repeat(1000);
+        let mut over = false;
+        for _ in 0..200 {
+            for _ in 0..100 {
+                admin.cmd(&format!("PUBLISH quiet {payload}"));
+            }
+            match list_field(&mut admin, "quiet_sub", "omem") {
+                Some(omem) if omem > 100_000 => {
+                    over = true;
+                    break;
+                }
+                Some(_) => {}
+                None => break,
+            }
+        }
+        assert!(over, "port {port}: never over the soft limit");
+        let what = format!(
+            "port {port} (respite {}): the quiet subscriber closed",
+            ours.port
+        );
+        common::wait_until(&what, || {
+            list_field(&mut admin, "quiet_sub", "omem").is_none()
+        });
+        drop(sub);
+    }
+}

@@ -135,7 +135,7 @@ const SETS: &[&[&str]] = &[
 ];
 
 /// The file's lines without those that differ for reasons outside the rewrite: the
-/// working directory, Redis's ACL user line (respite has no ACL users).
+/// working directory, the ACL user lines (Redis 7.0 describes users as 7.2 no longer does).
 fn comparable(file: &str) -> Vec<String> {
     file.lines()
         .filter(|l| !l.starts_with("dir ") && !l.starts_with("user "))

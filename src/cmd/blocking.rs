@@ -143,8 +143,19 @@ pub fn serve_ready(srv: &Arc<Shared>, mut ready: Vec<(usize, Bytes)>) {
                 w.unclaim();
                 continue;
             }
-            // Run as the blocked client, in its db and protocol.
-            let mut sess = Session::new(w.handle.clone(), true);
+            // Run as the blocked client, in its db and protocol, as its user: Redis
+            // re-checks the ACL of a command it reprocesses (rules may have changed).
+            let user = super::acl::user_of(srv, &w.handle);
+            let mut sess = Session::with_user(w.handle.clone(), true, user);
+            if let Err(e) = super::acl::blocked_gate(srv, &sess, id, spec, &w.args) {
+                srv.cmdstats[id].rejected.fetch_add(1, Ordering::Relaxed);
+                if let Reply::Error(msg) = &e {
+                    Shared::bump_errors(srv);
+                    srv.stats.record_error(msg);
+                }
+                finish(srv, &w, e);
+                continue;
+            }
             sess.db = w.db;
             sess.resp3 = w.resp3;
             sess.serving_blocked = true;

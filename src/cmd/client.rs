@@ -354,22 +354,38 @@ struct SelfView {
 }
 
 fn self_view(cx: &Cx) -> SelfView {
+    view_of(cx.sess, cx.args)
+}
+
+fn view_of(sess: &crate::instance::session::Session, args: &[Bytes]) -> SelfView {
     SelfView {
-        id: cx.sess.id,
-        db: cx.sess.db,
-        resp: if cx.sess.resp3 { 3 } else { 2 },
-        multi: cx.sess.multi.as_ref().map_or(-1, |m| m.queue.len() as i64),
-        dirty: cx
-            .sess
-            .watch_dirty
-            .load(std::sync::atomic::Ordering::Relaxed)
-            && !cx.sess.watched.is_empty(),
-        argv_mem: cx.args.iter().map(|a| a.len()).sum(),
-        multi_mem: cx.sess.multi.as_ref().map_or(0, |m| {
+        id: sess.id,
+        db: sess.db,
+        resp: if sess.resp3 { 3 } else { 2 },
+        multi: sess.multi.as_ref().map_or(-1, |m| m.queue.len() as i64),
+        dirty: sess.watch_dirty.load(std::sync::atomic::Ordering::Relaxed)
+            && !sess.watched.is_empty(),
+        argv_mem: args.iter().map(|a| a.len()).sum(),
+        multi_mem: sess.multi.as_ref().map_or(0, |m| {
             m.queue.iter().flat_map(|c| c.iter().map(|a| a.len())).sum()
         }),
-        closing: cx.sess.close_after_reply,
+        closing: sess.close_after_reply,
     }
+}
+
+/// The session's own CLIENT INFO line while it runs `args` (ACL LOG's `client-info`).
+pub fn session_line(
+    srv: &crate::instance::state::Shared,
+    sess: &crate::instance::session::Session,
+    args: &[Bytes],
+) -> String {
+    let info = sess.handle.info.lock().clone();
+    client_line(
+        &sess.handle,
+        &info,
+        srv.clock.now_ms(),
+        &view_of(sess, args),
+    )
 }
 
 /// A client's line for the server log (Redis logs `catClientInfoString` when it closes a
@@ -599,10 +615,11 @@ struct KillFilter<'a> {
     laddr: Option<&'a [u8]>,
     ty: Option<ClientType>,
     id: Option<u64>,
+    user: Option<&'a [u8]>,
     skipme: bool,
 }
 
-fn parse_kill(a: &[Bytes]) -> Result<KillFilter<'_>, Reply> {
+fn parse_kill<'a>(srv: &Shared, a: &'a [Bytes]) -> Result<KillFilter<'a>, Reply> {
     let mut f = KillFilter {
         skipme: true,
         ..Default::default()
@@ -631,13 +648,13 @@ fn parse_kill(a: &[Bytes]) -> Result<KillFilter<'_>, Reply> {
         } else if is(opt, "LADDR") {
             f.laddr = Some(val);
         } else if is(opt, "USER") {
-            // Only the default user exists.
-            if &val[..] != b"default" {
+            if srv.acl.get(val).is_none() {
                 return Err(Reply::error(format!(
                     "ERR No such user '{}'",
                     String::from_utf8_lossy(val)
                 )));
             }
+            f.user = Some(val);
         } else if is(opt, "SKIPME") {
             f.skipme = if is(val, "YES") {
                 true
@@ -655,7 +672,7 @@ fn parse_kill(a: &[Bytes]) -> Result<KillFilter<'_>, Reply> {
 }
 
 fn client_kill(cx: &mut Cx) -> Reply {
-    let f = match parse_kill(cx.args) {
+    let f = match parse_kill(cx.srv, cx.args) {
         Ok(f) => f,
         Err(e) => return e,
     };
@@ -667,6 +684,7 @@ fn client_kill(cx: &mut Cx) -> Reply {
             && f.laddr.is_none_or(|a| a == h.laddr.to_string().as_bytes())
             && f.ty.is_none_or(|t| type_of(&info) == t)
             && f.id.is_none_or(|id| id == h.id)
+            && f.user.is_none_or(|u| u == info.user.as_bytes())
             && !(h.id == me && f.skipme);
         if !matches {
             continue;
@@ -1104,16 +1122,31 @@ mod tests {
 
     #[test]
     fn kill_filters_parse() {
+        let srv = crate::cmd::new_shared(Default::default(), crate::clock::Clock::system());
         let a: Vec<Bytes> = ["client", "kill", "id", "0"]
             .iter()
             .map(|s| Bytes::from_static(s.as_bytes()))
             .collect();
-        assert!(parse_kill(&a).is_err());
+        assert!(parse_kill(&srv, &a).is_err());
         let a: Vec<Bytes> = ["client", "kill", "type", "pubsub", "skipme", "no"]
             .iter()
             .map(|s| Bytes::from_static(s.as_bytes()))
             .collect();
-        let f = parse_kill(&a).ok().unwrap();
+        let f = parse_kill(&srv, &a).ok().unwrap();
         assert!(f.ty == Some(ClientType::PubSub) && !f.skipme);
+        // USER names an existing user.
+        let a: Vec<Bytes> = ["client", "kill", "user", "nobody"]
+            .iter()
+            .map(|s| Bytes::from_static(s.as_bytes()))
+            .collect();
+        assert!(parse_kill(&srv, &a).is_err());
+        let a: Vec<Bytes> = ["client", "kill", "user", "default"]
+            .iter()
+            .map(|s| Bytes::from_static(s.as_bytes()))
+            .collect();
+        assert_eq!(
+            parse_kill(&srv, &a).ok().unwrap().user,
+            Some(&b"default"[..])
+        );
     }
 }

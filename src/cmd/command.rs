@@ -2,6 +2,7 @@
 //! metadata the table lacks (tips, key specs, argument docs) from [`meta`].
 
 mod getkeys;
+pub use getkeys::acl_keys;
 mod meta;
 
 use super::args::{self, is};

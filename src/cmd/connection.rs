@@ -4,6 +4,7 @@ use super::args::{self, is};
 use super::{errors, transactions};
 use super::{CommandSpec, Cx, KeySpec, Lock};
 use crate::protocol::Reply;
+use bytes::Bytes;
 
 pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec {
@@ -173,9 +174,12 @@ fn reset(cx: &mut Cx) -> Reply {
     s.db = 0;
     s.resp3 = false;
     s.reply_mode = crate::instance::session::ReplyMode::On;
-    s.authenticated = cx.srv.requirepass().is_none();
+    // Redis `clientSetDefaultAuth`.
+    s.authenticated = cx.srv.acl.starts_authenticated();
+    s.user = cx.srv.acl.default_user();
     s.no_touch = false;
     let mut info = s.handle.info.lock();
+    info.user = "default".into();
     info.db = 0;
     info.resp = 2;
     info.name = None;
@@ -186,48 +190,24 @@ fn reset(cx: &mut Cx) -> Reply {
     Reply::status("RESET")
 }
 
-/// Checks credentials for the default user; `Err` holds Redis's reply.
-fn check_auth(cx: &Cx, user: Option<&[u8]>, pass: &[u8]) -> Result<(), Reply> {
-    let user_ok = user.is_none_or(|u| u == b"default");
-    match cx.srv.requirepass() {
-        None if user.is_none() => Err(errors::err(
-            "ERR AUTH <password> called without any password configured for the default user. \
-             Are you sure your configuration is correct?",
-        )),
-        // The default user has `nopass`: any password works for it.
-        None if user_ok => Ok(()),
-        Some(p) if user_ok && same_secret(p.as_bytes(), pass) => Ok(()),
-        _ => {
-            crate::instance::state::Stats::bump(&cx.srv.stats.auth_failures, 1);
-            Err(errors::err(errors::WRONGPASS))
-        }
-    }
-}
-
-/// Compares a password with the configured one in time that depends on neither (Redis's
-/// ACL compares SHA-256 digests with `time_independent_strcmp`): both sides are hashed to
-/// fixed-size digests, which hides the length, and the digests are compared with
-/// `subtle`'s constant-time equality, which hides where they differ.
-pub fn same_secret(want: &[u8], got: &[u8]) -> bool {
-    use subtle::ConstantTimeEq;
-    let (a, b) = (
-        crate::script::sha1::sha1(want),
-        crate::script::sha1::sha1(got),
-    );
-    a.ct_eq(&b).into()
-}
-
+/// AUTH [user] password (Redis `authCommand`): the one-argument form is the default
+/// user's, and an error while that user needs no password.
 fn auth(cx: &mut Cx) -> Reply {
-    let r = match cx.args.len() {
-        2 => check_auth(cx, None, &cx.args[1]),
-        3 => check_auth(cx, Some(&cx.args[1]), &cx.args[2]),
+    let (user, pass) = match cx.args.len() {
+        2 => {
+            if cx.srv.acl.default_user().state().nopass {
+                return errors::err(
+                    "ERR AUTH <password> called without any password configured for the \
+                     default user. Are you sure your configuration is correct?",
+                );
+            }
+            (Bytes::from_static(b"default"), cx.args[1].clone())
+        }
+        3 => (cx.args[1].clone(), cx.args[2].clone()),
         _ => return errors::syntax(),
     };
-    match r {
-        Ok(()) => {
-            cx.sess.authenticated = true;
-            Reply::OK
-        }
+    match super::acl::authenticate(cx, &user, &pass) {
+        Ok(()) => Reply::OK,
         Err(e) => e,
     }
 }
@@ -253,14 +233,12 @@ fn hello(cx: &mut Cx) -> Reply {
         }
     }
     let mut name = None;
+    let mut auth = None;
     let mut i = 2;
     while i < args.len() {
         let more = args.len() - i - 1;
         if is(&args[i], "AUTH") && more >= 2 {
-            if let Err(e) = check_auth(cx, Some(&args[i + 1]), &args[i + 2]) {
-                return e;
-            }
-            cx.sess.authenticated = true;
+            auth = Some((args[i + 1].clone(), args[i + 2].clone()));
             i += 3;
         } else if is(&args[i], "SETNAME") && more >= 1 {
             if !valid_client_name(&args[i + 1]) {
@@ -276,6 +254,12 @@ fn hello(cx: &mut Cx) -> Reply {
                 "ERR Syntax error in HELLO option '{}'",
                 String::from_utf8_lossy(&args[i])
             ));
+        }
+    }
+    // Redis authenticates once every option parsed.
+    if let Some((user, pass)) = auth {
+        if let Err(e) = super::acl::authenticate(cx, &user, &pass) {
+            return e;
         }
     }
     if !cx.sess.authenticated {
@@ -305,21 +289,4 @@ fn hello(cx: &mut Cx) -> Reply {
         (Reply::bulk_static("role"), Reply::bulk_static("master")),
         (Reply::bulk_static("modules"), Reply::Array(vec![])),
     ])
-}
-
-#[cfg(test)]
-mod tests {
-    use super::same_secret;
-
-    #[test]
-    fn passwords_compare_by_digest_in_constant_time() {
-        assert!(same_secret(b"hunter2", b"hunter2"));
-        assert!(same_secret(b"", b""));
-        assert!(!same_secret(b"hunter2", b"hunter3"));
-        assert!(!same_secret(b"hunter2", b"hunter2x"));
-        assert!(!same_secret(b"hunter2", b""));
-        // Lengths and contents reach only the digests, which are always compared whole.
-        let long = vec![b'a'; 1 << 20];
-        assert!(same_secret(&long, &long.clone()));
-    }
 }

@@ -1,6 +1,7 @@
 //! Command execution: the registry built from each family's table, the per-command context
 //! [`Cx`], and dispatch (lookup, arity, auth, MULTI queueing, locking, stats).
 
+pub mod acl;
 pub mod args;
 pub mod blocking;
 /// The error texts live in `instance` (below `script`, which needs some of them); commands
@@ -94,8 +95,9 @@ impl<'a> Cx<'a, '_> {
 }
 
 /// Every family's top-level commands, in one place.
-fn families() -> [&'static [CommandSpec]; 25] {
+fn families() -> [&'static [CommandSpec]; 26] {
     [
+        acl::COMMANDS,
         strings::COMMANDS,
         keys::COMMANDS,
         connection::COMMANDS,
@@ -232,6 +234,9 @@ pub fn key_args(args: &[Bytes]) -> Vec<Bytes> {
 /// A fresh instance whose command statistics cover this command table.
 pub fn new_shared(startup: crate::config::Config, clock: crate::clock::Clock) -> Shared {
     let srv = Shared::new(startup, clock, registry().len());
+    srv.acl.set_catalog(acl::catalog());
+    srv.acl
+        .set_pubsub_default(&srv.config.get("acl-pubsub-default").unwrap_or_default());
     refusals::config_changed(&srv);
     srv
 }
@@ -365,8 +370,14 @@ fn dispatch_inner(srv: &Arc<Shared>, sess: &mut Session, args: &mut Vec<Bytes>) 
     {
         return reject(srv, sess, args, id, spec, errors::DEBUG_NOT_ALLOWED, "");
     }
-    if !sess.authenticated && !allowed_unauthenticated(spec) {
+    if !sess.authenticated && !allowed_unauthenticated(spec) && srv.acl.auth_required() {
         return reject(srv, sess, args, id, spec, errors::NOAUTH, "");
+    }
+    // ACL: one relaxed load while the user may run everything (the default user).
+    if !sess.user.unrestricted() {
+        if let Err((msg, prefix)) = acl::gate(srv, sess, id, spec, args) {
+            return reject(srv, sess, args, id, spec, &msg, prefix);
+        }
     }
     // A `resp3_only()` test server: nothing but the handshake before `HELLO 3`.
     if !sess.resp3

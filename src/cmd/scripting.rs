@@ -273,8 +273,10 @@ impl Host for ScriptHost<'_, '_, '_> {
         out
     }
 
-    fn knows(&self, argv: &[Bytes]) -> bool {
-        registry().resolve(argv).is_ok()
+    fn acl_check(&self, argv: &[Bytes]) -> Option<bool> {
+        let (id, spec) = registry().resolve(argv).ok()?;
+        let user = &self.cx.sess.user;
+        Some(user.unrestricted() || super::acl::check_line(user, id, spec, argv).is_ok())
     }
 
     fn error_already_counted(&mut self) {
@@ -297,6 +299,7 @@ fn checked_command(
     if spec.has_flag("noscript") {
         return Err("ERR This Redis command is not allowed from script".into());
     }
+    super::acl::script_gate(cx.srv, cx.sess, id, spec, &args)?;
     let writes = spec.is_write();
     if call.mode.read_only && (writes || spec.has_flag("may_replicate")) {
         return Err("ERR Write commands are not allowed from read-only scripts.".into());

@@ -137,7 +137,8 @@ struct Opts<'a> {
     store: Option<&'a [u8]>,
 }
 
-fn parse_opts(args: &[Bytes], readonly: bool) -> Result<Opts<'_>, Reply> {
+/// `full_read`: the user may read every key (Redis refuses BY and GET patterns otherwise).
+fn parse_opts(args: &[Bytes], readonly: bool, full_read: bool) -> Result<Opts<'_>, Reply> {
     let mut o = Opts {
         desc: false,
         alpha: false,
@@ -171,9 +172,18 @@ fn parse_opts(args: &[Bytes], readonly: bool) -> Result<Opts<'_>, Reply> {
             // Never reset: `BY nosort BY w_*` still does not sort (as sort.c).
             if !cstr(p).contains(&b'*') {
                 o.dontsort = true;
+            } else if !full_read {
+                return Err(errors::err(
+                    "ERR BY option of SORT denied due to insufficient ACL permissions.",
+                ));
             }
             j += 1;
         } else if is_cstr(a, "get") && left >= 1 {
+            if !full_read {
+                return Err(errors::err(
+                    "ERR GET option of SORT denied due to insufficient ACL permissions.",
+                ));
+            }
             o.gets.push(&args[j + 1][..]);
             j += 1;
         } else {
@@ -378,7 +388,8 @@ fn load(cx: &mut Cx, key: &[u8], o: &Opts) -> Result<(Vec<Bytes>, (i64, i64)), R
 
 fn sort_generic(cx: &mut Cx, readonly: bool) -> Reply {
     let args = cx.args;
-    let mut o = match parse_opts(args, readonly) {
+    let full_read = super::acl::full_key_read(&cx.sess.user, cx.spec, args);
+    let mut o = match parse_opts(args, readonly, full_read) {
         Ok(o) => o,
         Err(e) => return e,
     };

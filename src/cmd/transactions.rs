@@ -157,10 +157,13 @@ fn exec(cx: &mut Cx) -> Reply {
     cx.sess.in_exec = true;
     for args in m.queue {
         let (r, spec) = match reg.resolve(&args) {
-            Ok((id, spec)) => (
-                super::execute(cx.srv, cx.sess, cx.ks, id, spec, &args),
-                Some(spec),
-            ),
+            Ok((id, spec)) => match super::acl::exec_gate(cx.srv, cx.sess, id, spec, &args) {
+                Ok(()) => (
+                    super::execute(cx.srv, cx.sess, cx.ks, id, spec, &args),
+                    Some(spec),
+                ),
+                Err(e) => (e, Some(spec)),
+            },
             Err(e) => (e, None),
         };
         if let Some(sizes) = &mut sizes {

@@ -246,7 +246,14 @@ fn obuf_lines(st: &mut State, name: &str, value: &str, default: &str) {
 
 /// The new content of the config file whose old content is `old` (empty when there is
 /// none), for the running configuration `store`. `cwd` makes a relative `dir` absolute.
-pub fn rewrite(old: &str, store: &ConfigStore, cwd: &std::path::Path) -> String {
+/// `users`: the ACL users' `user …` lines, `None` when an ACL file holds them (their
+/// lines are then dropped, as Redis drops them).
+pub fn rewrite(
+    old: &str,
+    store: &ConfigStore,
+    cwd: &std::path::Path,
+    users: Option<&[String]>,
+) -> String {
     let mut st = State::read(old);
     let values = store.values.read().clone();
     for (i, p) in PARAMS.iter().enumerate() {
@@ -327,6 +334,11 @@ pub fn rewrite(old: &str, store: &ConfigStore, cwd: &std::path::Path) -> String 
             }
         }
     }
+    // Redis `rewriteConfigUserOption`.
+    for line in users.unwrap_or_default() {
+        st.rewrite_line("user", line.clone(), true);
+    }
+    st.mark_processed("user");
     // No modules are loaded: their lines go, as in Redis with none loaded.
     st.mark_processed("loadmodule");
     st.finish()
@@ -422,7 +434,7 @@ mod tests {
             ("timeout", "7"),
             ("dir", "data"),
         ]);
-        let out = rewrite(old, &c, Path::new("/srv"));
+        let out = rewrite(old, &c, Path::new("/srv"), None);
         let lines: Vec<&str> = out.lines().collect();
         assert_eq!(lines[0], "# top comment");
         assert_eq!(lines[1], "");
@@ -454,18 +466,18 @@ mod tests {
             ("requirepass", "s p\"w"),
             ("maxmemory-clients", "10%"),
         ]);
-        let once = rewrite("port 7000\n", &c, Path::new("/d"));
+        let once = rewrite("port 7000\n", &c, Path::new("/d"), None);
         // Rewriting its own output, Redis's algorithm reuses the one
         // `client-output-buffer-limit` line for the first class (written even at its
         // default) and appends the next: the file settles once every class has a line.
-        let twice = rewrite(&once, &c, Path::new("/d"));
+        let twice = rewrite(&once, &c, Path::new("/d"), None);
         assert!(
             twice.contains("client-output-buffer-limit normal 0 0 0\n"),
             "{twice}"
         );
-        let thrice = rewrite(&twice, &c, Path::new("/d"));
-        let settled = rewrite(&thrice, &c, Path::new("/d"));
-        assert_eq!(rewrite(&settled, &c, Path::new("/d")), settled);
+        let thrice = rewrite(&twice, &c, Path::new("/d"), None);
+        let settled = rewrite(&thrice, &c, Path::new("/d"), None);
+        assert_eq!(rewrite(&settled, &c, Path::new("/d"), None), settled);
         for class in [
             "normal 0 0 0",
             "replica 256mb 64mb 60",
@@ -497,7 +509,7 @@ mod tests {
     #[test]
     fn unknown_lines_become_comments_and_known_directives_stay() {
         let old = "bogus-directive 1\nthreads 4\nrename-command FLUSHALL \"\"\nloadmodule /x.so\n\"unbalanced\n";
-        let out = rewrite(old, &store(&[]), Path::new("/d"));
+        let out = rewrite(old, &store(&[]), Path::new("/d"), None);
         let lines: Vec<&str> = out.lines().collect();
         assert_eq!(lines[0], "# ??? bogus-directive 1");
         assert_eq!(lines[1], "threads 4");
@@ -511,7 +523,7 @@ mod tests {
     fn unset_strings_lose_their_lines() {
         let old = "pidfile /run/x.pid\nlogfile \"\"\nslave-read-only no\n";
         let c = store(&[("pidfile", ""), ("replica-read-only", "no")]);
-        let out = rewrite(old, &c, Path::new("/d"));
+        let out = rewrite(old, &c, Path::new("/d"), None);
         let lines: Vec<&str> = out.lines().collect();
         assert_eq!(lines[0], "");
         // An empty logfile is a value: the line stays.

@@ -356,3 +356,13 @@ pub fn geo_lonlat(long: f64, lat: f64) -> Reply {
     ))
 }
 pub const SORT_NOT_DOUBLE: &str = "ERR One or more scores can't be converted into double";
+
+/// The C library's text for an I/O error (what Redis prints with `strerror`): Rust's
+/// rendering without its ` (os error N)` suffix.
+pub fn strerror(e: &std::io::Error) -> String {
+    let s = e.to_string();
+    match (e.raw_os_error(), s.rfind(" (os error ")) {
+        (Some(_), Some(i)) => s[..i].to_string(),
+        _ => s,
+    }
+}

@@ -1,10 +1,11 @@
 //! What a running instance holds, below the commands and above the engine: the shared
-//! state ([`state::Shared`]: keyspace, config, statistics), each connection's [`session`],
+//! state ([`state::Shared`]: keyspace, config, statistics), the ACL users ([`acl`]), each connection's [`session`],
 //! the client registry, the pub/sub and blocked-client registries, keyspace-event emission,
 //! MONITOR's fan-out, client-side caching's tracking table, CLIENT PAUSE, the slow log and latency records, the test double's
 //! faults and command log, and the Redis error texts ([`errors`]). Commands (`cmd/`), scripts and the network edge (`server/`) build on it;
 //! it knows none of them.
 
+pub mod acl;
 pub mod blocking;
 pub mod clients;
 pub mod cmdlog;

@@ -217,6 +217,9 @@ struct Outbox {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Delivery {
     Queued,
+    /// Queued, and the backlog just went over the soft limit: the cron then watches it
+    /// (see [`PubSub::enforce_idle_limits`]).
+    QueuedOverSoft,
     /// This push crossed the output buffer limit: the subscriber is now closed.
     JustClosed,
     /// Closed earlier; dropped.
@@ -261,6 +264,7 @@ impl Subscriber {
         o.queue.push_back(p);
         self.report(&o);
         let bytes = (o.bytes + self.inflight.load(Ordering::Relaxed)) as u64;
+        let was_over_soft = o.soft_since.is_some();
         if limits.exceeded(bytes, limits.hard, &mut o.soft_since) {
             o.closed = true;
             o.queue = VecDeque::new();
@@ -274,11 +278,42 @@ impl Subscriber {
             self.handle.kill();
             return Delivery::JustClosed;
         }
+        let over_soft = !was_over_soft && o.soft_since.is_some();
         drop(o);
         if first {
             self.notify.notify_one();
         }
-        Delivery::Queued
+        if over_soft {
+            Delivery::QueuedOverSoft
+        } else {
+            Delivery::Queued
+        }
+    }
+
+    /// The limits checked with no new message (Redis's clientsCron runs the check for every
+    /// client): a backlog that stays over the soft limit past its seconds closes the client
+    /// even when nothing more is published. Returns whether to keep watching it (still
+    /// over the soft limit and open).
+    fn check_idle(&self, limits: Limits) -> (bool, bool) {
+        let mut o = self.outbox.lock();
+        if o.closed || self.handle.is_killed() {
+            return (false, false);
+        }
+        let bytes = (o.bytes + self.inflight.load(Ordering::Relaxed)) as u64;
+        if limits.exceeded(bytes, limits.hard, &mut o.soft_since) {
+            o.closed = true;
+            o.queue = VecDeque::new();
+            o.bytes = 0;
+            self.report(&o);
+            drop(o);
+            tracing::warn!(
+                "Client id={} scheduled to be closed ASAP for overcoming of output buffer limits.",
+                self.client_id
+            );
+            self.handle.kill();
+            return (false, true);
+        }
+        (o.soft_since.is_some(), false)
     }
 
     /// Mirrors the backlog into the client's memory figures (CLIENT LIST `oll`/`omem`).
@@ -467,6 +502,9 @@ pub struct PubSub {
     limits: LimitCell,
     /// INFO `client_output_buffer_limit_disconnections` (pub/sub clients).
     pub obuf_disconnections: AtomicU64,
+    /// Subscribers whose backlog is over the soft limit: the cron checks them while no
+    /// message arrives (`enforce_idle_limits`).
+    over_soft: parking_lot::Mutex<Vec<Arc<Subscriber>>>,
 }
 
 impl PubSub {
@@ -616,10 +654,41 @@ impl PubSub {
         subs.len()
     }
 
-    fn deliver(&self, s: &Subscriber, p: Push, limits: Limits) {
-        if s.push(p, limits) == Delivery::JustClosed {
-            self.obuf_disconnections.fetch_add(1, Ordering::Relaxed);
+    fn deliver(&self, s: &Arc<Subscriber>, p: Push, limits: Limits) {
+        match s.push(p, limits) {
+            Delivery::JustClosed => {
+                self.obuf_disconnections.fetch_add(1, Ordering::Relaxed);
+            }
+            Delivery::QueuedOverSoft => self.over_soft.lock().push(s.clone()),
+            Delivery::Queued | Delivery::Closed => {}
         }
+    }
+
+    /// Closes the subscribers that stayed over the soft limit past its seconds with no new
+    /// message (Redis's clientsCron `closeClientOnOutputBufferLimitReached`), and forgets
+    /// the ones back under it. For the 100 ms cron.
+    pub fn enforce_idle_limits(&self) {
+        let mut watched = std::mem::take(&mut *self.over_soft.lock());
+        if watched.is_empty() {
+            return;
+        }
+        let limits = self.limits();
+        watched.retain(|s| {
+            // Held by this list alone: unsubscribed and its connection gone.
+            if Arc::strong_count(s) == 1 {
+                return false;
+            }
+            let (keep, closed) = s.check_idle(limits);
+            if closed {
+                self.obuf_disconnections.fetch_add(1, Ordering::Relaxed);
+            }
+            keep
+        });
+        let mut list = self.over_soft.lock();
+        list.extend(watched);
+        // One entry per subscriber (a push may have added one meanwhile).
+        list.sort_by_key(|s| s.client_id);
+        list.dedup_by_key(|s| s.client_id);
     }
 
     /// Subscriber counts of channels (NUMSUB / SHARDNUMSUB).
@@ -635,6 +704,17 @@ impl PubSub {
     /// Number of channels with subscribers (INFO pubsub_channels & co.).
     pub fn count(&self, kind: Kind) -> usize {
         self.registry(kind).read().len()
+    }
+
+    /// The names a client is subscribed to (a scan of the registry: for ACL changes,
+    /// which are rare).
+    pub fn subscribed_by(&self, kind: Kind, client_id: u64) -> Vec<Bytes> {
+        self.registry(kind)
+            .read()
+            .iter()
+            .filter(|(_, subs)| subs.iter().any(|s| s.client_id == client_id))
+            .map(|(name, _)| name.clone())
+            .collect()
     }
 
     /// Channels with at least one subscriber, optionally filtered by a glob (PUBSUB

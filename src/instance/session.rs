@@ -27,6 +27,8 @@ pub struct Session {
     pub db: usize,
     pub resp3: bool,
     pub authenticated: bool,
+    /// The ACL user (the default one until AUTH): changed in place by ACL SETUSER.
+    pub user: Arc<super::acl::AclUser>,
     pub multi: Option<Multi>,
     /// Raised by any write to a watched key (or flush); checked by EXEC.
     pub watch_dirty: WatchFlag,
@@ -153,8 +155,20 @@ impl Session {
         direct.then_some(&mut self.out)
     }
 
+    /// A session of an unrestricted user of its own (in-process inspection, tests);
+    /// connections use [`Session::with_user`].
     pub fn new(handle: Arc<ClientHandle>, authenticated: bool) -> Session {
+        let all = super::acl::Acl::new(0).default_user();
+        Session::with_user(handle, authenticated, all)
+    }
+
+    pub fn with_user(
+        handle: Arc<ClientHandle>,
+        authenticated: bool,
+        user: Arc<super::acl::AclUser>,
+    ) -> Session {
         Session {
+            user,
             id: handle.id,
             db: 0,
             resp3: false,

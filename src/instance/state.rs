@@ -45,9 +45,6 @@ pub struct Stats {
     /// Redis's dirty counter counts changes, not calls: what commands reported beyond one
     /// change per successful write call (-1 for a call that changed nothing, n-1 for n).
     pub dirty_extra: AtomicI64,
-    /// Failed authentications (INFO `acl_access_denied_auth`); as in Redis, CONFIG
-    /// RESETSTAT leaves it alone.
-    pub auth_failures: AtomicU64,
     /// Error replies by code (`ERR`, `WRONGTYPE`…), for INFO errorstats.
     pub errors_by_code: parking_lot::Mutex<std::collections::BTreeMap<String, u64>>,
 }
@@ -214,6 +211,8 @@ impl ClientPeaks {
 pub const TEST_COMMANDS_PARAM: &str = "enable-test-commands";
 
 pub struct Shared {
+    /// ACL users and the ACL log.
+    pub acl: super::acl::Acl,
     /// Clients blocked on keys (BLPOP & co.).
     pub blocking: super::blocking::Blocking,
     pub ks: Keyspace,
@@ -319,7 +318,14 @@ impl Shared {
         let run_id: String = (0..40)
             .map(|_| char::from_digit(rand::random::<u32>() % 16, 16).unwrap_or('0'))
             .collect();
+        let acl = super::acl::Acl::new(commands);
+        // `requirepass` is the default user's password (Redis
+        // `ACLUpdateDefaultUserPassword`), from a flag, the file or `--set`.
+        if let Some(p) = config.get("requirepass").filter(|p| !p.is_empty()) {
+            acl.set_default_password(p.as_bytes());
+        }
         let srv = Shared {
+            acl,
             ks: Keyspace::new(startup.databases),
             cmdstats: (0..commands).map(|_| CmdStat::default()).collect(),
             clock,
@@ -377,10 +383,6 @@ impl Shared {
     /// Whole seconds since start, the clock of [`ClientPeaks`].
     pub fn uptime_secs(&self) -> u64 {
         self.started_fast.elapsed().as_secs()
-    }
-
-    pub fn requirepass(&self) -> Option<String> {
-        self.config.get("requirepass").filter(|p| !p.is_empty())
     }
 
     /// The TLS listeners' configuration from the `tls-*` parameters as they are now.

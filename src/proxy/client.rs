@@ -147,7 +147,7 @@ where
     p.total_connections.fetch_add(1, Ordering::Relaxed);
     let mut c = Client {
         s: Session {
-            authed: p.cfg.requirepass.is_none(),
+            authed: p.users.starts_authenticated(),
             p: p.clone(),
             id,
             resp3: false,
@@ -741,7 +741,7 @@ impl<R: AsyncRead + Unpin + Send> Client<R> {
                 self.unwatch().await;
                 self.s.resp3 = false;
                 self.s.name = None;
-                self.s.authed = self.s.p.cfg.requirepass.is_none();
+                self.s.authed = self.s.p.users.starts_authenticated();
                 Pending::Ready(Bytes::from_static(b"+RESET\r\n"))
             }
             _ => local::command(&mut self.s, name, args),

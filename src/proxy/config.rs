@@ -153,8 +153,12 @@ pub struct ProxyConfig {
     pub bind: Vec<String>,
     pub port: u16,
     pub nodes: Vec<NodeSpec>,
-    /// Clients must AUTH with this (checked by the proxy itself).
+    /// Clients must AUTH with this (checked by the proxy itself): the password of the
+    /// proxy's `default` user.
     pub requirepass: Option<String>,
+    /// The proxy's own ACL users file (`user NAME rule…` lines, as Redis's `aclfile`):
+    /// clients authenticate against it.
+    pub aclfile: Option<String>,
     pub connect_timeout: Duration,
     pub command_timeout: Duration,
     /// Shared multiplexed connections per node.
@@ -202,6 +206,7 @@ impl Default for ProxyConfig {
             port: 7000,
             nodes: Vec::new(),
             requirepass: None,
+            aclfile: None,
             connect_timeout: Duration::from_secs(2),
             command_timeout: Duration::from_secs(5),
             conns_per_node: 2,

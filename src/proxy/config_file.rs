@@ -82,6 +82,7 @@ pub fn parse(text: &str, cfg: &mut ProxyConfig) -> Result<(), String> {
                 let pw = one("password")?;
                 cfg.requirepass = (!pw.is_empty()).then(|| pw.to_string());
             }
+            "aclfile" => cfg.aclfile = Some(one("path")?.to_string()),
             "node" => {
                 let [id, url] = args else {
                     return Err(format!("line {n}: node expects an id and a URL"));

@@ -111,45 +111,25 @@ fn first_up(c: &Session) -> usize {
         .unwrap_or(0)
 }
 
-fn check_password(c: &Session, user: Option<&[u8]>, pass: &[u8]) -> Result<(), &'static str> {
-    let Some(want) = &c.proxy().cfg.requirepass else {
+/// AUTH password: the default user's (an error while it needs none, as Redis answers).
+fn check_password(c: &Session, pass: &[u8]) -> Result<(), &'static str> {
+    if c.proxy().users.default_user().state().nopass {
         return Err("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?");
-    };
-    let user_ok = user.is_none_or(|u| u == b"default");
-    if user_ok && same_password(pass, want.as_bytes()) {
-        Ok(())
-    } else {
-        Err("WRONGPASS invalid username-password pair or user is disabled.")
     }
+    check_user(c, b"default", pass)
 }
 
-/// Compares in time independent of where the bytes differ, and of the wanted password's
-/// length: both sides are hashed first (as Redis 7 compares SHA-256 digests), then the
-/// digests compared in constant time.
-fn same_password(given: &[u8], want: &[u8]) -> bool {
-    use subtle::ConstantTimeEq;
-    let (a, b) = (
-        crate::script::sha1::sha1(given),
-        crate::script::sha1::sha1(want),
-    );
-    a.ct_eq(&b).into()
-}
-
-/// AUTH user pass / HELLO AUTH: without requirepass the default user has no password (any
-/// is accepted) and other users do not exist.
+/// AUTH user pass / HELLO AUTH against the proxy's users.
 fn check_user(c: &Session, user: &[u8], pass: &[u8]) -> Result<(), &'static str> {
-    if c.proxy().cfg.requirepass.is_some() {
-        return check_password(c, Some(user), pass);
-    }
-    match user {
-        b"default" => Ok(()),
-        _ => Err("WRONGPASS invalid username-password pair or user is disabled."),
+    match c.proxy().users.authenticate(user, pass) {
+        Ok(_) => Ok(()),
+        Err(_) => Err("WRONGPASS invalid username-password pair or user is disabled."),
     }
 }
 
 fn auth(c: &mut Session, args: &[Bytes]) -> Pending {
     let r = match args.len() {
-        2 => check_password(c, None, &args[1]),
+        2 => check_password(c, &args[1]),
         3 => check_user(c, &args[1], &args[2]),
         _ => return err("ERR syntax error"),
     };
@@ -317,25 +297,4 @@ fn info(c: &Session, args: &[Bytes]) -> Pending {
         }
     }
     reply(c, &Reply::Verbatim(Bytes::from(text)))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::same_password;
-
-    #[test]
-    fn passwords_match_exactly() {
-        assert!(same_password(b"s3cret", b"s3cret"));
-        assert!(same_password(b"", b""));
-        for other in [
-            &b""[..],
-            b"s3cre",
-            b"s3cret ",
-            b"S3cret",
-            b"s3creu",
-            b"s3cret\0",
-        ] {
-            assert!(!same_password(other, b"s3cret"), "{other:?}");
-        }
-    }
 }

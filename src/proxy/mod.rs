@@ -59,6 +59,10 @@ pub struct Proxy {
     pub commands: AtomicU64,
     pub port: AtomicU16,
     pub started: Instant,
+    /// The users clients authenticate as: `default` with `requirepass`, plus those of
+    /// `aclfile`. Only authentication: commands are checked by the nodes, as the
+    /// proxy's node credentials allow.
+    pub users: crate::instance::acl::Acl,
 }
 
 impl Proxy {
@@ -66,6 +70,7 @@ impl Proxy {
     pub fn new(mut cfg: ProxyConfig) -> io::Result<Proxy> {
         cfg.validate().map_err(io::Error::other)?;
         cfg.prepare_tls().map_err(io::Error::other)?;
+        let users = users(&cfg).map_err(io::Error::other)?;
         let nodes = cfg
             .nodes
             .iter()
@@ -83,6 +88,7 @@ impl Proxy {
             commands: AtomicU64::new(0),
             port: AtomicU16::new(0),
             started: Instant::now(),
+            users,
         })
     }
 
@@ -93,6 +99,21 @@ impl Proxy {
             scripts.insert(sha, body.clone());
         }
     }
+}
+
+/// The proxy's users: `requirepass` for `default`, then the ACL file (which may redefine
+/// `default`), read as Redis reads its `aclfile`.
+fn users(cfg: &ProxyConfig) -> Result<crate::instance::acl::Acl, String> {
+    let cat = crate::cmd::acl::catalog();
+    let acl = crate::instance::acl::Acl::new(cat.cmds.len());
+    acl.set_catalog(cat);
+    if let Some(p) = &cfg.requirepass {
+        acl.set_default_password(p.as_bytes());
+    }
+    if let Some(path) = &cfg.aclfile {
+        acl.load_file(path)?;
+    }
+    Ok(acl)
 }
 
 /// Binds every configured address on `port` (0: one ephemeral port, reused for the others).

@@ -448,16 +448,17 @@ impl Interp {
             r3.set(v == 3);
             Ok(())
         })?;
-        // redis.acl_check_cmd: whether the command line names a command (every user may
-        // run every command here), or the argument error.
+        // redis.acl_check_cmd: whether the command line names a command, whether the
+        // script's user may run it, or the argument error.
         let known = lua.create_function(|_, args: Variadic<Value>| {
             Ok(match command_line(args) {
-                Ok(argv) => match host_knows(&argv) {
-                    Some(known) => (known, None),
+                Ok(argv) => match host_acl_check(&argv) {
+                    Some(Some(allowed)) => (true, allowed, None),
+                    Some(None) => (false, false, None),
                     // Only scripts see `redis`: unreachable, answered as Redis does.
-                    None => (false, Some(ACL_CHECK_OUTSIDE)),
+                    None => (false, false, Some(ACL_CHECK_OUTSIDE)),
                 },
-                Err(e) => (false, Some(e)),
+                Err(e) => (false, false, Some(e)),
             })
         })?;
         let raising = lua.create_function(|lua, imp: Function| {
@@ -605,10 +606,10 @@ impl Interp {
 }
 
 /// Whether the running script's host knows the command line (`None`: no script runs).
-fn host_knows(argv: &[Bytes]) -> Option<bool> {
+fn host_acl_check(argv: &[Bytes]) -> Option<Option<bool>> {
     let bridge = CURRENT.with(|c| c.get())?;
     // Only `redis_call` borrows the bridge mutably, and never while this runs.
-    Some(unsafe { &*bridge }.host.knows(argv)) // SAFETY: live while set (see `call`).
+    Some(unsafe { &*bridge }.host.acl_check(argv)) // SAFETY: live while set (see `call`).
 }
 
 /// `redis.acl_check_cmd` with no script running (Redis `luaRedisAclCheckCmdPermissionsCommand`).

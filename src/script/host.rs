@@ -41,8 +41,9 @@ pub trait Host {
     /// an `Ok` error reply. Both are counted as error replies by the host.
     fn call(&mut self, argv: Vec<Bytes>, call: Call<'_>) -> Result<Reply, String>;
 
-    /// `redis.acl_check_cmd`: whether the command line names a command.
-    fn knows(&self, argv: &[Bytes]) -> bool;
+    /// `redis.acl_check_cmd`: `None` when the line names no command, else whether the
+    /// script's user may run it (command, keys and channels).
+    fn acl_check(&self, argv: &[Bytes]) -> Option<bool>;
 
     /// The script's reply is an error whose stats its `redis.call` counted already.
     fn error_already_counted(&mut self);

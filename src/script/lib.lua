@@ -86,10 +86,10 @@ redis.breakpoint = function() return false end
 redis.debug = function() end
 redis.acl_check_cmd = raising(function(...)
   -- The arguments convert as redis.call's do; the command line resolves subcommands.
-  local known, err = known_cmd(...)
+  local known, allowed, err = known_cmd(...)
   if err then return fail(err) end
   if not known then return fail('ERR Invalid command passed to redis.acl_check_cmd()') end
-  return true
+  return allowed
 end)
 redis.LOG_DEBUG, redis.LOG_VERBOSE, redis.LOG_NOTICE, redis.LOG_WARNING = 0, 1, 2, 3
 redis.REPL_NONE, redis.REPL_AOF, redis.REPL_SLAVE, redis.REPL_REPLICA, redis.REPL_ALL =

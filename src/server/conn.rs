@@ -87,7 +87,11 @@ pub async fn serve_on<S: Transport>(
     }
     let handle = srv.clients.register(peer, laddr, srv.clock.now_ms());
     handle.info.lock().fd = fd;
-    let sess = Session::new(handle, srv.requirepass().is_none());
+    let sess = Session::with_user(
+        handle,
+        srv.acl.starts_authenticated(),
+        srv.acl.default_user(),
+    );
     let mut conn = Cleanup {
         srv: srv.clone(),
         sess,

@@ -86,6 +86,8 @@ pub fn start_with(
 ) -> std::io::Result<Running> {
     let redb = config.redb;
     let shared = Arc::new(crate::cmd::new_shared(config, clock));
+    // Redis exits when its start-up users do not load.
+    crate::cmd::acl::load_at_startup(&shared).map_err(std::io::Error::other)?;
     if !listeners.tls.is_empty() {
         // As Redis, a TLS configuration that does not load stops the start.
         let cfg = shared
@@ -365,6 +367,8 @@ async fn active_expiry(srv: Arc<Shared>) {
         srv.tracking.cron(&srv);
         // Client eviction also covers clients that grow without reading (their output).
         crate::cmd::client::evict_clients(&srv);
+        // Pub/sub soft output limits also expire while nothing is published.
+        srv.pubsub.enforce_idle_limits();
         sample_rates(&srv);
     }
 }

@@ -244,6 +244,16 @@ impl TestServerBuilder {
             .push(("dir".to_string(), dir.display().to_string()));
         self
     }
+    /// An ACL user, as a config file's `user NAME rule…` line (the words after `user`,
+    /// split at spaces).
+    pub fn acl_user(mut self, line: &str) -> Self {
+        self.config.users.push(
+            line.split_whitespace()
+                .map(|w| bytes::Bytes::copy_from_slice(w.as_bytes()))
+                .collect(),
+        );
+        self
+    }
     /// Any redis.conf parameter, as at start-up.
     pub fn param(mut self, name: &str, value: &str) -> Self {
         self.config

@@ -44,6 +44,21 @@ pub fn keys(line: &[Bytes]) -> Result<Vec<(usize, Flags)>, Reply> {
             "ERR Invalid number of arguments specified for command",
         ));
     }
+    let found = find(spec, line);
+    if found.is_empty() && !spec.has_flag("no_mandatory_keys") {
+        return Err(errors::err("ERR Invalid arguments specified for command"));
+    }
+    Ok(found)
+}
+
+/// Redis `getKeysFromCommandWithSpecs` for a resolved command line: the key specs when
+/// they all apply and their flags are fixed, else the command's finder.
+fn find(spec: &CommandSpec, line: &[Bytes]) -> Vec<(usize, Flags)> {
+    let specs = meta::meta(spec.name).map(|m| &m.key_specs);
+    let has_keyspec = match specs {
+        Some(s) => s.items().iter().any(|k| !has(k, "not_key")),
+        None => !matches!(spec.keys, super::KeySpec::None),
+    };
     let varflags = specs.is_some_and(|s| s.items().iter().any(|k| has(k, "variable_flags")));
     let mut found = None;
     if has_keyspec && !varflags {
@@ -52,15 +67,34 @@ pub fn keys(line: &[Bytes]) -> Result<Vec<(usize, Flags)>, Reply> {
             None => Some(table_keys(spec, line)),
         };
     }
-    let found = match (found, proc_) {
+    match (found, finder(spec.name)) {
         (Some(k), _) => k,
         (None, Some(p)) => p(line),
         (None, None) => Vec::new(),
-    };
-    if found.is_empty() && !spec.has_flag("no_mandatory_keys") {
-        return Err(errors::err("ERR Invalid arguments specified for command"));
     }
-    Ok(found)
+}
+
+/// The keys of a command line with the access ACL key patterns check (Redis
+/// `ACLSelectorCheckKey`): `access` reads; `insert`, `delete` and `update` write. A
+/// command without Redis metadata (newer than the reference) needs both.
+pub fn acl_keys(spec: &CommandSpec, line: &[Bytes]) -> Vec<(usize, u8)> {
+    use crate::instance::acl::{READ, WRITE};
+    let known = meta::meta(spec.name).is_some();
+    find(spec, line)
+        .into_iter()
+        .filter(|(i, _)| *i < line.len())
+        .map(|(i, flags)| {
+            let mut need = 0;
+            for f in &flags {
+                match f.as_str() {
+                    "access" => need |= READ,
+                    "insert" | "delete" | "update" => need |= WRITE,
+                    _ => {}
+                }
+            }
+            (i, if known { need } else { READ | WRITE })
+        })
+        .collect()
 }
 
 fn has(spec: &Node, flag: &str) -> bool {

@@ -56,6 +56,18 @@ pub(super) fn config_set(cx: &mut Cx) -> Reply {
     let before: Vec<(&str, String)> = tls_names.iter().map(|n| (*n, get(n))).collect();
     match cx.srv.config.set_many(&pairs) {
         Ok(()) => {
+            // `requirepass` is the default user's password (Redis
+            // `ACLUpdateDefaultUserPassword`).
+            if let Some((_, p)) = pairs
+                .iter()
+                .rev()
+                .find(|(k, _)| k.eq_ignore_ascii_case(b"requirepass"))
+            {
+                cx.srv.acl.set_default_password(p);
+            }
+            if let Some(v) = cx.srv.config.get("acl-pubsub-default") {
+                cx.srv.acl.set_pubsub_default(&v);
+            }
             if !tls_names.is_empty() {
                 let old_port = before.iter().find(|(n, _)| *n == "tls-port");
                 let old_port = old_port.map(|(_, v)| v.parse().unwrap_or(0));
@@ -200,7 +212,22 @@ pub(super) fn config_rewrite(cx: &mut Cx) -> Reply {
             Err(e) => return Err(e),
         };
         let cwd = std::env::current_dir()?;
-        let content = crate::config::rewrite::rewrite(&old, &cx.srv.config, &cwd);
+        let aclfile = cx.srv.config.get("aclfile").filter(|f| !f.is_empty());
+        let users: Vec<String> = cx
+            .srv
+            .acl
+            .users()
+            .iter()
+            .map(|u| {
+                format!(
+                    "user {} {}",
+                    String::from_utf8_lossy(&u.name),
+                    u.state().describe()
+                )
+            })
+            .collect();
+        let users = aclfile.is_none().then_some(&users[..]);
+        let content = crate::config::rewrite::rewrite(&old, &cx.srv.config, &cwd, users);
         crate::config::rewrite::write_atomic(path, &content)
     })();
     match result {
@@ -210,18 +237,11 @@ pub(super) fn config_rewrite(cx: &mut Cx) -> Reply {
         }
         Err(e) => {
             tracing::warn!("CONFIG-REWRITE failed: {e}");
-            Reply::error(format!("ERR Rewriting config file: {}", strerror(&e)))
+            Reply::error(format!(
+                "ERR Rewriting config file: {}",
+                errors::strerror(&e)
+            ))
         }
-    }
-}
-
-/// The C library's text for an I/O error (what Redis prints with `strerror`): Rust's
-/// rendering without its ` (os error N)` suffix.
-fn strerror(e: &std::io::Error) -> String {
-    let s = e.to_string();
-    match (e.raw_os_error(), s.rfind(" (os error ")) {
-        (Some(_), Some(i)) => s[..i].to_string(),
-        _ => s,
     }
 }
 

@@ -463,12 +463,12 @@ fn stats(srv: &Shared, l: &mut Lines) {
     // `io-threads` is 1: no reads or writes are handed to I/O threads.
     push(l, "io_threaded_reads_processed", 0);
     push(l, "io_threaded_writes_processed", 0);
-    // Failed authentications (AUTH, HELLO … AUTH); without ACL users nothing is denied a
-    // command, key or channel.
-    push(l, "acl_access_denied_auth", get(&s.auth_failures));
-    push(l, "acl_access_denied_cmd", 0);
-    push(l, "acl_access_denied_key", 0);
-    push(l, "acl_access_denied_channel", 0);
+    // ACL denials (failed AUTH / HELLO AUTH, and NOPERM refusals).
+    let d = &srv.acl.denials;
+    push(l, "acl_access_denied_auth", get(&d.auth));
+    push(l, "acl_access_denied_cmd", get(&d.cmd));
+    push(l, "acl_access_denied_key", get(&d.key));
+    push(l, "acl_access_denied_channel", get(&d.channel));
 }
 
 fn replication(srv: &Shared, l: &mut Lines) {
