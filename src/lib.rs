@@ -9,7 +9,7 @@
 //! | rank | module | holds |
 //! |---|---|---|
 //! | 0 | [`num`], [`alloc`] | number ⇄ text as Redis reads and writes it (`string2ll`, `d2string`); the counting allocator behind `used_memory` |
-//! | 1 | [`protocol`], [`types`] | RESP parser, `Reply` and its writer; pure data structures and the value types (`Value`, `Entry`, `StrVal`), RDB encoding |
+//! | 1 | [`protocol`], [`types`], [`tls`] | RESP parser, `Reply` and its writer; pure data structures and the value types (`Value`, `Entry`, `StrVal`), RDB encoding; TLS configurations (rustls) and the byte streams connections run on |
 //! | 2 | [`clock`], [`config`], [`background`] | time source; settings and `CONFIG`'s parameter table; a service on its own thread |
 //! | 3 | [`engine`] | sharded keyspace, expiry, locking, the changes each write makes and their journal |
 //! | 4 | [`persist`] | the redb store of record (`--engine redb`): layout, WAL, load, committer |
@@ -41,6 +41,7 @@ pub mod proxy;
 pub mod script;
 pub mod server;
 pub mod testing;
+pub mod tls;
 pub mod types;
 
 /// The Redis version we report to clients (they feature-detect on it).

@@ -146,6 +146,30 @@ struct ProxyArgs {
     /// Milliseconds to wait for a node's reply on a shared connection.
     #[arg(long)]
     command_timeout_ms: Option<u64>,
+    /// TLS clients on this port too (0 = none), with the tls-* settings below.
+    #[arg(long)]
+    tls_port: Option<u16>,
+    #[arg(long)]
+    tls_cert_file: Option<String>,
+    #[arg(long)]
+    tls_key_file: Option<String>,
+    /// CA certificates: they sign client certificates and rediss:// nodes' certificates.
+    #[arg(long)]
+    tls_ca_cert_file: Option<String>,
+    /// yes (default) | no | optional.
+    #[arg(long)]
+    tls_auth_clients: Option<String>,
+    #[arg(long)]
+    tls_protocols: Option<String>,
+    #[arg(long)]
+    tls_ciphersuites: Option<String>,
+    #[arg(long)]
+    tls_ciphers: Option<String>,
+    /// The certificate and key the proxy presents to rediss:// nodes.
+    #[arg(long)]
+    tls_client_cert_file: Option<String>,
+    #[arg(long)]
+    tls_client_key_file: Option<String>,
 }
 
 fn proxy_config(a: ProxyArgs) -> Result<respite::proxy::config::ProxyConfig, String> {
@@ -211,6 +235,27 @@ fn proxy_config(a: ProxyArgs) -> Result<respite::proxy::config::ProxyConfig, Str
     if let Some(v) = &a.proto_max_bulk_len {
         cfg.proto_max_bulk_len = size("proto-max-bulk-len", v)?;
     }
+    if let Some(p) = a.tls_port {
+        cfg.tls_port = p;
+    }
+    for (field, v) in [
+        (&mut cfg.tls.cert_file, a.tls_cert_file),
+        (&mut cfg.tls.key_file, a.tls_key_file),
+        (&mut cfg.tls.ca_cert_file, a.tls_ca_cert_file),
+        (&mut cfg.tls.protocols, a.tls_protocols),
+        (&mut cfg.tls.ciphersuites, a.tls_ciphersuites),
+        (&mut cfg.tls.ciphers, a.tls_ciphers),
+        (&mut cfg.tls_client_cert_file, a.tls_client_cert_file),
+        (&mut cfg.tls_client_key_file, a.tls_client_key_file),
+    ] {
+        if let Some(v) = v {
+            *field = v;
+        }
+    }
+    if let Some(v) = &a.tls_auth_clients {
+        cfg.tls.auth_clients = respite::tls::AuthClients::parse(v)
+            .ok_or_else(|| "--tls-auth-clients: yes, no or optional".to_string())?;
+    }
     cfg.validate()?;
     Ok(cfg)
 }
@@ -251,6 +296,33 @@ struct ServeArgs {
     /// file: `enable-test-commands yes`.
     #[arg(long)]
     enable_test_commands: bool,
+    /// TLS port (0 = none, the default); `--port` keeps serving plain clients unless 0.
+    #[arg(long)]
+    tls_port: Option<u16>,
+    /// The server's certificate chain (PEM).
+    #[arg(long)]
+    tls_cert_file: Option<String>,
+    /// The server's private key (PEM, unencrypted).
+    #[arg(long)]
+    tls_key_file: Option<String>,
+    /// CA certificates (PEM) that sign client certificates.
+    #[arg(long)]
+    tls_ca_cert_file: Option<String>,
+    /// A directory of CA certificates (PEM files).
+    #[arg(long)]
+    tls_ca_cert_dir: Option<String>,
+    /// yes (default: clients need a certificate) | no | optional.
+    #[arg(long)]
+    tls_auth_clients: Option<String>,
+    /// e.g. "TLSv1.2 TLSv1.3" (the default).
+    #[arg(long)]
+    tls_protocols: Option<String>,
+    /// TLS 1.3 suites, OpenSSL names, `:`-separated.
+    #[arg(long)]
+    tls_ciphersuites: Option<String>,
+    /// TLS 1.2 suites, OpenSSL names, `:`-separated.
+    #[arg(long)]
+    tls_ciphers: Option<String>,
     /// Any other redis.conf parameter: `--set name=value` (repeatable).
     #[arg(long = "set", value_name = "NAME=VALUE")]
     set: Vec<String>,
@@ -352,6 +424,15 @@ fn build_config(a: ServeArgs) -> Result<Config, String> {
         ("maxmemory", a.maxmemory),
         ("appendfsync", a.appendfsync),
         ("dir", a.dir),
+        ("tls-port", a.tls_port.map(|p| p.to_string())),
+        ("tls-cert-file", a.tls_cert_file),
+        ("tls-key-file", a.tls_key_file),
+        ("tls-ca-cert-file", a.tls_ca_cert_file),
+        ("tls-ca-cert-dir", a.tls_ca_cert_dir),
+        ("tls-auth-clients", a.tls_auth_clients),
+        ("tls-protocols", a.tls_protocols),
+        ("tls-ciphersuites", a.tls_ciphersuites),
+        ("tls-ciphers", a.tls_ciphers),
     ] {
         if let Some(v) = v {
             cfg.params.push((k.to_string(), v));

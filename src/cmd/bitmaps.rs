@@ -7,6 +7,7 @@ mod field;
 use super::args::is_cstr;
 use super::errors;
 use super::{CommandSpec, Cx, KeySpec};
+use crate::engine::change::Change;
 use crate::instance::notify;
 use crate::num::parse_i64;
 use crate::protocol::Reply;
@@ -215,11 +216,22 @@ fn setbit(cx: &mut Cx) -> Reply {
             let mut buf = s.take_mut();
             grow_zero(&mut buf, byte + 1);
             buf[byte] = (buf[byte] & !(1 << shift)) | (on << shift);
+            let written = buf[byte];
             *s = StrVal::raw_vec(buf);
-            cur
+            (cur, written)
         }
     };
-    cx.ks.modified_in(db, key);
+    let (old, written) = old;
+    // The durable engine records the byte written (the string grows zero-filled).
+    cx.ks.signal_in(db, key);
+    if cx.ks.journaling() {
+        cx.ks.elems(Change::StrPatch {
+            db,
+            key: Bytes::copy_from_slice(key),
+            offset: byte as u64,
+            bytes: Bytes::copy_from_slice(&[written]),
+        });
+    }
     cx.notify(notify::STRING, "setbit", key);
     Reply::Int(i64::from(old))
 }
@@ -349,6 +361,54 @@ fn bitop(cx: &mut Cx) -> Reply {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// On the durable engine, in-place string edits journal the bytes they write; a new key
+    /// (and anything else) is journaled whole.
+    #[test]
+    fn string_edits_journal_their_bytes() {
+        let (mut c, j) = crate::cmd::testing::Client::durable();
+        let taken = || -> Vec<String> {
+            let (changes, _) = j.take(std::time::Duration::ZERO);
+            changes
+                .iter()
+                .map(|c| match c {
+                    Change::StrPatch { offset, bytes, .. } => format!("patch {offset} {bytes:?}"),
+                    Change::StrSet { .. } => "set".into(),
+                    other => format!("{other:?}"),
+                })
+                .collect()
+        };
+        c.line("APPEND s ab");
+        c.line("APPEND s cd");
+        c.line("SETRANGE s 1 XY");
+        c.line("SETRANGE s 9 z");
+        c.line("SETRANGE s 0 ");
+        assert_eq!(
+            taken(),
+            [
+                "set",
+                "patch 2 b\"cd\"",
+                "patch 1 b\"XY\"",
+                "patch 9 b\"z\""
+            ]
+        );
+        c.line("SETBIT b 9 1");
+        c.line("SETBIT b 9 1");
+        c.line("SETBIT b 17 1");
+        c.line("BITFIELD b SET u8 0 255 GET u8 0");
+        c.line("BITFIELD b GET u8 8");
+        c.line("BITFIELD b INCRBY u4 40 1 OVERFLOW FAIL INCRBY u2 0 1");
+        assert_eq!(
+            taken(),
+            [
+                "set",
+                "patch 2 b\"@\"",
+                "patch 0 b\"\\xff\"",
+                "patch 5 b\"\\x10\"",
+                "patch 0 b\"\\xff\""
+            ]
+        );
+    }
 
     /// SETBIT's edit path: an unshared buffer is edited and grown in place (no copy per bit),
     /// with sds-like headroom so growing bit by bit reallocates rarely.

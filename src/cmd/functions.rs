@@ -4,6 +4,7 @@
 //! the whole keyspace, so they are atomic with respect to every script.
 
 use super::{args, errors, CommandSpec, Cx, KeySpec, Lock};
+use crate::engine::change::Change;
 use crate::protocol::Reply;
 use crate::script::{self, functions};
 use bytes::Bytes;
@@ -229,7 +230,19 @@ fn function_load(cx: &mut Cx) -> Reply {
             ));
         }
     }
-    functions::load(cx.srv, &cx.args[last], replace)
+    let reply = functions::load(cx.srv, &cx.args[last], replace);
+    saved(cx, reply)
+}
+
+/// On the durable engine, a FUNCTION command that changed the libraries (its reply is no
+/// error) records them as they now are. It holds the whole keyspace, so the change takes its
+/// place in the journal among the writes exactly where the command took effect.
+fn saved(cx: &mut Cx, reply: Reply) -> Reply {
+    if !reply.is_error() && cx.ks.journaling() {
+        let codes = functions::codes(cx.srv);
+        cx.ks.record(Change::Functions { codes });
+    }
+    reply
 }
 
 fn function_list(cx: &mut Cx) -> Reply {
@@ -237,7 +250,8 @@ fn function_list(cx: &mut Cx) -> Reply {
 }
 
 fn function_delete(cx: &mut Cx) -> Reply {
-    functions::delete(cx.srv, &cx.args[2])
+    let reply = functions::delete(cx.srv, &cx.args[2]);
+    saved(cx, reply)
 }
 
 fn function_flush(cx: &mut Cx) -> Reply {
@@ -248,7 +262,7 @@ fn function_flush(cx: &mut Cx) -> Reply {
         _ => return subcommand_syntax(&cx.args[1]),
     }
     functions::flush(cx.srv);
-    Reply::OK
+    saved(cx, Reply::OK)
 }
 
 /// Redis `addReplySubcommandSyntaxError`: names the subcommand as the client typed it.
@@ -287,7 +301,8 @@ fn function_restore(cx: &mut Cx) -> Reply {
                 "ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.",
             ),
         };
-    functions::restore(cx.srv, &cx.args[2], policy)
+    let reply = functions::restore(cx.srv, &cx.args[2], policy);
+    saved(cx, reply)
 }
 
 fn function_help(_cx: &mut Cx) -> Reply {

@@ -693,8 +693,8 @@ fn linsert_(cx: &mut Cx) -> Result<Reply, Reply> {
         return Err(errors::syntax());
     };
     let (key, pivot, value) = (&args[1], &args[3], &args[4]);
-    // Durable: an insert at either end is a push; one in the middle rewrites the list.
-    let mut middle = false;
+    // Durable: an insert at either end is a push, one in the middle an insert (recorded
+    // before the edit: see `journal`).
     if cx.ks.journaling() {
         let at = write_list(cx.ks, key).ok().flatten().and_then(|l| {
             let p = *l.positions(pivot, 1, 1, 0).first()?;
@@ -703,7 +703,7 @@ fn linsert_(cx: &mut Cx) -> Result<Reply, Reply> {
         match at {
             Some((0, _)) => journal::push(cx.ks, key, End::Head, vec![value.clone()]),
             Some((p, len)) if p == len => journal::push(cx.ks, key, End::Tail, vec![value.clone()]),
-            Some(_) => middle = true,
+            Some((p, _)) => journal::insert(cx.ks, key, p, value.clone()),
             None => {}
         }
     }
@@ -717,9 +717,6 @@ fn linsert_(cx: &mut Cx) -> Result<Reply, Reply> {
         cx.changes(0);
         return Ok(Reply::Int(-1));
     };
-    if middle {
-        journal::rewrite(cx.ks, key);
-    }
     touched(cx, key);
     cx.ks.signal_ready(key);
     cx.notify(notify::LIST, "linsert", key);
@@ -735,6 +732,9 @@ fn lrem_(cx: &mut Cx) -> Result<Reply, Reply> {
     let srv = cx.srv;
     let count = args::int(&args[2])?;
     let key = &args[1];
+    if cx.ks.journaling() {
+        journal::before_remove(cx.ks, key, count, &args[3]);
+    }
     let Some(l) = write_list(cx.ks, key)? else {
         cx.changes(0);
         return Ok(Reply::Int(0));
@@ -742,9 +742,6 @@ fn lrem_(cx: &mut Cx) -> Result<Reply, Reply> {
     let removed = l.remove(count, &args[3]);
     if removed > 0 {
         let empty = settle(l, srv);
-        if !empty && cx.ks.journaling() {
-            journal::rewrite(cx.ks, key);
-        }
         finish(cx, key, empty, "lrem");
     }
     cx.changes(removed as u64);

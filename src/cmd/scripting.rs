@@ -321,6 +321,12 @@ fn checked_command(
     let reply = super::execute(cx.srv, cx.sess, cx.ks, id, spec, &args);
     if writes {
         call.wrote.store(true, Ordering::Release);
+        // The script's reply, like any write's, waits for its commit under `appendfsync
+        // always` (EVAL and FCALL are not write commands themselves: dispatch did not mark
+        // the connection, and a SIGKILL could lose an acknowledged script write).
+        if cx.srv.persist.get().is_some() {
+            cx.sess.wrote.store(true, Ordering::Relaxed);
+        }
     }
     Ok(reply)
 }

@@ -7,6 +7,7 @@ use crate::types::long_double as ld;
 use super::args::{self, is};
 use super::errors;
 use super::{CommandSpec, Cx, KeySpec};
+use crate::engine::change::Change;
 use crate::instance::notify;
 use crate::protocol::Reply;
 use crate::types::value::sds_reserve;
@@ -335,6 +336,13 @@ fn read_str(cx: &mut Cx, key: &[u8]) -> Result<Option<Bytes>, Reply> {
 fn lookup_write<'e>(cx: &'e mut Cx, key: &[u8]) -> Option<&'e mut Entry> {
     let db = cx.ks.db;
     cx.ks.lookup_write_in(db, key)
+}
+
+/// [`lookup_write`] for a command that journals its edit itself (`edit`): the key is not
+/// recorded whole.
+fn lookup_elems<'e>(cx: &'e mut Cx, key: &[u8]) -> Option<&'e mut Entry> {
+    let db = cx.ks.db;
+    cx.ks.lookup_elems_in(db, key)
 }
 
 /// The entry a command already looked up with `lookup_write`, to change in place: WATCHers
@@ -670,7 +678,8 @@ fn msetnx(cx: &mut Cx) -> Reply {
 fn append(cx: &mut Cx) -> Reply {
     let args = cx.args;
     let (key, tail) = (&args[1], &args[2]);
-    let cur = match lookup_write(cx, key) {
+    // An existing string is journaled as the bytes the edit writes (see `edit`).
+    let cur = match lookup_elems(cx, key) {
         None => {
             // A new key is stored as SET would store it (may be int-encoded).
             cx.ks.set(key, new_value(tail), None);
@@ -688,7 +697,7 @@ fn append(cx: &mut Cx) -> Reply {
     if cur + tail.len() as u64 > max_string_len(cx) {
         return errors::err(errors::STRING_TOO_LONG);
     }
-    let reply = edit(cx, key, |buf| {
+    let reply = edit(cx, key, (cur, tail), |buf| {
         sds_reserve(buf, buf.len() + tail.len());
         buf.extend_from_slice(tail);
     });
@@ -697,16 +706,27 @@ fn append(cx: &mut Cx) -> Reply {
 }
 
 /// Applies an in-place edit to the existing string at `key`; the result is `raw`, as Redis
-/// unshares and decodes it. Replies with the new length. The caller's `lookup_write` was
-/// the command's one access (LRU/LFU): this lookup does not count another.
-fn edit(cx: &mut Cx, key: &[u8], f: impl FnOnce(&mut Vec<u8>)) -> Reply {
-    let Some(s) = rewrite(cx, key).and_then(|e| as_str_mut(&mut e.value)) else {
+/// unshares and decodes it. Replies with the new length. The caller's `lookup_elems` was
+/// the command's one access (LRU/LFU): this lookup does not count another. The durable
+/// engine records `patch` (offset, bytes): what the edit wrote, not the whole string.
+fn edit(cx: &mut Cx, key: &[u8], patch: (u64, &[u8]), f: impl FnOnce(&mut Vec<u8>)) -> Reply {
+    let db = cx.ks.db;
+    cx.ks.signal_in(db, key);
+    let Some(s) = cx.ks.get_in(db, key).and_then(|e| as_str_mut(&mut e.value)) else {
         return errors::wrongtype();
     };
     let mut buf = s.take_mut();
     f(&mut buf);
     let len = buf.len();
     *s = StrVal::raw_vec(buf);
+    if cx.ks.journaling() {
+        cx.ks.elems(Change::StrPatch {
+            db,
+            key: Bytes::copy_from_slice(key),
+            offset: patch.0,
+            bytes: Bytes::copy_from_slice(patch.1),
+        });
+    }
     Reply::Int(len as i64)
 }
 
@@ -718,7 +738,7 @@ fn setrange(cx: &mut Cx) -> Reply {
         Ok(o) => o as u64,
         Err(e) => return e,
     };
-    let existing = match lookup_write(cx, key) {
+    let existing = match lookup_elems(cx, key) {
         None => None,
         Some(e) => match as_str(&e.value) {
             Some(s) => Some(s.len() as u64),
@@ -744,7 +764,7 @@ fn setrange(cx: &mut Cx) -> Reply {
         buf[offset..end].copy_from_slice(value);
     };
     if existing.is_some() {
-        let reply = edit(cx, key, write);
+        let reply = edit(cx, key, (offset as u64, value), write);
         cx.notify(notify::STRING, "setrange", key);
         return reply;
     }

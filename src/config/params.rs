@@ -547,7 +547,8 @@ pub static PARAMS: &[Param] = &[
         int(1024, INT_MAX),
         HIDDEN,
     ),
-    // TLS configs (reported like a TLS-enabled build; respite does not serve TLS).
+    // TLS configs (`tls-port` and the listener's files and options are served, through
+    // rustls: see `crate::tls`; the replication and cluster ones are only reported).
     p("tls-port", "0", int(0, 65535), 0),
     p("tls-session-cache-size", "20480", int(0, INT_MAX), 0),
     p("tls-session-cache-timeout", "300", int(0, INT_MAX), 0),

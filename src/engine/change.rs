@@ -1,6 +1,6 @@
 //! Element-level mutations, in respite's vocabulary. Each costs O(log n) rows in the size of
 //! the collection it touches, except `Put`, `Del`, `ListRewrite`, `XGroupDel` and `FlushDb`
-//! (O(size)) and `FlushAll` (O(pages)).
+//! (O(size)), `FlushAll` (O(pages)) and `Functions` (O(libraries)).
 //!
 //! Collection changes on a key that does not exist create it (no expiry); on a key of
 //! another type they replace it. Emptying a collection does not delete the key: emit `Del`
@@ -98,7 +98,31 @@ pub enum Change {
         index: u64,
         value: Bytes,
     },
-    /// Middle edits (LINSERT, LREM): the list's whole new content.
+    /// LINSERT in the middle: `value` becomes the element at 0-based `index`, the elements
+    /// from there on moving one place towards the tail. O(min(index, len - index)) rows.
+    ListInsert {
+        db: usize,
+        key: Bytes,
+        index: u64,
+        value: Bytes,
+    },
+    /// LREM: the elements at these 0-based indexes (ascending) go. O(rows moved).
+    ListRemove {
+        db: usize,
+        key: Bytes,
+        indexes: Vec<u64>,
+    },
+    /// APPEND, SETRANGE, SETBIT, BITFIELD on an existing string: `bytes` overwrite it from
+    /// `offset` on; a shorter string is first zero-filled up to `offset`. The deadline
+    /// stays. Idempotent.
+    StrPatch {
+        db: usize,
+        key: Bytes,
+        offset: u64,
+        bytes: Bytes,
+    },
+    /// A list's whole new content (written by builds before `ListInsert` and `ListRemove`;
+    /// still read from their logs).
     ListRewrite {
         db: usize,
         key: Bytes,
@@ -177,6 +201,12 @@ pub enum Change {
         a: usize,
         b: usize,
     },
+    /// The server's FUNCTION libraries after FUNCTION LOAD / DELETE / FLUSH / RESTORE: every
+    /// library's code, the whole set (libraries are few and small; Redis's RDB and AOF keep
+    /// them whole too). Not a keyspace change: FLUSHALL leaves libraries alone.
+    Functions {
+        codes: Vec<Bytes>,
+    },
 }
 
 impl Change {
@@ -199,6 +229,9 @@ impl Change {
             | ListPop { db, key, .. }
             | ListSet { db, key, .. }
             | ListRewrite { db, key, .. }
+            | ListInsert { db, key, .. }
+            | ListRemove { db, key, .. }
+            | StrPatch { db, key, .. }
             | XAdd { db, key, .. }
             | XDel { db, key, .. }
             | XMeta { db, key, .. }
@@ -208,7 +241,7 @@ impl Change {
             | XPelDel { db, key, .. }
             | XConsumerPut { db, key, .. }
             | XConsumerDel { db, key, .. } => Some((*db, key)),
-            FlushDb { .. } | FlushAll | SwapDb { .. } => None,
+            FlushDb { .. } | FlushAll | SwapDb { .. } | Functions { .. } => None,
         }
     }
 }

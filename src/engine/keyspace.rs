@@ -710,9 +710,9 @@ impl<'a> Access<'a> {
         }
     }
 
-    /// Records a change that is not a key's final state (FLUSHDB, SWAPDB, a deadline), after
-    /// the keys written before it.
-    fn record(&mut self, change: Change) {
+    /// Records a change that is not a key's final state (FLUSHDB, SWAPDB, a deadline, the
+    /// FUNCTION libraries), after the keys written before it.
+    pub fn record(&mut self, change: Change) {
         if self.quiet || self.ks.journal.get().is_none() {
             return;
         }

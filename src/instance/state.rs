@@ -277,7 +277,19 @@ pub struct Shared {
     pub seeded: std::sync::atomic::AtomicBool,
     /// Test servers started with `resp3_only()`: `HELLO 2` is refused (`NOPROTO`).
     pub resp3_only: std::sync::atomic::AtomicBool,
+    /// The TLS listeners' configuration (`tls-port`), read at each TLS accept; CONFIG SET
+    /// of a `tls-*` parameter replaces it for the connections accepted after.
+    pub tls: parking_lot::RwLock<Option<std::sync::Arc<crate::tls::ServerConfig>>>,
+    /// CONFIG SET tls-port hands the listeners it bound (none: TLS off) to the server,
+    /// which replaces its TLS listeners with them (set by the server at start).
+    pub tls_rebind: std::sync::OnceLock<TlsRebind>,
+    /// Bumped by each such change, before it is handed over: a listener of an earlier
+    /// generation closes what it accepts (the change is in force when CONFIG SET replies).
+    pub tls_generation: AtomicU64,
 }
+
+/// CONFIG SET tls-port's hand-over: (generation, listeners).
+pub type TlsRebind = tokio::sync::mpsc::UnboundedSender<(u64, Vec<std::net::TcpListener>)>;
 
 impl Shared {
     /// `commands`: the size of the command table, whose ids index [`Shared::cmdstats`]
@@ -349,6 +361,9 @@ impl Shared {
             observe_floor: Default::default(),
             rng: parking_lot::Mutex::new(rand::SeedableRng::from_entropy()),
             resp3_only: false.into(),
+            tls: parking_lot::RwLock::new(None),
+            tls_rebind: std::sync::OnceLock::new(),
+            tls_generation: AtomicU64::new(0),
             seeded: false.into(),
         };
         // A server that is a test double records what it receives from the start.
@@ -368,6 +383,12 @@ impl Shared {
     /// Whole seconds since start, the clock of [`ClientPeaks`].
     pub fn uptime_secs(&self) -> u64 {
         self.started_fast.elapsed().as_secs()
+    }
+
+    /// The TLS listeners' configuration from the `tls-*` parameters as they are now.
+    pub fn tls_config(&self) -> Result<std::sync::Arc<crate::tls::ServerConfig>, String> {
+        let get = |n: &str| self.config.get(n).unwrap_or_default();
+        crate::tls::server_config(&crate::tls::Settings::from_params(get))
     }
 }
 

@@ -43,6 +43,11 @@ mod code {
     pub const FLUSH_ALL: u8 = 25;
     pub const SWAP_DB: u8 = 26;
     pub const HASH_TTL: u8 = 27;
+    /// Layout version 5.
+    pub const FUNCTIONS: u8 = 28;
+    pub const LIST_INSERT: u8 = 29;
+    pub const LIST_REMOVE: u8 = 30;
+    pub const STR_PATCH: u8 = 31;
 }
 
 fn corrupt(what: &str) -> PersistError {
@@ -314,6 +319,37 @@ fn encode_one(w: &mut W, c: &Change) {
             w.uv(*a as u64);
             w.uv(*b as u64);
         }
+        Functions { codes } => {
+            w.u8(code::FUNCTIONS);
+            w.list(codes);
+        }
+        ListInsert {
+            db,
+            key,
+            index,
+            value,
+        } => {
+            w.key(code::LIST_INSERT, *db, key);
+            w.uv(*index);
+            w.bytes(value);
+        }
+        ListRemove { db, key, indexes } => {
+            w.key(code::LIST_REMOVE, *db, key);
+            w.uv(indexes.len() as u64);
+            for i in indexes {
+                w.uv(*i);
+            }
+        }
+        StrPatch {
+            db,
+            key,
+            offset,
+            bytes,
+        } => {
+            w.key(code::STR_PATCH, *db, key);
+            w.uv(*offset);
+            w.bytes(bytes);
+        }
     }
 }
 
@@ -414,6 +450,7 @@ fn decode_one(r: &mut R, opts: &LoadOptions) -> Result<Change> {
             a: r.db()?,
             b: r.db()?,
         },
+        code::FUNCTIONS => Functions { codes: r.list()? },
         _ => {
             let (db, key) = r.key()?;
             match c {
@@ -592,6 +629,23 @@ fn decode_one(r: &mut R, opts: &LoadOptions) -> Result<Change> {
                     group: r.bytes()?,
                     consumer: r.bytes()?,
                 },
+                code::LIST_INSERT => ListInsert {
+                    db,
+                    key,
+                    index: r.uv()?,
+                    value: r.bytes()?,
+                },
+                code::LIST_REMOVE => {
+                    let n = r.count()?;
+                    let indexes = (0..n).map(|_| r.uv()).collect::<Result<_>>()?;
+                    ListRemove { db, key, indexes }
+                }
+                code::STR_PATCH => StrPatch {
+                    db,
+                    key,
+                    offset: r.uv()?,
+                    bytes: r.bytes()?,
+                },
                 _ => return Err(corrupt("unknown change code")),
             }
         }
@@ -620,6 +674,26 @@ mod tests {
             assert_eq!(r.iv().unwrap(), v);
         }
         assert!(r.b.is_empty());
+    }
+
+    #[test]
+    fn function_libraries_round_trip() {
+        let codes = vec![
+            Bytes::from_static(b"#!lua name=a\nredis.register_function('f', f)"),
+            Bytes::from_static(b""),
+            Bytes::from_static(b"\x00\xff"),
+        ];
+        let mut out = Vec::new();
+        encode(
+            &[Change::Functions {
+                codes: codes.clone(),
+            }],
+            &mut out,
+        );
+        match &decode(&out, &LoadOptions::new(0)).unwrap()[..] {
+            [Change::Functions { codes: got }] => assert_eq!(got, &codes),
+            other => panic!("decoded {other:?}"),
+        }
     }
 
     #[test]

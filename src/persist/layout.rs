@@ -13,17 +13,26 @@
 //! 4 — a hash element row may carry its field's deadline (hash-field expiration, below). A
 //! version-3 file is a version-4 file without such rows: it is relabelled 4 on open (builds
 //! that know only 3 then refuse it rather than misread a deadline as part of a value).
+//! 5 — adds the `functions` table (FUNCTION libraries) and chunked strings (string
+//! encoding 3, below), and the log's changes 28-31. A version-3 or 4 file is a version-5
+//! file without them: it opens as one and is relabelled 5 at once, so a build that would
+//! drop the libraries or misread a chunked string refuses it from then on.
 //! - `dbs: u32 -> u32` — logical db → namespace. A db with no row uses namespace = db index.
 //!   SWAPDB swaps two rows (O(1)); FLUSHDB points the db at a fresh namespace and deletes the
 //!   old namespace's rows in the same transaction (O(rows of that db)).
 //! - `keys: (ns u32, key &[u8]) -> &[u8]` — one row per key:
 //!   `[type tag u8][expire_at_ms u64 BE, 0 = none][per-type header]`, headers:
-//!   - string: `[encoding u8: 0 int, 1 embstr, 2 raw][bytes]` (the value lives in the row);
+//!   - string: `[encoding u8: 0 int, 1 embstr, 2 raw][bytes]` (the value lives in the row),
+//!     or `[3 chunked][length u64 BE]` (version 5), its bytes in `elems` rows: a string an
+//!     in-place edit (APPEND, SETRANGE, SETBIT, BITFIELD) left longer than [`STR_CHUNK`],
+//!     so that the next edits rewrite the chunks they touch, not the whole string;
 //!   - list: `[head seq i64 BE][tail seq i64 BE]` — elements occupy `head..tail`;
 //!   - hash, set: `[next insertion seq u64 BE]`;
 //!   - zset: empty;
 //!   - stream: `[last id 16][first id 16][max deleted id 16][entries added u64 BE]`.
 //! - `elems: (ns u32, key &[u8], sub &[u8]) -> &[u8]` — one row per element:
+//!   - chunked string: sub = chunk number (u64 BE), value = bytes `n * STR_CHUNK ..` of the
+//!     string, [`STR_CHUNK`] of them in every chunk but the last;
 //!   - hash: sub = field, value = `[insertion seq u64 BE][value]`, or for a field with a
 //!     deadline (version 4) `[insertion seq | 1 << 63, u64 BE][deadline ms u64 BE][value]`;
 //!   - set: sub = member, value = `[insertion seq u64 BE]`;
@@ -36,6 +45,10 @@
 //!     `'p'` + [`group_prefix`] + ID → `[delivery time i64 BE][delivery count u64 BE]
 //!     [consumer name]`; `'c'` + [`group_prefix`] + consumer name → `[seen time i64 BE]
 //!     [active time i64 BE]`.
+//! - `functions: u64 -> &[u8]` — FUNCTION libraries (version 5): row i holds one library's
+//!   whole code (its `#!lua name=...` line included), rows `0..n` with no gap. The set is
+//!   rewritten whole by every FUNCTION LOAD / DELETE / FLUSH / RESTORE (as Redis's RDB keeps
+//!   them); FLUSHALL and FLUSHDB leave it alone. A missing table means no libraries.
 //! - `access: (db u32, key &[u8]) -> u64` — each key's LRU idle seconds or LFU counter at the
 //!   last clean shutdown, SAVE or DEBUG RELOAD under an LRU or LFU policy, as Redis's RDB
 //!   keeps `IDLE`/`FREQ` (`persist::access`): `[kind u32][value u32]` packed high to low, kind
@@ -46,10 +59,12 @@ use redb::TableDefinition;
 
 /// Version of this layout. Bump it for any incompatible change; files with another version
 /// are refused (after `persist::upgrade` has copied a version 1 or 2 file to this one).
-pub const FORMAT_VERSION: u64 = 4;
+pub const FORMAT_VERSION: u64 = 5;
 
-/// The previous version, whose files this one opens as they are (see the history above).
-pub const COMPATIBLE_VERSION: u64 = 3;
+/// Earlier versions whose files this one opens as they are, relabelled (see the history
+/// above): 3 (no field deadlines, libraries or chunked strings) and 4 (no libraries or
+/// chunked strings).
+pub const COMPATIBLE_VERSIONS: [u64; 2] = [3, 4];
 
 /// The top bit of a hash row's sequence number: a field deadline follows it.
 const HASH_TTL_FLAG: u64 = 1 << 63;
@@ -87,6 +102,7 @@ pub(super) mod table {
     pub const DBS: &str = "dbs";
     pub const KEYS: &str = "keys";
     pub const ELEMS: &str = "elems";
+    pub const FUNCTIONS: &str = "functions";
     pub const ACCESS: &str = "access";
 }
 
@@ -96,6 +112,7 @@ pub(super) const KEYS: TableDefinition<(u32, &[u8]), &[u8]> = TableDefinition::n
 /// (namespace, key, sub-key).
 pub(super) type ElemKey = (u32, &'static [u8], &'static [u8]);
 pub(super) const ELEMS: TableDefinition<ElemKey, &[u8]> = TableDefinition::new(table::ELEMS);
+pub(super) const FUNCTIONS: TableDefinition<u64, &[u8]> = TableDefinition::new(table::FUNCTIONS);
 
 pub(super) const ACCESS: TableDefinition<(u32, &[u8]), u64> = TableDefinition::new(table::ACCESS);
 
@@ -119,6 +136,17 @@ pub mod str_enc {
     pub const INT: u8 = 0;
     pub const EMBSTR: u8 = 1;
     pub const RAW: u8 = 2;
+    /// Version 5: the bytes are in `elems` rows (see the layout above).
+    pub const CHUNKED: u8 = 3;
+}
+
+/// Bytes per chunk of a chunked string; an edited string longer than this is chunked.
+pub const STR_CHUNK: usize = 4096;
+
+/// Whether a key row's key has `elems` rows (collections and chunked strings): what
+/// deleting or replacing the key must wipe.
+pub fn owns_elems(row: &[u8]) -> bool {
+    row.first() != Some(&tag::STRING) || row.get(KEY_FIXED) == Some(&str_enc::CHUNKED)
 }
 
 /// Stream sub-key kinds. APPEND-ONLY.
@@ -254,12 +282,22 @@ mod tests {
             ],
             [1, 2, 3, 4, 5, 6]
         );
-        assert_eq!([str_enc::INT, str_enc::EMBSTR, str_enc::RAW], [0, 1, 2]);
+        assert_eq!(
+            [
+                str_enc::INT,
+                str_enc::EMBSTR,
+                str_enc::RAW,
+                str_enc::CHUNKED
+            ],
+            [0, 1, 2, 3]
+        );
+        assert_eq!(STR_CHUNK, 4096);
         assert_eq!(
             [xsub::CONSUMER, xsub::ENTRY, xsub::GROUP, xsub::PEL],
             [b'c', b'e', b'g', b'p']
         );
-        assert_eq!((FORMAT_VERSION, COMPATIBLE_VERSION), (4, 3));
+        assert_eq!((FORMAT_VERSION, COMPATIBLE_VERSIONS), (5, [3, 4]));
+        assert_eq!(table::FUNCTIONS, "functions");
     }
 
     #[test]

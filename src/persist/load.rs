@@ -96,7 +96,8 @@ impl Store {
                     expired.push((ns, key.to_vec()));
                     continue;
                 }
-                let sub_rows: Elems = if t == tag::STRING {
+                let inline = t == tag::STRING && hdr.first() != Some(&l::str_enc::CHUNKED);
+                let sub_rows: Elems = if inline {
                     Vec::new()
                 } else {
                     let empty: &[u8] = &[];
@@ -173,6 +174,24 @@ pub(super) fn build_value(
     let v = match t {
         tag::STRING => {
             let (&enc, data) = hdr.split_first().ok_or_else(|| corrupt("string row"))?;
+            if enc == l::str_enc::CHUNKED {
+                let len = l::read_u64(data).ok_or_else(|| corrupt("chunked string row"))?;
+                let mut out: Vec<u8> = Vec::new();
+                for (i, (sub, chunk)) in rows.into_iter().enumerate() {
+                    let whole = out.len().is_multiple_of(l::STR_CHUNK);
+                    if sub != (i as u64).to_be_bytes() || !whole {
+                        return Err(corrupt("string chunks"));
+                    }
+                    out.extend_from_slice(&chunk);
+                }
+                if out.len() as u64 != len {
+                    return Err(corrupt("string chunks"));
+                }
+                return Ok(Some(Value::Str(StrVal::Bytes {
+                    data: out,
+                    raw: true,
+                })));
+            }
             let data = Bytes::copy_from_slice(data);
             let s = match enc {
                 l::str_enc::INT => match crate::num::parse_i64(&data) {

@@ -1,6 +1,6 @@
 //! The store: opening (format version check), applying change batches, syncing.
 
-use super::layout::{self as l, tag, xsub, DBS, ELEMS, KEYS, META};
+use super::layout::{self as l, tag, xsub, DBS, ELEMS, FUNCTIONS, KEYS, META};
 use super::{corrupt, Change, PersistError};
 use crate::types::value::{StrVal, Value};
 use bytes::Bytes;
@@ -63,12 +63,14 @@ impl Store {
             }
         };
         match version {
-            // A version-3 file is a version-4 one without field deadlines: relabelled, so a
-            // build that knows only 3 refuses it once it may hold them.
-            Some(l::COMPATIBLE_VERSION) => {
+            // A file from an earlier compatible version (see `layout`'s history): the same
+            // tables without what later versions added. Relabelled current at once, before
+            // anything else is written, so a build that would misread it refuses it.
+            Some(v) if l::COMPATIBLE_VERSIONS.contains(&v) => {
                 let w = db.begin_write()?;
                 w.open_table(META)?
                     .insert(l::META_VERSION, l::FORMAT_VERSION)?;
+                w.open_table(FUNCTIONS)?;
                 w.commit()?;
             }
             // Versions 1 and 2 are redb 2 files, copied to this version by `open_current`.
@@ -92,6 +94,7 @@ impl Store {
                     w.open_table(DBS)?;
                     w.open_table(KEYS)?;
                     w.open_table(ELEMS)?;
+                    w.open_table(FUNCTIONS)?;
                 }
                 w.commit()?;
             }
@@ -180,6 +183,23 @@ impl Store {
         *guard = ns;
         self.rows_written.fetch_add(rows, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// The FUNCTION libraries' codes, in the order they were saved (none in a file that
+    /// never had any, a version-3 file's included).
+    pub fn functions(&self) -> Result<Vec<Bytes>> {
+        let r = self.db.begin_read()?;
+        let t = match r.open_table(FUNCTIONS) {
+            Ok(t) => t,
+            Err(TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
+            Err(e) => return Err(e.into()),
+        };
+        let mut out = Vec::new();
+        for row in t.iter()? {
+            let (_, code) = row?;
+            out.push(Bytes::copy_from_slice(code.value()));
+        }
+        Ok(out)
     }
 
     /// Forces a durable commit (everything applied so far survives a power loss).
@@ -303,10 +323,10 @@ impl<'t> Tx<'t> {
         let old = self
             .keys
             .remove((ns, key))?
-            .map(|g| g.value().first().copied());
-        if let Some(t) = old {
+            .map(|g| l::owns_elems(g.value()));
+        if let Some(owns) = old {
             self.rows += 1;
-            if t != Some(tag::STRING) {
+            if owns {
                 self.wipe_elems(ns, key)?;
             }
         }
@@ -319,7 +339,8 @@ impl<'t> Tx<'t> {
         match self.row(ns, key)? {
             Some(r) if r.tag == want => Ok((r, false)),
             old => {
-                if old.is_some_and(|r| r.tag != tag::STRING) {
+                let chunked = |r: &Row| r.header.first() == Some(&l::str_enc::CHUNKED);
+                if old.is_some_and(|r| r.tag != tag::STRING || chunked(&r)) {
                     self.wipe_elems(ns, key)?;
                 }
                 let r = Row {
@@ -395,8 +416,8 @@ impl<'t> Tx<'t> {
                 let old = self
                     .keys
                     .insert((ns, key.as_ref()), row.as_slice())?
-                    .map(|g| g.value().first().copied());
-                if matches!(old, Some(Some(t)) if t != tag::STRING) {
+                    .map(|g| l::owns_elems(g.value()));
+                if old == Some(true) {
                     self.wipe_elems(ns, key)?;
                 }
                 Ok(())
@@ -550,6 +571,112 @@ impl<'t> Tx<'t> {
                 }
                 Ok(())
             }
+            Change::ListInsert {
+                db,
+                key,
+                index,
+                value,
+            } => {
+                let ns = self.ns.ns(*db)?;
+                let Some(r) = self.row(ns, key)?.filter(|r| r.tag == tag::LIST) else {
+                    return Ok(());
+                };
+                let (mut head, mut tail) = read_list_header(&r.header)?;
+                let len = tail - head;
+                let i = i64::try_from(*index).unwrap_or(len).min(len);
+                // The shorter side of the insertion point moves one place.
+                if i <= len / 2 {
+                    for j in 0..i {
+                        let v = self.list_elem(ns, key, head + j)?;
+                        self.put_elem(ns, key, &l::list_sub(head + j - 1), &v)?;
+                    }
+                    head -= 1;
+                } else {
+                    for j in (i..len).rev() {
+                        let v = self.list_elem(ns, key, head + j)?;
+                        self.put_elem(ns, key, &l::list_sub(head + j + 1), &v)?;
+                    }
+                    tail += 1;
+                }
+                self.put_elem(ns, key, &l::list_sub(head + i), value)?;
+                self.put_row(ns, key, tag::LIST, r.expire_at, &list_header(head, tail))
+            }
+            Change::ListRemove { db, key, indexes } => {
+                let ns = self.ns.ns(*db)?;
+                let Some(r) = self.row(ns, key)?.filter(|r| r.tag == tag::LIST) else {
+                    return Ok(());
+                };
+                let (mut head, mut tail) = read_list_header(&r.header)?;
+                let len = tail - head;
+                let mut gone: Vec<i64> = indexes
+                    .iter()
+                    .filter_map(|&i| i64::try_from(i).ok().filter(|&i| i < len))
+                    .collect();
+                gone.sort_unstable();
+                gone.dedup();
+                let (Some(&first), Some(&last)) = (gone.first(), gone.last()) else {
+                    return Ok(());
+                };
+                if len - first <= last + 1 {
+                    // What follows the first removed element closes up towards the head.
+                    let (mut w, mut g) = (first, 0);
+                    for j in first..len {
+                        if gone.get(g) == Some(&j) {
+                            g += 1;
+                            continue;
+                        }
+                        if w != j {
+                            let v = self.list_elem(ns, key, head + j)?;
+                            self.put_elem(ns, key, &l::list_sub(head + w), &v)?;
+                        }
+                        w += 1;
+                    }
+                    for j in w..len {
+                        self.del_elem(ns, key, &l::list_sub(head + j))?;
+                    }
+                    tail = head + w;
+                } else {
+                    // What precedes the last removed element closes up towards the tail.
+                    let (mut w, mut g) = (last, gone.len());
+                    for j in (0..=last).rev() {
+                        if g > 0 && gone[g - 1] == j {
+                            g -= 1;
+                            continue;
+                        }
+                        if w != j {
+                            let v = self.list_elem(ns, key, head + j)?;
+                            self.put_elem(ns, key, &l::list_sub(head + w), &v)?;
+                        }
+                        w -= 1;
+                    }
+                    for j in 0..=w {
+                        self.del_elem(ns, key, &l::list_sub(head + j))?;
+                    }
+                    head += w + 1;
+                }
+                self.put_row(ns, key, tag::LIST, r.expire_at, &list_header(head, tail))
+            }
+            Change::StrPatch {
+                db,
+                key,
+                offset,
+                bytes,
+            } => {
+                let ns = self.ns.ns(*db)?;
+                let r = match self.row(ns, key)?.filter(|r| r.tag == tag::STRING) {
+                    Some(r) => r,
+                    None => {
+                        // The journal writes a string before patching it: never reached.
+                        tracing::warn!("a string patch found no string in the store");
+                        Row {
+                            tag: tag::STRING,
+                            expire_at: None,
+                            header: vec![l::str_enc::RAW],
+                        }
+                    }
+                };
+                self.patch_str(ns, key, r, *offset, bytes)
+            }
             Change::ListRewrite { db, key, values } => {
                 let ns = self.ns.ns(*db)?;
                 let (r, fresh) = self.ensure(ns, key, tag::LIST, &list_header(0, 0))?;
@@ -677,6 +804,15 @@ impl<'t> Tx<'t> {
                 self.set_db_ns(*a, nb)?;
                 self.set_db_ns(*b, na)
             }
+            Change::Functions { codes } => {
+                let mut t = self.txn.open_table(FUNCTIONS)?;
+                t.retain(|_, _| false)?;
+                for (i, code) in codes.iter().enumerate() {
+                    t.insert(i as u64, code.as_ref())?;
+                }
+                self.rows += codes.len() as u64;
+                Ok(())
+            }
         }
     }
 
@@ -696,6 +832,84 @@ impl<'t> Tx<'t> {
             }
         }
         Ok(())
+    }
+
+    fn list_elem(&self, ns: u32, key: &[u8], seq: i64) -> Result<Vec<u8>> {
+        self.elem(ns, key, &l::list_sub(seq))?
+            .ok_or_else(|| corrupt("missing list element"))
+    }
+
+    /// A string patch: in the row while the string stays within [`l::STR_CHUNK`] bytes,
+    /// else in chunks (the row's bytes moved into them first).
+    fn patch_str(&mut self, ns: u32, key: &[u8], r: Row, offset: u64, bytes: &[u8]) -> Result<()> {
+        let end = offset
+            .checked_add(bytes.len() as u64)
+            .ok_or_else(|| corrupt("string patch"))?;
+        let (&enc, data) = r
+            .header
+            .split_first()
+            .ok_or_else(|| corrupt("string row"))?;
+        if enc == l::str_enc::CHUNKED {
+            let len = l::read_u64(data).ok_or_else(|| corrupt("chunked string row"))?;
+            return self.patch_chunks(ns, key, r.expire_at, len, offset, bytes);
+        }
+        let new_len = (data.len() as u64).max(end);
+        if new_len <= l::STR_CHUNK as u64 {
+            let mut hdr = Vec::with_capacity(1 + new_len as usize);
+            hdr.push(l::str_enc::RAW);
+            hdr.extend_from_slice(data);
+            hdr.resize(1 + new_len as usize, 0);
+            hdr[1 + offset as usize..1 + end as usize].copy_from_slice(bytes);
+            return self.put_row(ns, key, tag::STRING, r.expire_at, &hdr);
+        }
+        for (i, c) in data.chunks(l::STR_CHUNK).enumerate() {
+            self.put_elem(ns, key, &(i as u64).to_be_bytes(), c)?;
+        }
+        self.patch_chunks(ns, key, r.expire_at, data.len() as u64, offset, bytes)
+    }
+
+    /// Rewrites the chunks a patch touches, and those a growth adds (zero-filled).
+    fn patch_chunks(
+        &mut self,
+        ns: u32,
+        key: &[u8],
+        at: Option<u64>,
+        len: u64,
+        offset: u64,
+        bytes: &[u8],
+    ) -> Result<()> {
+        let c = l::STR_CHUNK as u64;
+        let end = offset + bytes.len() as u64;
+        let new_len = len.max(end);
+        let mut touched: Vec<u64> = Vec::new();
+        if new_len > len {
+            touched.extend(len / c..=(new_len - 1) / c);
+        }
+        if !bytes.is_empty() {
+            touched.extend(offset / c..=(end - 1) / c);
+        }
+        touched.sort_unstable();
+        touched.dedup();
+        for i in touched {
+            let start = i * c;
+            let size = (new_len - start).min(c) as usize;
+            let mut chunk = if start < len {
+                self.elem(ns, key, &i.to_be_bytes())?
+                    .ok_or_else(|| corrupt("missing string chunk"))?
+            } else {
+                Vec::new()
+            };
+            chunk.resize(size, 0);
+            let (lo, hi) = (offset.max(start), end.min(start + size as u64));
+            if lo < hi {
+                chunk[(lo - start) as usize..(hi - start) as usize]
+                    .copy_from_slice(&bytes[(lo - offset) as usize..(hi - offset) as usize]);
+            }
+            self.put_elem(ns, key, &i.to_be_bytes(), &chunk)?;
+        }
+        let mut hdr = vec![l::str_enc::CHUNKED];
+        hdr.extend_from_slice(&new_len.to_be_bytes());
+        self.put_row(ns, key, tag::STRING, at, &hdr)
     }
 
     /// The stream's row, created (zero counters) if missing.

@@ -646,10 +646,76 @@ fn random_change(rng: &mut SmallRng, model: &mut [BTreeMap<Bytes, Value>]) -> Ch
     let key = b(&[b'k', rng.gen_range(0..6u8)]);
     let elem = |rng: &mut SmallRng| b(&[rng.gen_range(0..5u8)]);
     let m = &mut model[db];
-    match rng.gen_range(0..15) {
+    match rng.gen_range(0..18) {
         0 => {
             m.remove(&key);
             Change::Del { db, key }
+        }
+        15 => {
+            // LINSERT in the middle (or anywhere: index 0 and len are pushes too).
+            let Some(Value::List(l)) = m.get_mut(&key) else {
+                return Change::FlushDb { db: flush(m, db) };
+            };
+            let mut items: Vec<Bytes> = l.iter().cloned().collect();
+            let index = rng.gen_range(0..=items.len());
+            let value = elem(rng);
+            items.insert(index, value.clone());
+            **l = list_of(&items);
+            Change::ListInsert {
+                db,
+                key,
+                index: index as u64,
+                value,
+            }
+        }
+        16 => {
+            // LREM: some elements, never all (that deletes the key).
+            let Some(Value::List(l)) = m.get_mut(&key) else {
+                return Change::FlushDb { db: flush(m, db) };
+            };
+            let items: Vec<Bytes> = l.iter().cloned().collect();
+            if items.len() < 2 {
+                return Change::FlushDb { db: flush(m, db) };
+            }
+            let mut indexes: Vec<u64> = (0..items.len() as u64)
+                .filter(|_| rng.gen_bool(0.4))
+                .collect();
+            indexes.truncate(items.len() - 1);
+            let kept: Vec<Bytes> = items
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| !indexes.contains(&(*i as u64)))
+                .map(|(_, v)| v.clone())
+                .collect();
+            **l = list_of(&kept);
+            Change::ListRemove { db, key, indexes }
+        }
+        17 => {
+            // APPEND / SETRANGE / SETBIT: across the inline and chunked forms.
+            let Some(Value::Str(s)) = m.get_mut(&key) else {
+                let v = Value::Str(StrVal::from_set(elem(rng)));
+                m.insert(key.clone(), v.clone());
+                return put(db, &key, v, None);
+            };
+            let mut data = s.to_bytes().to_vec();
+            let offset = match rng.gen_range(0..3) {
+                0 => data.len(),
+                1 => rng.gen_range(0..=data.len()),
+                _ => rng.gen_range(0..12_000),
+            };
+            let n = [0, 1, 7, 5000][rng.gen_range(0..4)];
+            let bytes: Vec<u8> = (0..n).map(|i| (i as u8) ^ rng.gen::<u8>()).collect();
+            if data.len() < offset + n {
+                data.resize(offset + n, 0);
+            }
+            data[offset..offset + n].copy_from_slice(&bytes);
+            *s = StrVal::raw_vec(data);
+            Change::StrPatch {
+                db,
+                key,
+                offset: offset as u64,
+                bytes: b(&bytes),
+            }
         }
         1 => {
             let v = Value::Str(StrVal::from_set(elem(rng)));
@@ -832,6 +898,14 @@ fn random_change(rng: &mut SmallRng, model: &mut [BTreeMap<Bytes, Value>]) -> Ch
     }
 }
 
+fn list_of(items: &[Bytes]) -> List {
+    let mut l = List::new();
+    for i in items {
+        l.push(i.clone(), End::Tail);
+    }
+    l
+}
+
 fn flush(m: &mut BTreeMap<Bytes, Value>, db: usize) -> usize {
     m.clear();
     db
@@ -967,6 +1041,53 @@ fn a_torn_final_record_ends_the_log() {
     assert_eq!(keys, [b(b"a"), b(b"b")]);
 }
 
+fn functions_change(codes: &[&[u8]]) -> Change {
+    Change::Functions {
+        codes: codes.iter().map(|c| b(c)).collect(),
+    }
+}
+
+#[test]
+fn function_libraries_are_kept_whole_and_flushall_leaves_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, bb): (&[u8], &[u8]) = (b"#!lua name=a\n...", b"#!lua name=b\n\x00\xff");
+    {
+        let store = Store::open(dir.path()).unwrap();
+        assert!(store.functions().unwrap().is_empty());
+        store.apply(&[functions_change(&[a, bb])], false).unwrap();
+        assert_eq!(store.functions().unwrap(), vec![b(a), b(bb)]);
+        // FLUSHALL and FLUSHDB are keyspace changes: the libraries stay.
+        store
+            .apply(&[Change::FlushAll, Change::FlushDb { db: 0 }], true)
+            .unwrap();
+        assert_eq!(store.functions().unwrap(), vec![b(a), b(bb)]);
+        // A later set replaces the whole of the earlier one (a DELETE leaves one library).
+        store.apply(&[functions_change(&[bb])], true).unwrap();
+        assert_eq!(store.functions().unwrap(), vec![b(bb)]);
+    }
+    let store = Store::open(dir.path()).unwrap();
+    assert_eq!(store.functions().unwrap(), vec![b(bb)]);
+    store.apply(&[functions_change(&[])], true).unwrap();
+    assert!(store.functions().unwrap().is_empty());
+}
+
+fn stored_version(store: &Store) -> Option<u64> {
+    use redb::ReadableDatabase;
+    let r = store.database().begin_read().unwrap();
+    let m = r.open_table(layout::META).unwrap();
+    let v = m.get(layout::META_VERSION).unwrap();
+    v.map(|g| g.value())
+}
+
+/// A file written before libraries were kept (layout versions 3 and 4: no `functions`
+/// table) opens with its keys and no libraries, and is marked version 5 at once.
+#[test]
+fn version_3_and_4_files_open_without_libraries_and_become_version_5() {
+    for old in layout::COMPATIBLE_VERSIONS {
+        old_file_opens_without_libraries(old);
+    }
+}
+
 /// Hash-field deadlines: written with a whole hash, set and cleared per field, cleared by a
 /// `HashPut` of the field, dropped with its `HashDel`, and read back (layout version 4).
 #[test]
@@ -1028,10 +1149,36 @@ fn hash_field_deadlines_round_trip() {
     assert_eq!(g.len(), 3);
 }
 
-/// A version-3 file (no field deadlines) is opened as it is and relabelled version 4.
+fn old_file_opens_without_libraries(old: u64) {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = Store::open(dir.path()).unwrap();
+        store
+            .apply(&[put(0, b"k", list(&[b"v"]), None)], true)
+            .unwrap();
+        let w = store.database().begin_write().unwrap();
+        w.delete_table(layout::FUNCTIONS).unwrap();
+        w.open_table(layout::META)
+            .unwrap()
+            .insert(layout::META_VERSION, old)
+            .unwrap();
+        w.commit().unwrap();
+    }
+    let store = Store::open(dir.path()).unwrap();
+    assert!(store.functions().unwrap().is_empty());
+    assert_eq!(dump(&store, 0).len(), 1);
+    assert_eq!(stored_version(&store), Some(layout::FORMAT_VERSION));
+    store
+        .apply(&[functions_change(&[b"#!lua name=x\n"])], true)
+        .unwrap();
+    drop(store);
+    let store = Store::open(dir.path()).unwrap();
+    assert_eq!(store.functions().unwrap(), vec![b(b"#!lua name=x\n")]);
+}
+
+/// A version-3 file (no field deadlines) is opened as it is and relabelled current.
 #[test]
-fn version_3_files_open_and_become_version_4() {
-    use redb::ReadableDatabase;
+fn version_3_files_open_and_become_current() {
     let dir = tempfile::tempdir().unwrap();
     {
         let store = Store::open(dir.path()).unwrap();
@@ -1047,12 +1194,5 @@ fn version_3_files_open_and_become_version_4() {
     }
     let store = Store::open(dir.path()).unwrap();
     assert_eq!(dump(&store, 0).len(), 1);
-    let r = store.database().begin_read().unwrap();
-    let v = r
-        .open_table(layout::META)
-        .unwrap()
-        .get(layout::META_VERSION)
-        .unwrap()
-        .map(|g| g.value());
-    assert_eq!(v, Some(layout::FORMAT_VERSION));
+    assert_eq!(stored_version(&store), Some(layout::FORMAT_VERSION));
 }

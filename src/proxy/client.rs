@@ -22,8 +22,7 @@ use bytes::{Buf, Bytes, BytesMut};
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 /// Replies awaited before the batch is written.
@@ -87,7 +86,9 @@ struct Multi {
     dirty: bool,
 }
 
-pub struct Client {
+/// A client connection; `R` is its read half (plain TCP or TLS: the loop is compiled for
+/// each, and its write half is the methods' `W`).
+pub struct Client<R> {
     /// What the commands the proxy answers itself ([`local`]) see and change.
     s: Session,
     multi: Option<Multi>,
@@ -97,7 +98,7 @@ pub struct Client {
     /// Closing on an error while the client may still be sending: see [`linger`].
     linger: bool,
     pubsub: PubSub,
-    rd: OwnedReadHalf,
+    rd: R,
     inbuf: BytesMut,
     /// Per node: batched commands not sent yet, and replies to come.
     outgoing: Vec<Outgoing>,
@@ -114,9 +115,24 @@ fn ok() -> Pending {
     Pending::Ready(Bytes::from_static(b"+OK\r\n"))
 }
 
+/// Serves a plain TCP client.
 pub async fn serve(p: Arc<Proxy>, stream: TcpStream) {
     let _ = stream.set_nodelay(true);
-    let (rd, mut wr) = stream.into_split();
+    let (rd, wr) = stream.into_split();
+    serve_halves(p, rd, wr).await
+}
+
+/// Serves a TLS client (its handshake done).
+pub async fn serve_tls(p: Arc<Proxy>, stream: tokio_rustls::server::TlsStream<TcpStream>) {
+    let (rd, wr) = tokio::io::split(stream);
+    serve_halves(p, rd, wr).await
+}
+
+async fn serve_halves<R, W>(p: Arc<Proxy>, rd: R, mut wr: W)
+where
+    R: AsyncRead + Unpin + Send,
+    W: AsyncWrite + Unpin + Send,
+{
     // `maxclients`, as Redis applies it: the error, then the connection is closed.
     if p.connected.fetch_add(1, Ordering::Relaxed) >= p.cfg.maxclients as u64 {
         p.connected.fetch_sub(1, Ordering::Relaxed);
@@ -124,6 +140,7 @@ pub async fn serve(p: Arc<Proxy>, stream: TcpStream) {
         let _ = wr
             .write_all(b"-ERR max number of clients reached\r\n")
             .await;
+        let _ = wr.shutdown().await;
         return;
     }
     let id = p.next_client_id.fetch_add(1, Ordering::Relaxed) + 1;
@@ -150,6 +167,9 @@ pub async fn serve(p: Arc<Proxy>, stream: TcpStream) {
     let _ = c.run(&mut wr).await;
     if c.linger {
         linger(&mut c.rd, &mut wr).await;
+    } else {
+        // TLS: what is still held goes out, then close_notify (plain TCP: a FIN).
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(1), wr.shutdown()).await;
     }
     drop(c);
     p.connected.fetch_sub(1, Ordering::Relaxed);
@@ -158,15 +178,19 @@ pub async fn serve(p: Arc<Proxy>, stream: TcpStream) {
 /// Closing a socket with unread input makes the kernel reset the connection, and the
 /// reset can destroy the error reply before the client reads it. So: end our side, then
 /// read and discard for a moment (bounded in time), then close.
-async fn linger(rd: &mut OwnedReadHalf, wr: &mut OwnedWriteHalf) {
+async fn linger<R, W>(rd: &mut R, wr: &mut W)
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
     let _ = wr.shutdown().await;
     let mut sink = vec![0u8; 64 * 1024];
     let discard = async { while matches!(rd.read(&mut sink).await, Ok(n) if n > 0) {} };
     let _ = tokio::time::timeout(std::time::Duration::from_secs(2), discard).await;
 }
 
-impl Client {
-    async fn run(&mut self, wr: &mut OwnedWriteHalf) -> std::io::Result<()> {
+impl<R: AsyncRead + Unpin + Send> Client<R> {
+    async fn run<W: AsyncWrite + Unpin + Send>(&mut self, wr: &mut W) -> std::io::Result<()> {
         let mut parser = Parser::default();
         let mut pend: Vec<Pending> = Vec::new();
         let mut out = BytesMut::with_capacity(16 * 1024);
@@ -214,7 +238,13 @@ impl Client {
     /// Reads more of the request stream, meanwhile forwarding subscription messages.
     /// False when the client is gone, was idle for `timeout` (closed silently, as Redis
     /// does), went over `client-query-buffer-limit` (told so) or its subscriptions broke.
-    async fn read_more(&mut self, wr: &mut OwnedWriteHalf) -> std::io::Result<bool> {
+    async fn read_more<W: AsyncWrite + Unpin + Send>(
+        &mut self,
+        wr: &mut W,
+    ) -> std::io::Result<bool> {
+        // Everything written so far reaches the socket before the client is waited for
+        // (TLS may hold a record after `write_all`; a plain socket's flush does nothing).
+        wr.flush().await?;
         let idle = self.s.p.cfg.timeout;
         // Subscribers are exempt from the idle timeout, as in Redis.
         let deadline =
@@ -225,7 +255,7 @@ impl Client {
                 return Ok(false);
             }
             return match self.over_query_limit() {
-                Some(e) => wr.write_all(&e).await.map(|_| false),
+                Some(e) => super::link::send(wr, &e).await.map(|_| false),
                 None => Ok(true),
             };
         }
@@ -237,7 +267,7 @@ impl Client {
                         return Ok(false);
                     }
                     if let Some(e) = self.over_query_limit() {
-                        wr.write_all(&e).await?;
+                        super::link::send(wr, &e).await?;
                         return Ok(false);
                     }
                     return Ok(true);
@@ -261,7 +291,7 @@ impl Client {
                         }
                         // A client that stopped reading cannot hold its queue forever.
                         tokio::select! {
-                            r = wr.write_all(&batch) => r?,
+                            r = super::link::send(wr, &batch) => r?,
                             _ = self.pubsub.overflow.notified() => {
                                 tracing::info!("closing a subscribed client: subscriber too slow: output limit reached");
                                 return Ok(false);
@@ -354,11 +384,11 @@ impl Client {
     }
 
     /// Awaits every pending reply in order into `out`, writing when it grows large.
-    async fn drain(
+    async fn drain<W: AsyncWrite + Unpin + Send>(
         &mut self,
         pend: &mut Vec<Pending>,
         out: &mut BytesMut,
-        wr: &mut OwnedWriteHalf,
+        wr: &mut W,
     ) -> std::io::Result<()> {
         self.send_batches();
         let max = self.s.p.cfg.proto_max_bulk_len;
@@ -408,12 +438,12 @@ impl Client {
         Ok(())
     }
 
-    async fn handle(
+    async fn handle<W: AsyncWrite + Unpin + Send>(
         &mut self,
         args: Vec<Bytes>,
         pend: &mut Vec<Pending>,
         out: &mut BytesMut,
-        wr: &mut OwnedWriteHalf,
+        wr: &mut W,
     ) -> std::io::Result<()> {
         let r = route::route(&args, &self.s.p.placement);
         if let Route::Reject(e) = &r {

@@ -16,6 +16,8 @@ pub struct NodeSpec {
     pub user: Option<String>,
     pub password: Option<String>,
     pub db: u32,
+    /// `rediss://`: the node is reached over TLS, its certificate checked for `host`.
+    pub tls: bool,
 }
 
 /// Debug output is redacted too (configs end up in panics and logs).
@@ -26,7 +28,7 @@ impl fmt::Debug for NodeSpec {
 }
 
 impl NodeSpec {
-    /// Parses `ID=redis://[user[:password]@]host:port[/db]`.
+    /// Parses `ID=redis://[user[:password]@]host:port[/db]` (`rediss://` for TLS).
     pub fn parse(s: &str) -> Result<NodeSpec, String> {
         let (id, url) = s
             .split_once('=')
@@ -46,9 +48,11 @@ impl NodeSpec {
     /// Parses `redis://[user[:password]@]host:port[/db]` (id left empty).
     pub fn parse_url(url: &str) -> Result<NodeSpec, String> {
         // Errors never echo the URL: it may hold a password.
-        let rest = url
-            .strip_prefix("redis://")
-            .ok_or_else(|| "node URLs start with redis://".to_string())?;
+        let (rest, tls) = match (url.strip_prefix("redis://"), url.strip_prefix("rediss://")) {
+            (Some(r), _) => (r, false),
+            (_, Some(r)) => (r, true),
+            _ => return Err("node URLs start with redis:// or rediss://".to_string()),
+        };
         let (auth, hostpart) = match rest.rsplit_once('@') {
             Some((a, h)) => (Some(a), h),
             None => (None, rest),
@@ -88,6 +92,7 @@ impl NodeSpec {
             user,
             password,
             db,
+            tls,
         })
     }
 
@@ -103,7 +108,8 @@ impl NodeSpec {
         } else {
             format!("/{}", self.db)
         };
-        format!("redis://{auth}{}:{}{db}", self.host, self.port)
+        let scheme = if self.tls { "rediss" } else { "redis" };
+        format!("{scheme}://{auth}{}:{}{db}", self.host, self.port)
     }
 
     /// `host:port` for connecting.
@@ -180,6 +186,17 @@ pub struct ProxyConfig {
     /// at 50 clients, P1 SET took 2.45 syscalls per request against 3.11 (a third of them
     /// futex wake-ups and 3x the node writes) with a runtime thread per core.
     pub threads: usize,
+    /// Redis's `tls-port` (0 = none): TLS clients, with the listener settings of `tls`.
+    pub tls_port: u16,
+    /// The TLS listener's settings (Redis's `tls-*` names); its `tls-ca-cert-file` also
+    /// checks the certificates of `rediss://` nodes.
+    pub tls: crate::tls::Settings,
+    /// `tls-client-cert-file` / `tls-client-key-file`: what the proxy presents to
+    /// `rediss://` nodes that ask for a client certificate (as Redis's replication does).
+    pub tls_client_cert_file: String,
+    pub tls_client_key_file: String,
+    /// Built from the above by [`ProxyConfig::prepare_tls`] when a node is `rediss://`.
+    pub node_tls: Option<std::sync::Arc<crate::tls::ClientConfig>>,
 }
 
 impl Default for ProxyConfig {
@@ -200,6 +217,15 @@ impl Default for ProxyConfig {
             client_query_buffer_limit: 1 << 30,
             proto_max_bulk_len: 512 << 20,
             threads: 1,
+            tls_port: 0,
+            tls: crate::tls::Settings {
+                session_caching: true,
+                session_cache_size: 20480,
+                ..Default::default()
+            },
+            tls_client_cert_file: String::new(),
+            tls_client_key_file: String::new(),
+            node_tls: None,
         }
     }
 }
@@ -227,6 +253,33 @@ impl ProxyConfig {
         }
         Ok(())
     }
+
+    /// The TLS client configuration for `rediss://` nodes (checked against
+    /// `tls-ca-cert-file`), if any node needs one.
+    pub fn prepare_tls(&mut self) -> Result<(), String> {
+        if !self.nodes.iter().any(|n| n.tls) {
+            return Ok(());
+        }
+        let client = match (
+            self.tls_client_cert_file.as_str(),
+            self.tls_client_key_file.as_str(),
+        ) {
+            ("", "") => None,
+            ("", _) | (_, "") => {
+                return Err("tls-client-cert-file and tls-client-key-file go together".into())
+            }
+            (c, k) => Some((c, k)),
+        };
+        if self.tls.ca_cert_file.is_empty() {
+            return Err(
+                "rediss:// nodes need tls-ca-cert-file (the CA their certificates \
+                        are checked against)"
+                    .into(),
+            );
+        }
+        self.node_tls = Some(crate::tls::client_config(&self.tls.ca_cert_file, client)?);
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -241,6 +294,10 @@ mod tests {
         assert_eq!(n.user.as_deref(), Some("alice"));
         assert_eq!(n.password.as_deref(), Some("s3cret"));
         assert_eq!(n.redacted_url(), "redis://alice:***@10.0.0.1:6380/2");
+        assert!(!n.tls);
+        let t = NodeSpec::parse("node-t=rediss://:pw@node.example:6380").unwrap();
+        assert!(t.tls);
+        assert_eq!(t.redacted_url(), "rediss://:***@node.example:6380");
         assert!(!format!("{n:?}").contains("s3cret"));
         let n = NodeSpec::parse("b=redis://:pw@localhost:6379").unwrap();
         assert_eq!((n.user.clone(), n.password.as_deref()), (None, Some("pw")));

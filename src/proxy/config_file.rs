@@ -16,6 +16,11 @@
 //! maxclients 10000
 //! client-query-buffer-limit 1gb
 //! proto-max-bulk-len 512mb
+//! tls-port 7001               # TLS clients too, with Redis's tls-* directives:
+//! tls-cert-file proxy.crt     #   tls-key-file, tls-ca-cert-file, tls-ca-cert-dir,
+//! tls-key-file proxy.key      #   tls-auth-clients, tls-protocols, tls-ciphersuites,
+//! tls-ca-cert-file ca.crt     #   tls-ciphers; the CA also checks rediss:// nodes, to which
+//! node node-c rediss://10.0.0.3:6380   # tls-client-cert-file/-key-file are presented
 //! ```
 //!
 //! Errors name the line and the directive but never echo a value: it may be a password.
@@ -113,6 +118,23 @@ pub fn parse(text: &str, cfg: &mut ProxyConfig) -> Result<(), String> {
                     cfg.client_query_buffer_limit = size as usize;
                 }
             }
+            "tls-port" => {
+                cfg.tls_port = u16::try_from(number("port")?)
+                    .map_err(|_| format!("line {n}: tls-port out of range"))?
+            }
+            "tls-cert-file" => cfg.tls.cert_file = one("path")?.to_string(),
+            "tls-key-file" => cfg.tls.key_file = one("path")?.to_string(),
+            "tls-ca-cert-file" => cfg.tls.ca_cert_file = one("path")?.to_string(),
+            "tls-ca-cert-dir" => cfg.tls.ca_cert_dir = one("path")?.to_string(),
+            "tls-client-cert-file" => cfg.tls_client_cert_file = one("path")?.to_string(),
+            "tls-client-key-file" => cfg.tls_client_key_file = one("path")?.to_string(),
+            "tls-auth-clients" => {
+                cfg.tls.auth_clients = crate::tls::AuthClients::parse(one("yes|no|optional")?)
+                    .ok_or_else(|| format!("line {n}: tls-auth-clients is yes, no or optional"))?
+            }
+            "tls-protocols" => cfg.tls.protocols = args.join(" "),
+            "tls-ciphersuites" => cfg.tls.ciphersuites = one("list")?.to_string(),
+            "tls-ciphers" => cfg.tls.ciphers = one("list")?.to_string(),
             // Not echoed either: a stray line could be a password.
             _ => return Err(format!("line {n}: unknown directive")),
         }
@@ -127,6 +149,34 @@ mod tests {
     fn parsed(text: &str) -> Result<ProxyConfig, String> {
         let mut cfg = ProxyConfig::default();
         parse(text, &mut cfg).map(|_| cfg)
+    }
+
+    #[test]
+    fn tls_directives() {
+        let cfg = parsed(
+            "tls-port 7001\n\
+             tls-cert-file /c.crt\n\
+             tls-key-file /c.key\n\
+             tls-ca-cert-file \"/ca dir/ca.crt\"\n\
+             tls-auth-clients optional\n\
+             tls-protocols TLSv1.2 TLSv1.3\n\
+             tls-ciphersuites TLS_AES_128_GCM_SHA256\n\
+             tls-client-cert-file /p.crt\n\
+             tls-client-key-file /p.key\n\
+             node a rediss://h:6380\n",
+        )
+        .unwrap();
+        assert_eq!(cfg.tls_port, 7001);
+        assert_eq!(cfg.tls.cert_file, "/c.crt");
+        assert_eq!(cfg.tls.ca_cert_file, "/ca dir/ca.crt");
+        assert_eq!(cfg.tls.auth_clients, crate::tls::AuthClients::Optional);
+        assert_eq!(cfg.tls.protocols, "TLSv1.2 TLSv1.3");
+        assert_eq!(cfg.tls_client_key_file, "/p.key");
+        assert!(cfg.nodes[0].tls);
+        assert_eq!(
+            parsed("tls-auth-clients maybe\n").unwrap_err(),
+            "line 1: tls-auth-clients is yes, no or optional"
+        );
     }
 
     #[test]
@@ -207,7 +257,7 @@ mod tests {
             ),
             (
                 "node a http://:s3cret@h:1\n",
-                "line 1: node URLs start with redis://",
+                "line 1: node URLs start with redis:// or rediss://",
             ),
             (
                 "node a redis://:s3cret@h:port\n",

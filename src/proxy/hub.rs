@@ -19,7 +19,7 @@
 //! the node's address and handshake come from `link.rs`, not from `node.rs` (a `Node` owns
 //! its hub).
 
-use super::link::{connect, NodeInfo};
+use super::link::{connect, send, NodeInfo, NodeStream, NodeWrite};
 use super::resp::{self, Frame};
 use bytes::{Bytes, BytesMut};
 use parking_lot::Mutex;
@@ -27,9 +27,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::OwnedWriteHalf;
-use tokio::net::TcpStream;
+use tokio::io::AsyncReadExt;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::{sleep_until, Instant};
 
@@ -647,7 +645,7 @@ impl Task {
     /// Serves a connection; returns why it broke (None: every handle is gone).
     async fn serve(
         &mut self,
-        stream: TcpStream,
+        stream: NodeStream,
         mut buf: BytesMut,
         first: Option<Op>,
     ) -> Option<String> {
@@ -756,11 +754,11 @@ impl Task {
     }
 }
 
-async fn flush(wr: &mut OwnedWriteHalf, out: &mut Vec<u8>) -> Result<(), String> {
+async fn flush(wr: &mut NodeWrite, out: &mut Vec<u8>) -> Result<(), String> {
     if out.is_empty() {
         return Ok(());
     }
-    let r = wr.write_all(out).await.map_err(|e| e.to_string());
+    let r = send(wr, out).await.map_err(|e| e.to_string());
     out.clear();
     r
 }

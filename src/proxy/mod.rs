@@ -67,8 +67,9 @@ pub struct Proxy {
 
 impl Proxy {
     /// Starts the node connections (needs a tokio runtime).
-    pub fn new(cfg: ProxyConfig) -> io::Result<Proxy> {
+    pub fn new(mut cfg: ProxyConfig) -> io::Result<Proxy> {
         cfg.validate().map_err(io::Error::other)?;
+        cfg.prepare_tls().map_err(io::Error::other)?;
         let users = users(&cfg).map_err(io::Error::other)?;
         let nodes = cfg
             .nodes
@@ -115,9 +116,8 @@ fn users(cfg: &ProxyConfig) -> Result<crate::instance::acl::Acl, String> {
     Ok(acl)
 }
 
-/// Binds every configured address (port 0: one ephemeral port, reused for the others).
-async fn bind(cfg: &ProxyConfig) -> io::Result<Vec<TcpListener>> {
-    let mut port = cfg.port;
+/// Binds every configured address on `port` (0: one ephemeral port, reused for the others).
+async fn bind(cfg: &ProxyConfig, mut port: u16) -> io::Result<Vec<TcpListener>> {
     let mut out = Vec::new();
     for addr in &cfg.bind {
         let host = if addr.contains(':') {
@@ -139,8 +139,15 @@ async fn bind(cfg: &ProxyConfig) -> io::Result<Vec<TcpListener>> {
 
 /// Starts the proxy on the current runtime; returns its first address.
 async fn start(cfg: ProxyConfig) -> io::Result<(SocketAddr, Arc<Proxy>)> {
-    let listeners = bind(&cfg).await?;
+    let listeners = bind(&cfg, cfg.port).await?;
     let addr = listeners[0].local_addr()?;
+    let tls = if cfg.tls_port != 0 {
+        let server = crate::tls::server_config(&cfg.tls)
+            .map_err(|e| io::Error::other(format!("Failed to configure TLS: {e}")))?;
+        Some((bind(&cfg, cfg.tls_port).await?, server))
+    } else {
+        None
+    };
     let proxy = Arc::new(Proxy::new(cfg)?);
     proxy
         .port
@@ -162,7 +169,55 @@ async fn start(cfg: ProxyConfig) -> io::Result<(SocketAddr, Arc<Proxy>)> {
             }
         });
     }
+    if let Some((listeners, server)) = tls {
+        let handshaking = Arc::new(AtomicU64::new(0));
+        for l in listeners {
+            tokio::spawn(accept_tls(
+                proxy.clone(),
+                l,
+                server.clone(),
+                handshaking.clone(),
+            ));
+        }
+    }
     Ok((addr, proxy))
+}
+
+/// TLS clients: each handshake on its own task, bounded in time and, in number, by
+/// `maxclients` (past it a new connection is closed at once); then served as plain ones.
+async fn accept_tls(
+    p: Arc<Proxy>,
+    l: TcpListener,
+    server: Arc<crate::tls::ServerConfig>,
+    handshaking: Arc<AtomicU64>,
+) {
+    use std::sync::atomic::Ordering::Relaxed;
+    let acceptor = crate::tls::TlsAcceptor::from(server);
+    loop {
+        let stream = match l.accept().await {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                tracing::warn!("proxy accept failed: {e}");
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        if handshaking.load(Relaxed) >= p.cfg.maxclients as u64 {
+            p.rejected_connections.fetch_add(1, Relaxed);
+            continue;
+        }
+        let _ = stream.set_nodelay(true);
+        handshaking.fetch_add(1, Relaxed);
+        let (p, acceptor, handshaking) = (p.clone(), acceptor.clone(), handshaking.clone());
+        tokio::spawn(async move {
+            let done =
+                tokio::time::timeout(crate::tls::HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await;
+            handshaking.fetch_sub(1, Relaxed);
+            if let Ok(Ok(tls)) = done {
+                client::serve_tls(p, tls).await;
+            }
+        });
+    }
 }
 
 /// Runs `respite proxy` until SIGINT/SIGTERM; with port 0 prints the bound port on stdout.

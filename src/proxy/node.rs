@@ -21,7 +21,7 @@
 //! connection with PING every second. Keys are never remapped to another node.
 
 use super::config::{NodeSpec, ProxyConfig};
-use super::link::{connect, NodeInfo};
+use super::link::{connect, send, NodeInfo, NodeStream};
 use super::resp;
 use bytes::{Bytes, BytesMut};
 use parking_lot::Mutex;
@@ -29,8 +29,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::io::AsyncReadExt;
 use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
 use tokio::time::{sleep_until, Instant};
 
@@ -314,7 +313,7 @@ impl Drop for Unqueue<'_> {
 
 /// A connection owned by one client for a while.
 pub struct Dedicated {
-    stream: TcpStream,
+    stream: NodeStream,
     buf: BytesMut,
     resp3: bool,
     generation: u64,
@@ -326,8 +325,7 @@ pub struct Dedicated {
 
 impl Dedicated {
     pub async fn write(&mut self, bytes: &[u8]) -> Result<(), String> {
-        self.stream
-            .write_all(bytes)
+        send(&mut self.stream, bytes)
             .await
             .map_err(|e| e.to_string())
     }
@@ -485,7 +483,7 @@ async fn shared_conn(
 /// Serves a connected stream; returns why it broke (None: the proxy is shutting down).
 async fn serve(
     info: &NodeInfo,
-    stream: TcpStream,
+    stream: NodeStream,
     inbox: &mut Inbox,
     rx: &mut mpsc::UnboundedReceiver<Req>,
     pending: &mut VecDeque<Sent>,
@@ -512,7 +510,7 @@ async fn serve(
                     out.extend_from_slice(&req.bytes);
                     pending.push_back(Sent { reply: Some(req.reply), count: req.count, at: now });
                 }
-                if let Err(e) = wr.write_all(&out).await {
+                if let Err(e) = send(&mut wr, &out).await {
                     return Some(e.to_string());
                 }
                 if out.capacity() > WRITE_BATCH * 2 {
@@ -541,7 +539,7 @@ async fn serve(
             }
             _ = health.tick() => {
                 if pending.is_empty() && last_reply.elapsed() >= HEALTH_EVERY {
-                    if let Err(e) = wr.write_all(b"*1\r\n$4\r\nPING\r\n").await {
+                    if let Err(e) = send(&mut wr, b"*1\r\n$4\r\nPING\r\n").await {
                         return Some(e.to_string());
                     }
                     pending.push_back(Sent { reply: None, count: 1, at: Instant::now() });

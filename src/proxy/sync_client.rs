@@ -54,6 +54,9 @@ impl SyncConn {
     /// Connects, then AUTHs and SELECTs as the node's URL says.
     pub fn connect(node: &NodeSpec, timeout: Duration) -> Result<SyncConn, String> {
         let name = format!("node {} ({})", node.id, node.redacted_url());
+        if node.tls {
+            return Err(format!("{name}: this tool does not speak TLS (rediss://)"));
+        }
         let fail = |e: io::Error| format!("{name}: {e}");
         let addrs: Vec<_> = node.addr().to_socket_addrs().map_err(fail)?.collect();
         let mut last = io::Error::new(io::ErrorKind::NotFound, "no address");

@@ -303,6 +303,28 @@ pub fn restore(srv: &Arc<Shared>, payload: &[u8], policy: Policy) -> Reply {
     }
 }
 
+/// Every library's code (what the durable engine keeps after each FUNCTION LOAD, DELETE,
+/// FLUSH or RESTORE).
+pub fn codes(srv: &Arc<Shared>) -> Vec<Bytes> {
+    let s = scripts(srv);
+    let libs = s.functions.lock();
+    libs.iter().map(|lib| lib.code.clone()).collect()
+}
+
+/// Start-up on the durable engine: the saved libraries become the server's, as Redis loads
+/// them from its RDB file before serving clients. Fails (with the library's error, so the
+/// server does not start, as Redis refuses an RDB file whose library fails to load) if a
+/// library does not compile or two of them clash.
+pub fn load_saved(srv: &Arc<Shared>, codes: &[Bytes]) -> Result<usize, String> {
+    let mut fresh = Libraries::default();
+    for code in codes {
+        build(srv, code, false, &fresh).and_then(|(lib, _)| install(&mut fresh, lib))?;
+    }
+    let n = fresh.len();
+    *scripts(srv).functions.lock() = fresh;
+    Ok(n)
+}
+
 /// FUNCTION FLUSH: drops the libraries and, as SCRIPT FLUSH does, the interpreters
 /// (every thread builds a fresh one at its next script), so no state a library left in
 /// Lua survives it.

@@ -10,6 +10,7 @@ use crate::instance::session::{Blocked, Session};
 use crate::instance::state::{Shared, Stats};
 use crate::protocol::parse::Peeked;
 use crate::protocol::{write_reply, Limits, Next, Parser, Reply};
+use crate::tls::Transport;
 use bytes::{Bytes, BytesMut};
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -44,7 +45,28 @@ const RESIZE_EVERY: Duration = Duration::from_millis(100);
 const BIG_ARG: usize = 32 * 1024;
 const BIG_ARG_AHEAD: usize = 4 * 1024 * 1024;
 
-pub async fn serve(srv: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) {
+/// Serves a plain TCP client.
+pub async fn serve(srv: Arc<Shared>, stream: TcpStream, peer: SocketAddr) {
+    let laddr = stream.local_addr().unwrap_or(peer);
+    #[cfg(unix)]
+    let fd = {
+        use std::os::unix::io::AsRawFd;
+        stream.as_raw_fd() as i64
+    };
+    #[cfg(not(unix))]
+    let fd = -1;
+    serve_on(srv, stream, peer, laddr, fd).await
+}
+
+/// Serves a client on `stream` (plain TCP or TLS): `laddr` and `fd` are its socket's, for
+/// CLIENT LIST.
+pub async fn serve_on<S: Transport>(
+    srv: Arc<Shared>,
+    mut stream: S,
+    peer: SocketAddr,
+    laddr: SocketAddr,
+    fd: i64,
+) {
     srv.stats.total_connections.fetch_add(1, Ordering::Relaxed);
     srv.faults.accepted.fetch_add(1, Ordering::Relaxed);
     // Test double: `RESPITE FAULT REFUSE` accepts and closes at once.
@@ -59,15 +81,12 @@ pub async fn serve(srv: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) {
         let _ = stream
             .write_all(b"-ERR max number of clients reached\r\n")
             .await;
+        // TLS: the record goes out with the stream's end.
+        stream.close().await;
         return;
     }
-    let laddr = stream.local_addr().unwrap_or(peer);
     let handle = srv.clients.register(peer, laddr, srv.clock.now_ms());
-    #[cfg(unix)]
-    {
-        use std::os::unix::io::AsRawFd;
-        handle.info.lock().fd = stream.as_raw_fd() as i64;
-    }
+    handle.info.lock().fd = fd;
     let sess = Session::with_user(
         handle,
         srv.acl.starts_authenticated(),
@@ -77,7 +96,9 @@ pub async fn serve(srv: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) {
         srv: srv.clone(),
         sess,
     };
-    let _ = run(&srv, &mut stream, &mut conn.sess).await;
+    if run(&srv, &mut stream, &mut conn.sess).await.is_ok() {
+        stream.close().await;
+    }
 }
 
 /// Owns a connection's session and undoes its registrations when dropped, so they are
@@ -191,8 +212,8 @@ fn sent(srv: &Shared, sess: &mut Session, n: usize) {
 /// a client waits (blocked, paused) or closes, and for pushes. A client killed while its
 /// socket does not drain (a subscriber over its output buffer limit, CLIENT KILL) stops
 /// waiting at once.
-async fn flush(
-    stream: &mut TcpStream,
+async fn flush<S: Transport>(
+    stream: &mut S,
     srv: &Shared,
     sess: &mut Session,
     mut kill: Kill<'_, '_>,
@@ -218,6 +239,14 @@ async fn flush(
         }
         sent(srv, sess, n);
     }
+    // TLS records still held (the socket was full): out before the client waits or closes.
+    if stream.backlog() {
+        tokio::select! {
+            biased;
+            r = stream.flush() => r?,
+            _ = kill.as_mut() => return Err(std::io::Error::other("client killed")),
+        }
+    }
     Ok(())
 }
 
@@ -225,13 +254,17 @@ async fn flush(
 /// pending (CLIENT LIST `omem`, `tot-mem`, counted against the output limit and
 /// `maxmemory-clients`) and goes out as the socket drains, while the connection keeps
 /// reading and executing as Redis does (the main loop waits for both).
-async fn flush_ready(stream: &TcpStream, srv: &Shared, sess: &mut Session) -> std::io::Result<()> {
+async fn flush_ready<S: Transport>(
+    stream: &mut S,
+    srv: &Shared,
+    sess: &mut Session,
+) -> std::io::Result<()> {
     if !begin_flush(srv, sess).await? {
         sent(srv, sess, 0);
         return Ok(());
     }
     while !sess.out.is_empty() {
-        match stream.try_write(&sess.out) {
+        match stream.try_write_now(&sess.out) {
             Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
             Ok(n) => sent(srv, sess, n),
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
@@ -463,9 +496,9 @@ async fn wait_for_pause(
 /// The test double's per-command hooks: log the command, hold it while paused, delay it,
 /// or fail it (`Some(error)`: reply that instead of running it). A drop (kill) while held
 /// ends the connection.
-async fn test_faults(
+async fn test_faults<S: Transport>(
     srv: &Shared,
-    stream: &mut TcpStream,
+    stream: &mut S,
     sess: &mut Session,
     mut kill: Kill<'_, '_>,
     args: &[Bytes],
@@ -524,9 +557,9 @@ fn hot() -> &'static Hot {
 /// Waits for a blocked command's reply: served by a writer, or the timeout reply. Input that
 /// arrives meanwhile is buffered (pipelined commands run after the reply, as in Redis).
 /// `None` means the client went away (or was killed) while blocked.
-async fn wait_blocked(
+async fn wait_blocked<S: Transport>(
     srv: &Arc<Shared>,
-    stream: &mut TcpStream,
+    stream: &mut S,
     inbuf: &mut BytesMut,
     b: &mut Blocked,
     mut kill: std::pin::Pin<&mut tokio::sync::futures::Notified<'_>>,
@@ -737,7 +770,11 @@ fn prefetch_ahead(
     }
 }
 
-async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> std::io::Result<()> {
+async fn run<S: Transport>(
+    srv: &Arc<Shared>,
+    stream: &mut S,
+    sess: &mut Session,
+) -> std::io::Result<()> {
     let mut inbuf = BytesMut::with_capacity(READ_CHUNK);
     // The replies of a read batch: the session's, so a handler may encode its reply there
     // itself (see `Session::direct_out`).
@@ -790,14 +827,15 @@ async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> s
         };
         // Replies not yet taken by the socket go out as it drains while the client is read
         // on (Redis keeps reading a client that does not read its replies).
-        let pending = !sess.out.is_empty();
-        let reading = !pending || may_read_more(srv, sess);
-        let (mut rd, mut wr) = stream.split();
+        // (TLS: or records a write accepted are still held; a plain socket has none.)
+        let pending = !sess.out.is_empty() || stream.backlog();
+        let reading = sess.out.is_empty() || may_read_more(srv, sess);
+        let (mut rd, mut wr) = stream.halves();
         let read = async {
             let read = async {
                 if parked {
                     // The buffer was given back while idle: allocate once input is here.
-                    rd.as_ref().readable().await?;
+                    std::future::poll_fn(|cx| S::poll_readable(&rd, cx)).await?;
                     inbuf.reserve(READ_CHUNK);
                 }
                 let r = rd.read_buf(&mut inbuf).await;
@@ -835,8 +873,12 @@ async fn run(srv: &Arc<Shared>, stream: &mut TcpStream, sess: &mut Session) -> s
             _ = kill.as_mut() => Wake::Read(0),
             _ = idle_timer.as_mut(), if idle_armed => Wake::Idle,
         };
+        // The halves borrow the stream: given back before anything else writes to it.
+        drop((rd, wr));
         let n = match wake {
             Wake::Read(n) => n,
+            // An empty write pushed held TLS records out (see `Transport::backlog`).
+            Wake::Wrote(0) if sess.out.is_empty() => continue,
             Wake::Wrote(0) => return Err(std::io::ErrorKind::WriteZero.into()),
             Wake::Wrote(n) => {
                 sent(srv, sess, n);

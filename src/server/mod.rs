@@ -13,10 +13,36 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::{TcpListener, TcpSocket};
 
-/// Binds every configured address (port 0 picks one free port, shared by all of them).
-pub fn bind(config: &Config) -> std::io::Result<Vec<TcpListener>> {
+/// The listening sockets: plain (`port`) and TLS (`tls-port`), as Redis serves both at once.
+pub struct Listeners {
+    pub tcp: Vec<TcpListener>,
+    pub tls: Vec<TcpListener>,
+}
+
+/// Binds every configured address on `port` (port 0 picks one free port, shared by all of
+/// them) and, when `tls-port` is set, on that port for TLS clients.
+pub fn bind(config: &Config) -> std::io::Result<Listeners> {
+    let tcp = bind_port(config, config.port)?;
+    let tls = match tls_port(config)? {
+        0 => Vec::new(),
+        port => bind_port(config, port)?,
+    };
+    Ok(Listeners { tcp, tls })
+}
+
+/// The start-up `tls-port` (0: no TLS listener, as in Redis).
+fn tls_port(config: &Config) -> std::io::Result<u16> {
+    let set = config.params.iter().rev().find(|(k, _)| k == "tls-port");
+    match set {
+        None => Ok(0),
+        Some((_, v)) => v
+            .parse()
+            .map_err(|_| std::io::Error::other(format!("invalid tls-port '{v}'"))),
+    }
+}
+
+fn bind_port(config: &Config, mut port: u16) -> std::io::Result<Vec<TcpListener>> {
     let mut out = Vec::new();
-    let mut port = config.port;
     for host in &config.bind {
         let host = host.trim_start_matches('-');
         let ip: std::net::IpAddr = host
@@ -41,14 +67,12 @@ pub fn bind(config: &Config) -> std::io::Result<Vec<TcpListener>> {
 pub struct Running {
     pub shared: Arc<Shared>,
     pub addrs: Vec<SocketAddr>,
+    /// The TLS listeners' addresses (none without `tls-port`).
+    pub tls_addrs: Vec<SocketAddr>,
 }
 
 /// Starts accepting on the listeners and the active-expiry task; returns immediately.
-pub fn start(
-    config: Config,
-    clock: Clock,
-    listeners: Vec<TcpListener>,
-) -> std::io::Result<Running> {
+pub fn start(config: Config, clock: Clock, listeners: Listeners) -> std::io::Result<Running> {
     start_with(config, clock, listeners, |_| Ok(()))
 }
 
@@ -57,13 +81,20 @@ pub fn start(
 pub fn start_with(
     config: Config,
     clock: Clock,
-    listeners: Vec<TcpListener>,
+    listeners: Listeners,
     prepare: impl FnOnce(&Arc<Shared>) -> std::io::Result<()>,
 ) -> std::io::Result<Running> {
     let redb = config.redb;
     let shared = Arc::new(crate::cmd::new_shared(config, clock));
     // Redis exits when its start-up users do not load.
     crate::cmd::acl::load_at_startup(&shared).map_err(std::io::Error::other)?;
+    if !listeners.tls.is_empty() {
+        // As Redis, a TLS configuration that does not load stops the start.
+        let cfg = shared
+            .tls_config()
+            .map_err(|e| std::io::Error::other(format!("Failed to configure TLS: {e}")))?;
+        *shared.tls.write() = Some(cfg);
+    }
     if redb {
         open_durable(&shared)?;
     }
@@ -71,6 +102,12 @@ pub fn start_with(
     notify::install(&shared);
     crate::instance::tracking::install(&shared);
     let addrs: Vec<SocketAddr> = listeners
+        .tcp
+        .iter()
+        .filter_map(|l| l.local_addr().ok())
+        .collect();
+    let tls_addrs: Vec<SocketAddr> = listeners
+        .tls
         .iter()
         .filter_map(|l| l.local_addr().ok())
         .collect();
@@ -80,12 +117,17 @@ pub fn start_with(
             .store(a.port() as u64, std::sync::atomic::Ordering::Relaxed);
         let _ = shared.config.set_initial("port", &a.port().to_string());
     }
-    for l in listeners {
+    for l in listeners.tcp {
         tokio::spawn(accept_loop(shared.clone(), l));
     }
+    tokio::spawn(tls_listeners(shared.clone(), listeners.tls));
     tokio::spawn(active_expiry(shared.clone()));
     tokio::spawn(eviction_timer(shared.clone()));
-    Ok(Running { shared, addrs })
+    Ok(Running {
+        shared,
+        addrs,
+        tls_addrs,
+    })
 }
 
 /// `--engine redb`: opens `<dir>/respite.redb`, loads it into the keyspace, then makes the
@@ -135,6 +177,15 @@ fn open_durable(srv: &Arc<Shared>) -> std::io::Result<()> {
         store.path().display(),
         stats.elapsed.as_secs_f64()
     );
+    // The FUNCTION libraries too, before any client can FCALL (Redis loads them with the
+    // keys from its RDB file).
+    let codes = store.functions().map_err(err)?;
+    if !codes.is_empty() {
+        let n = crate::script::functions::load_saved(srv, &codes).map_err(|e| {
+            std::io::Error::other(format!("a saved FUNCTION library failed to load: {e}"))
+        })?;
+        tracing::info!("loaded {n} FUNCTION libraries");
+    }
     let p = Persistence::start(store, log, Persistence::fsync_mode(&srv.config))?;
     srv.ks.set_journal(p.journal.clone());
     let _ = srv.persist.set(p);
@@ -154,6 +205,103 @@ async fn accept_loop(srv: Arc<Shared>, listener: TcpListener) {
         };
         let _ = stream.set_nodelay(true);
         tokio::spawn(conn::serve(srv.clone(), stream, peer));
+    }
+}
+
+/// Runs the TLS listeners: those bound at start, then whichever CONFIG SET tls-port binds
+/// (each set replaces the previous one, whose accept loops end: their sockets close).
+async fn tls_listeners(srv: Arc<Shared>, first: Vec<TcpListener>) {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let _ = srv.tls_rebind.set(tx);
+    let handshaking = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let (generation, _) = tokio::sync::watch::channel(0u64);
+    let mut current = first;
+    let mut gen = 0;
+    loop {
+        for l in current.drain(..) {
+            let stop = generation.subscribe();
+            let h = handshaking.clone();
+            tokio::spawn(accept_tls_loop(srv.clone(), l, h, gen, stop));
+        }
+        let Some((next_gen, next)) = rx.recv().await else {
+            return;
+        };
+        gen = next_gen;
+        generation.send_replace(gen);
+        for l in next {
+            match TcpListener::from_std(l) {
+                Ok(l) => current.push(l),
+                Err(e) => tracing::warn!("TLS listener: {e}"),
+            }
+        }
+    }
+}
+
+/// Accepts TLS clients: each handshake runs on its own task (bounded by
+/// [`crate::tls::HANDSHAKE_TIMEOUT`]), then the connection is served as a plain one is.
+/// At most `maxclients` handshakes are in progress at once (a client connects only once its
+/// handshake is done), so clients that never finish theirs cannot pile up; past it a new
+/// connection is closed at once.
+async fn accept_tls_loop(
+    srv: Arc<Shared>,
+    listener: TcpListener,
+    handshaking: Arc<std::sync::atomic::AtomicUsize>,
+    gen: u64,
+    mut stop: tokio::sync::watch::Receiver<u64>,
+) {
+    use std::sync::atomic::Ordering;
+    loop {
+        let accepted = tokio::select! {
+            r = listener.accept() => r,
+            // Replaced by CONFIG SET tls-port: the listener closes with this loop.
+            _ = stop.changed() => return,
+        };
+        let (stream, peer) = match accepted {
+            Ok(x) => x,
+            Err(e) => {
+                tracing::warn!("accept failed: {e}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        if srv.tls_generation.load(Ordering::Acquire) != gen {
+            return;
+        }
+        let Some(cfg) = srv.tls.read().clone() else {
+            continue;
+        };
+        let max = srv.config.get_i64("maxclients").max(1) as usize;
+        if handshaking.load(Ordering::Relaxed) >= max {
+            srv.stats
+                .rejected_connections
+                .fetch_add(1, Ordering::Relaxed);
+            continue;
+        }
+        let _ = stream.set_nodelay(true);
+        handshaking.fetch_add(1, Ordering::Relaxed);
+        let (srv, handshaking) = (srv.clone(), handshaking.clone());
+        tokio::spawn(async move {
+            let laddr = stream.local_addr().unwrap_or(peer);
+            #[cfg(unix)]
+            let fd = {
+                use std::os::unix::io::AsRawFd;
+                stream.as_raw_fd() as i64
+            };
+            #[cfg(not(unix))]
+            let fd = -1;
+            let acceptor = crate::tls::TlsAcceptor::from(cfg);
+            let done =
+                tokio::time::timeout(crate::tls::HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await;
+            handshaking.fetch_sub(1, Ordering::Relaxed);
+            match done {
+                Ok(Ok(tls)) => {
+                    let stream = crate::tls::Tls::new(tls);
+                    conn::serve_on(srv, stream, peer, laddr, fd).await;
+                }
+                Ok(Err(e)) => tracing::debug!("TLS handshake with {peer} failed: {e}"),
+                Err(_) => tracing::debug!("TLS handshake with {peer} timed out"),
+            }
+        });
     }
 }
 

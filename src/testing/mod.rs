@@ -99,6 +99,9 @@ struct Spec {
     clock: Clock,
     seed: Option<u64>,
     resp3_only: bool,
+    /// A TLS listener too ([`TestServerBuilder::tls`]): its port, 0 until first bound, then
+    /// kept across restarts.
+    tls_port: Option<Arc<std::sync::atomic::AtomicU16>>,
 }
 
 impl Spec {
@@ -128,6 +131,7 @@ impl Spec {
         config.port = port;
         config.bind = vec!["127.0.0.1".into()];
         let clock = self.clock.clone();
+        let tls_port = self.tls_port.clone();
         let ((addr, shared), service) = crate::background::Background::spawn(
             "respite-test",
             move || async move {
@@ -137,8 +141,20 @@ impl Spec {
                     }
                     Ok(())
                 };
-                let running = server::bind(&config)
-                    .and_then(|ls| server::start_with(config, clock, ls, prepare))?;
+                let mut config = config;
+                let mut ls = server::bind(&config)?;
+                if let Some(port) = &tls_port {
+                    use std::sync::atomic::Ordering::Relaxed;
+                    let l =
+                        tokio::net::TcpListener::bind(("127.0.0.1", port.load(Relaxed))).await?;
+                    let bound = l.local_addr()?.port();
+                    port.store(bound, Relaxed);
+                    config
+                        .params
+                        .push(("tls-port".to_string(), bound.to_string()));
+                    ls.tls.push(l);
+                }
+                let running = server::start_with(config, clock, ls, prepare)?;
                 Ok(((running.addrs[0], running.shared.clone()), running))
             },
             |running: server::Running| {
@@ -172,6 +188,7 @@ pub struct TestServerBuilder {
     seed: Option<u64>,
     resp3_only: bool,
     port: Option<u16>,
+    tls: bool,
 }
 
 impl TestServerBuilder {
@@ -209,6 +226,14 @@ impl TestServerBuilder {
     /// An explicit port instead of an ephemeral one (0 also means ephemeral).
     pub fn port(mut self, port: u16) -> Self {
         self.port = Some(port);
+        self
+    }
+    /// A TLS listener too, on an ephemeral loopback port ([`TestServer::tls_port`], the same
+    /// after a restart), beside the plain one. Its certificate and options are the `tls-*`
+    /// parameters given with [`TestServerBuilder::param`]: at least `tls-cert-file` and
+    /// `tls-key-file`, and `tls-ca-cert-file` unless `tls-auth-clients` is `no`.
+    pub fn tls(mut self) -> Self {
+        self.tls = true;
         self
     }
     /// The durable engine (`--engine redb`) with its file in `dir`.
@@ -260,6 +285,9 @@ impl TestServerBuilder {
             clock,
             seed: self.seed,
             resp3_only: self.resp3_only,
+            tls_port: self
+                .tls
+                .then(|| Arc::new(std::sync::atomic::AtomicU16::new(0))),
         };
         let (addr, shared, service) = spec.launch(self.port.unwrap_or(0), None)?;
         let current = Current(Arc::new(parking_lot::RwLock::new(shared)));
@@ -287,6 +315,12 @@ impl TestServer {
     }
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+    /// The TLS port (`tls-port`; `None` when 0) of a server built with
+    /// [`TestServerBuilder::tls`], or set since with CONFIG SET.
+    pub fn tls_port(&self) -> Option<u16> {
+        let port = self.shared().config.get("tls-port")?.parse().ok()?;
+        (port != 0).then_some(port)
     }
     pub fn port(&self) -> u16 {
         self.addr.port()

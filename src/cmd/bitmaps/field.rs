@@ -6,6 +6,7 @@ use super::{as_str_mut, grow_zero, int, max_bulk, read};
 use crate::cmd::args::is_cstr;
 use crate::cmd::errors;
 use crate::cmd::Cx;
+use crate::engine::change::Change;
 use crate::instance::notify;
 use crate::protocol::Reply;
 use crate::types::value::{StrVal, Value};
@@ -177,8 +178,8 @@ fn generic(cx: &mut Cx, read_only: bool) -> Reply {
     }
     // Redis 7 counts a SET/INCRBY as a change if it altered the bits, or if the key was
     // created or grown (`dirty`) and it did not fail on overflow. Without changes: no WATCH
-    // signal, no `setbit` event, nothing for the dirty counter. `lookup_write_in` journals
-    // the key's final state even then (a failed write may still have zero-padded it).
+    // signal, no `setbit` event, nothing for the dirty counter. The durable engine records
+    // the bytes of every write (even a failed one: the string may have been zero-padded).
     let run_all = |buf: &mut [u8], dirty: bool| -> (Vec<Reply>, u64) {
         let mut changes = 0;
         let replies = ops
@@ -192,14 +193,15 @@ fn generic(cx: &mut Cx, read_only: bool) -> Reply {
             .collect();
         (replies, changes)
     };
-    let (replies, changes) = match cx.ks.lookup_write_in(db, key) {
+    let (replies, changes, patched) = match cx.ks.lookup_elems_in(db, key) {
         None => {
             let mut buf = vec![0u8; need];
             let (replies, changes) = run_all(&mut buf, true);
+            // A new key is recorded whole.
             cx.ks
                 .set(key, Value::Str(StrVal::raw(Bytes::from(buf))), None);
             cx.notify(notify::NEW, "new", key);
-            (replies, changes)
+            (replies, changes, false)
         }
         Some(e) => {
             let Some(s) = as_str_mut(&mut e.value) else {
@@ -210,12 +212,34 @@ fn generic(cx: &mut Cx, read_only: bool) -> Reply {
             grow_zero(&mut buf, need);
             let (replies, changes) = run_all(&mut buf, grown);
             *s = StrVal::raw_vec(buf);
-            (replies, changes)
+            (replies, changes, grown || changes > 0)
         }
     };
     if changes > 0 {
-        cx.ks.modified_in(db, key);
+        cx.ks.signal_in(db, key);
         cx.notify(notify::STRING, "setbit", key);
+    }
+    if patched && cx.ks.journaling() {
+        let patches: Vec<Change> = match cx.ks.get_in(db, key).map(|e| &e.value) {
+            Some(Value::Str(StrVal::Bytes { data, .. })) => ops
+                .iter()
+                .filter(|op| !matches!(op.kind, Kind::Get))
+                .map(|op| {
+                    let lo = (op.offset >> 3) as usize;
+                    let hi = ((op.offset + u64::from(op.bits) - 1) >> 3) as usize + 1;
+                    Change::StrPatch {
+                        db,
+                        key: Bytes::copy_from_slice(key),
+                        offset: lo as u64,
+                        bytes: Bytes::copy_from_slice(&data[lo..hi.min(data.len())]),
+                    }
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        for p in patches {
+            cx.ks.elems(p);
+        }
     }
     cx.changes(changes);
     Reply::Array(replies)

@@ -4,8 +4,9 @@
 //! Pushes and pops are not idempotent, so they are recorded *before* the edit is made: if
 //! the key was also written whole earlier in the same `Access` (MULTI/EXEC, a script),
 //! `Access::elems` first records its state so far, which must not contain the edit yet.
-//! `ListSet` and `ListRewrite` are idempotent and are recorded after the edit. Keys that
-//! are created (`set`) or emptied (`remove`) go through the generic whole-key path.
+//! So are inserts and removals in the middle (`ListInsert`, `ListRemove`). `ListSet` is
+//! idempotent and is recorded after the edit. Keys that are created (`set`) or emptied
+//! (`remove`) go through the generic whole-key path.
 
 use super::write_list;
 use crate::engine::change::Change;
@@ -60,20 +61,36 @@ pub(super) fn before_push(ks: &mut Access<'_>, key: &[u8], end: End, values: &[B
     }
 }
 
-/// After an edit in the middle (LINSERT, LREM): the list's whole new content.
-pub(super) fn rewrite(ks: &mut Access<'_>, key: &[u8]) {
-    let Some(values) = write_list(ks, key)
-        .ok()
-        .flatten()
-        .map(|l| l.iter().cloned().collect::<Vec<Bytes>>())
-    else {
-        return;
-    };
+/// Before LINSERT puts `value` at `index`, strictly inside the list.
+pub(super) fn insert(ks: &mut Access<'_>, key: &[u8], index: usize, value: Bytes) {
     let db = ks.db;
-    ks.elems(Change::ListRewrite {
+    ks.elems(Change::ListInsert {
         db,
         key: Bytes::copy_from_slice(key),
-        values,
+        index: index as u64,
+        value,
+    });
+}
+
+/// Before LREM `count` `value`: records which elements go, unless that empties the list
+/// (the key's removal is recorded instead) or none does.
+pub(super) fn before_remove(ks: &mut Access<'_>, key: &[u8], count: i64, value: &[u8]) {
+    let Some((mut indexes, len)) = write_list(ks, key).ok().flatten().map(|l| {
+        let limit = usize::try_from(count.unsigned_abs()).unwrap_or(usize::MAX);
+        let rank = if count < 0 { -1 } else { 1 };
+        (l.positions(value, rank, limit, 0), l.len())
+    }) else {
+        return;
+    };
+    if indexes.is_empty() || indexes.len() == len {
+        return;
+    }
+    indexes.sort_unstable();
+    let db = ks.db;
+    ks.elems(Change::ListRemove {
+        db,
+        key: Bytes::copy_from_slice(key),
+        indexes: indexes.into_iter().map(|i| i as u64).collect(),
     });
 }
 
@@ -110,6 +127,8 @@ mod tests {
                 Change::ListPop { front, n, .. } => format!("pop {front} {n}"),
                 Change::ListSet { index, .. } => format!("set {index}"),
                 Change::ListRewrite { values, .. } => format!("rewrite {}", values.len()),
+                Change::ListInsert { index, .. } => format!("insert {index}"),
+                Change::ListRemove { indexes, .. } => format!("remove {indexes:?}"),
                 Change::Put { .. } => "put".into(),
                 Change::Del { .. } => "del".into(),
                 other => format!("{other:?}"),
@@ -136,12 +155,22 @@ mod tests {
         c.line("LINSERT l AFTER nope x");
         assert_eq!(
             kinds(&j),
-            ["set 4", "push true 1", "push false 1", "rewrite 8"]
+            ["set 4", "push true 1", "push false 1", "insert 3"]
         );
         c.line("LREM l 1 mid");
         c.line("LREM l 1 nope");
         c.line("LTRIM l 1 -2");
-        assert_eq!(kinds(&j), ["rewrite 7", "pop true 1", "pop false 1"]);
+        assert_eq!(kinds(&j), ["remove [3]", "pop true 1", "pop false 1"]);
+        c.line("RPUSH r x a x b x");
+        c.line("LREM r -2 x");
+        c.line("LREM r 0 x");
+        c.line("RPUSH r2 x x");
+        c.line("LREM r2 0 x");
+        assert_eq!(
+            kinds(&j),
+            ["put", "remove [2, 4]", "remove [0]", "put", "del"],
+            "LREM from the tail; an emptied list is deleted"
+        );
         c.line("LMOVE l l LEFT RIGHT");
         c.line("LMOVE l m RIGHT LEFT");
         c.line("LMOVE l m RIGHT LEFT");

@@ -2,6 +2,7 @@
 
 use super::super::args;
 use super::super::{errors, Cx};
+use crate::instance::state::Shared;
 use crate::protocol::Reply;
 use bytes::Bytes;
 use std::sync::atomic::Ordering;
@@ -38,6 +39,21 @@ pub(super) fn config_set(cx: &mut Cx) -> Reply {
         .chunks(2)
         .map(|p| (&p[0][..], &p[1][..]))
         .collect();
+    // TLS parameters: with TLS on (`tls-port` not 0, after the change) the configuration is
+    // rebuilt, and a new `tls-port` bound; if either fails, the parameters go back (Redis
+    // `applyTlsCfg` / `applyTLSPort`).
+    let tls_names: Vec<&str> = crate::tls::PARAMS
+        .iter()
+        .copied()
+        .chain(["tls-port"])
+        .filter(|n| {
+            pairs
+                .iter()
+                .any(|(k, _)| k.eq_ignore_ascii_case(n.as_bytes()))
+        })
+        .collect();
+    let get = |n: &str| cx.srv.config.get(n).unwrap_or_default();
+    let before: Vec<(&str, String)> = tls_names.iter().map(|n| (*n, get(n))).collect();
     match cx.srv.config.set_many(&pairs) {
         Ok(()) => {
             // `requirepass` is the default user's password (Redis
@@ -51,6 +67,23 @@ pub(super) fn config_set(cx: &mut Cx) -> Reply {
             }
             if let Some(v) = cx.srv.config.get("acl-pubsub-default") {
                 cx.srv.acl.set_pubsub_default(&v);
+            }
+            if !tls_names.is_empty() {
+                let old_port = before.iter().find(|(n, _)| *n == "tls-port");
+                let old_port = old_port.map(|(_, v)| v.parse().unwrap_or(0));
+                if let Err(why) = apply_tls(cx.srv, old_port) {
+                    for (n, v) in &before {
+                        let _ = cx.srv.config.set_initial(n, v);
+                    }
+                    let name = if old_port.is_some() {
+                        "tls-port"
+                    } else {
+                        tls_names[0]
+                    };
+                    return Reply::error(format!(
+                        "ERR CONFIG SET failed (possibly related to argument '{name}') - {why}"
+                    ));
+                }
             }
             // Access tracking follows maxmemory-policy and the LFU parameters.
             super::super::refusals::config_changed(cx.srv);
@@ -77,6 +110,70 @@ pub(super) fn config_set(cx: &mut Cx) -> Reply {
         }
         Err(e) => Reply::error(format!("ERR {e}")),
     }
+}
+
+/// Applies changed TLS parameters; `old_port` is `tls-port` before, when it was given. The
+/// error is Redis's text.
+fn apply_tls(srv: &Shared, old_port: Option<u16>) -> Result<(), &'static str> {
+    let port: u16 = srv
+        .config
+        .get("tls-port")
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0);
+    let moved = old_port.is_some_and(|old| old != port);
+    if port == 0 {
+        if moved {
+            // TLS off: the listeners close, new connections are refused.
+            *srv.tls.write() = None;
+            hand_over(srv, Vec::new());
+        }
+        return Ok(());
+    }
+    let cfg = srv.tls_config().map_err(|e| {
+        tracing::warn!("Failed to update the TLS configuration: {e}");
+        "Unable to update TLS configuration. Check server logs."
+    })?;
+    if moved {
+        let listeners = bind_tls(srv, port).map_err(|e| {
+            tracing::warn!("Could not create the TLS listening socket on port {port}: {e}");
+            "Unable to listen on this port. Check server logs."
+        })?;
+        *srv.tls.write() = Some(cfg);
+        hand_over(srv, listeners);
+    } else {
+        *srv.tls.write() = Some(cfg);
+    }
+    Ok(())
+}
+
+/// Gives the server its new TLS listeners; the old ones stop accepting from now on.
+fn hand_over(srv: &Shared, listeners: Vec<std::net::TcpListener>) {
+    let gen = srv.tls_generation.fetch_add(1, Ordering::AcqRel) + 1;
+    if let Some(tx) = srv.tls_rebind.get() {
+        let _ = tx.send((gen, listeners));
+    }
+}
+
+/// Binds `port` on the server's addresses, as its listeners were bound at start.
+fn bind_tls(srv: &Shared, mut port: u16) -> std::io::Result<Vec<std::net::TcpListener>> {
+    use socket2::{Domain, Socket, Type};
+    let mut out = Vec::new();
+    for host in &srv.startup.bind {
+        let host = host.trim_start_matches('-');
+        let ip: std::net::IpAddr = host
+            .parse()
+            .map_err(|_| std::io::Error::other(format!("invalid bind address '{host}'")))?;
+        let addr = std::net::SocketAddr::new(ip, port);
+        let sock = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
+        sock.set_reuse_address(true)?;
+        sock.bind(&addr.into())?;
+        sock.listen(511)?;
+        sock.set_nonblocking(true)?;
+        let l: std::net::TcpListener = sock.into();
+        port = l.local_addr()?.port();
+        out.push(l);
+    }
+    Ok(out)
 }
 
 pub(super) fn config_resetstat(cx: &mut Cx) -> Reply {

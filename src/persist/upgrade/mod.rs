@@ -49,7 +49,7 @@ pub(super) fn open_current(path: &Path) -> Result<Database> {
         Err(DatabaseError::UpgradeRequired(v)) => v,
         Ok(ro) => {
             match read_version(&ro)? {
-                Some(v) if v != l::FORMAT_VERSION && v != l::COMPATIBLE_VERSION => {
+                Some(v) if v != l::FORMAT_VERSION && !l::COMPATIBLE_VERSIONS.contains(&v) => {
                     return Err(PersistError::UnknownVersion {
                         found: v,
                         known: l::FORMAT_VERSION,
