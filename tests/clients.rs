@@ -708,3 +708,32 @@ fn pubsub_soft_limit_fires_with_no_traffic() {
         drop(sub);
     }
 }
+
+/// Redis 7.4's `CLIENT KILL MAXAGE seconds`: only clients connected at least that long are
+/// closed (networking.c's `now - ctime < max_age` skip), with 7.4's two error texts.
+#[test]
+fn client_kill_maxage_closes_only_older_clients() {
+    let server = respite::TestServer::builder()
+        .manual_clock()
+        .start()
+        .expect("start");
+    let mut old = Conn::connect(server.port()).expect("old");
+    old.cmd("CLIENT SETNAME old_client");
+    server.advance(Duration::from_secs(100));
+    let mut young = Conn::connect(server.port()).expect("young");
+    young.cmd("CLIENT SETNAME young_client");
+    assert_eq!(
+        young.cmd("CLIENT KILL MAXAGE 0"),
+        Frame::Error("ERR maxage should be greater than 0".into())
+    );
+    assert_eq!(
+        young.cmd("CLIENT KILL MAXAGE soon"),
+        Frame::Error("ERR maxage is not an integer or out of range".into())
+    );
+    assert_eq!(int(young.cmd("CLIENT KILL MAXAGE 101")), 0);
+    assert_eq!(int(young.cmd("CLIENT KILL MAXAGE 100")), 1);
+    let list = text(young.cmd("CLIENT LIST"));
+    assert!(!list.contains("name=old_client"), "{list}");
+    assert!(list.contains("name=young_client"), "{list}");
+    drop(old);
+}

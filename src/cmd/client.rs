@@ -617,6 +617,8 @@ struct KillFilter<'a> {
     id: Option<u64>,
     user: Option<&'a [u8]>,
     skipme: bool,
+    /// Redis 7.4's MAXAGE: only clients connected at least this many seconds.
+    max_age: Option<u64>,
 }
 
 fn parse_kill<'a>(srv: &Shared, a: &'a [Bytes]) -> Result<KillFilter<'a>, Reply> {
@@ -640,6 +642,14 @@ fn parse_kill<'a>(srv: &Shared, a: &'a [Bytes]) -> Result<KillFilter<'a>, Reply>
             match crate::num::parse_i64(val) {
                 Some(n) if n >= 1 => f.id = Some(n as u64),
                 _ => return Err(errors::err("ERR client-id should be greater than 0")),
+            }
+        } else if is(opt, "MAXAGE") {
+            match crate::num::parse_i64(val) {
+                None => return Err(errors::err("ERR maxage is not an integer or out of range")),
+                Some(n) if n <= 0 => {
+                    return Err(errors::err("ERR maxage should be greater than 0"))
+                }
+                Some(n) => f.max_age = Some(n as u64),
             }
         } else if is(opt, "TYPE") {
             f.ty = Some(client_type(val).ok_or_else(|| unknown_type(val))?);
@@ -677,10 +687,13 @@ fn client_kill(cx: &mut Cx) -> Reply {
         Err(e) => return e,
     };
     let me = cx.sess.id;
+    let now_s = cx.srv.clock.now_ms() / 1000;
     let mut killed = 0;
     for h in cx.srv.clients.all() {
         let info = h.info.lock().clone();
         let matches = f.addr.is_none_or(|a| a == h.addr.to_string().as_bytes())
+            && f.max_age
+                .is_none_or(|age| now_s.saturating_sub(h.created_ms / 1000) >= age)
             && f.laddr.is_none_or(|a| a == h.laddr.to_string().as_bytes())
             && f.ty.is_none_or(|t| type_of(&info) == t)
             && f.id.is_none_or(|id| id == h.id)
