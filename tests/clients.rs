@@ -737,3 +737,66 @@ fn client_kill_maxage_closes_only_older_clients() {
     assert!(list.contains("name=young_client"), "{list}");
     drop(old);
 }
+
+/// tests/unit/obuf-limits.tcl "Obuf limit, HRANDFIELD with huge count stopped mid-run" (and
+/// the same for SRANDMEMBER and ZRANDMEMBER): under a normal hard limit the reply stops
+/// growing once over it and the client is closed unsent, where respite had built the whole
+/// reply first (HRANDFIELD -999999999 took 21 GB and the OOM killer ended the server).
+/// With no limit, HRANDFIELD's repeats are capped as SRANDMEMBER's are. Against the binary
+/// and redis-server (which has no cap, so that part is respite's alone).
+#[test]
+fn random_replies_stop_at_the_output_limit() {
+    let ours = common::ServerProcess::respite(&["--threads", "1"]);
+    let redis = common::ServerProcess::redis();
+    for port in [ours.port, redis.port] {
+        let mut admin = Conn::connect(port).expect("admin");
+        let set = admin.call(&[
+            b"CONFIG".to_vec(),
+            b"SET".to_vec(),
+            b"client-output-buffer-limit".to_vec(),
+            b"normal 1000000 0 0".to_vec(),
+        ]);
+        assert_eq!(set.expect("config set"), Frame::Simple("OK".into()));
+        admin.cmd("HSET myhash a b");
+        admin.cmd("SADD myset a");
+        admin.cmd("ZADD myzset 1 a");
+        for cmd in [
+            "HRANDFIELD myhash -999999999",
+            "SRANDMEMBER myset -999999999",
+            "ZRANDMEMBER myzset -999999999",
+        ] {
+            let mut c = Conn::connect(port).expect("c");
+            assert!(
+                c.call(
+                    &cmd.split(' ')
+                        .map(|a| a.as_bytes().to_vec())
+                        .collect::<Vec<_>>()
+                )
+                .is_err(),
+                "port {port}: {cmd} was answered"
+            );
+        }
+        assert_eq!(
+            admin.cmd("PING"),
+            Frame::Simple("PONG".into()),
+            "port {port}"
+        );
+    }
+    let mut c = Conn::connect(ours.port).expect("c");
+    let unset = c.call(&[
+        b"CONFIG".to_vec(),
+        b"SET".to_vec(),
+        b"client-output-buffer-limit".to_vec(),
+        b"normal 0 0 0".to_vec(),
+    ]);
+    assert_eq!(unset.expect("config set"), Frame::Simple("OK".into()));
+    assert_eq!(
+        c.call(&[
+            b"HRANDFIELD".to_vec(),
+            b"myhash".to_vec(),
+            b"-999999999".to_vec()
+        ])
+        .expect("reply"),
+        Frame::Error("ERR value is out of range, count is too large".into())
+    );
+}

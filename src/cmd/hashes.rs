@@ -705,6 +705,9 @@ fn read_quiet<'e>(ks: &'e mut Access, key: &[u8]) -> Result<Option<&'e HashValue
 
 /// `HRANDFIELD key [count [WITHVALUES]]`, argument checks in Redis's order: the count's
 /// range, then the syntax, then WITHVALUES's tighter range, then the key.
+/// Repeats a negative HRANDFIELD count may ask for (see SRANDMEMBER's).
+const MAX_RANDOM_REPLY: u64 = 1 << 24;
+
 fn hrandfield(cx: &mut Cx) -> Reply {
     let args = cx.args;
     let resp3 = cx.sess.resp3;
@@ -743,10 +746,24 @@ fn hrandfield(cx: &mut Cx) -> Reply {
     let mut rng = &mut *guard;
     let size = h.len() as u64;
     let picks: Vec<(&[u8], &[u8])> = if count < 0 || n == 1 {
-        // With repetition (and the single pick): independent draws, in draw order.
+        // With repetition (and the single pick): independent draws, in draw order. Redis
+        // streams such a reply however long it is; one built in memory must have a bound
+        // (as SRANDMEMBER's and ZRANDMEMBER's), and stops once it is over the output limit.
+        let limit = super::refusals::reply_limit(srv);
+        if n > MAX_RANDOM_REPLY && limit == usize::MAX {
+            return errors::err(errors::RANDOM_COUNT_TOO_LARGE);
+        }
+        let mut bytes = 0usize;
         let mut v = Vec::with_capacity(n.min(1 << 16) as usize);
         for _ in 0..n {
-            v.extend(h.random(&mut rng));
+            if let Some((f, val)) = h.random(&mut rng) {
+                // At most the encoded size ("$len\r\n...\r\n" is 5 bytes or more).
+                bytes += f.len() + 5 + if withvalues { val.len() + 5 } else { 0 };
+                v.push((f, val));
+            }
+            if bytes > limit {
+                break;
+            }
         }
         v
     } else if n >= size {

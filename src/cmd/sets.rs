@@ -690,10 +690,22 @@ fn srandmember_count(cx: &mut Cx) -> Reply {
     } else if !unique || count == 1 {
         // With repetition, in random order. Redis streams such a reply however long it is;
         // one built in memory must have a bound.
-        if count > MAX_RANDOM_REPLY {
+        let limit = super::refusals::reply_limit(srv);
+        if count > MAX_RANDOM_REPLY && limit == usize::MAX {
             return errors::err(errors::RANDOM_COUNT_TOO_LARGE);
         }
-        Reply::Array((0..count).map(|_| bulk(s.random(rng))).collect())
+        let mut bytes = 0usize;
+        let mut out = Vec::with_capacity(count.min(1 << 16) as usize);
+        for _ in 0..count {
+            let m = s.random(rng);
+            bytes += m.with_text(|t| t.len()) + 5;
+            out.push(bulk(m));
+            // Over the output limit: the client is closed unsent, as Redis stops the loop.
+            if bytes > limit {
+                break;
+            }
+        }
+        Reply::Array(out)
     } else if count >= len {
         Reply::Array(s.iter().map(bulk).collect())
     } else {

@@ -66,13 +66,21 @@ fn with_count(cx: &mut Cx, l: i64, withscores: bool) -> Reply {
     let mut rng = &mut *guard;
     // Negative count: independent picks, repeats allowed.
     if !unique || count == 1 {
-        if count > RANDMEMBER_MAX {
+        let limit = super::super::refusals::reply_limit(srv);
+        if count > RANDMEMBER_MAX && limit == usize::MAX {
             return errors::err(errors::OUT_OF_RANGE);
         }
-        let mut rows = Rows::new(resp3, withscores, count as usize);
+        let mut bytes = 0usize;
+        let mut rows = Rows::new(resp3, withscores, count.min(1 << 16) as usize);
         for _ in 0..count {
             if let Some(it) = z.get(rng.gen_range(0..size)) {
+                // At most the encoded size (a score adds at least 5 more).
+                bytes += it.member.len() + if withscores { 10 } else { 5 };
                 rows.push(&it.member, it.score);
+            }
+            // Over the output limit: the client is closed unsent, as Redis stops the loop.
+            if bytes > limit {
+                break;
             }
         }
         return rows.reply();
