@@ -318,6 +318,18 @@ pub fn rss() -> u64 {
     rss
 }
 
+/// The reply bytes past which a command whose reply outgrows its data (a negative
+/// HRANDFIELD/SRANDMEMBER/ZRANDMEMBER count) stops building it: the normal class's hard
+/// output limit, once over it the connection closes the client unsent, as Redis stops such
+/// a loop when the client is flagged to close. Unlimited when no hard limit is set (the
+/// counts are capped at 2^24 then).
+pub fn reply_limit(srv: &Shared) -> usize {
+    match srv.normal_obuf.get().hard {
+        0 => usize::MAX,
+        h => usize::try_from(h).unwrap_or(usize::MAX),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -329,17 +341,5 @@ mod tests {
         assert_eq!(time_limit_us(11), 575);
         assert_eq!(time_limit_us(99), (500.0 * 1.15f64.powf(89.0)) as u64);
         assert_eq!(time_limit_us(100), u64::MAX);
-    }
-}
-
-/// The reply bytes past which a command whose reply outgrows its data (a negative
-/// HRANDFIELD/SRANDMEMBER/ZRANDMEMBER count) stops building it: the normal class's hard
-/// output limit, once over it the connection closes the client unsent, as Redis stops such
-/// a loop when the client is flagged to close. Unlimited when no hard limit is set (the
-/// counts are capped at 2^24 then).
-pub fn reply_limit(srv: &Shared) -> usize {
-    match srv.normal_obuf.get().hard {
-        0 => usize::MAX,
-        h => usize::try_from(h).unwrap_or(usize::MAX),
     }
 }
