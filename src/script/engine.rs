@@ -1142,7 +1142,8 @@ unsafe fn push_array(state: *mut mlua::ffi::lua_State, items: &[Bytes]) {
 ///
 /// # Safety
 /// `state` must be a valid Lua state inside a protected call with a free stack slot.
-unsafe fn push_bytes(state: *mut LuaState, b: &[u8]) {
+unsafe fn push_bytes(state: *mut LuaState, b: &[u8]) /* SAFETY: # Safety above */
+{
     mlua::ffi::lua_pushlstring_(state, b.as_ptr().cast(), b.len());
 }
 
@@ -1366,7 +1367,7 @@ impl Interp {
     fn restore_hook(&self) -> mlua::Result<()> {
         if self.rearmed.replace(false) {
             // SAFETY: sets the hook of the interpreter's state; no stack use.
-            unsafe {
+            unsafe /* SAFETY: above */ {
                 self.lua
                     .exec_raw::<()>((), |state| before_run(self, state, true))?;
             }

@@ -22,7 +22,9 @@ pub fn prefetch_read<T>(p: &T) {
         use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
         // SAFETY: a prefetch is a hint that never faults and changes no memory; `p` is a
         // valid reference anyway.
-        unsafe { _mm_prefetch::<_MM_HINT_T0>((p as *const T).cast::<i8>()) };
+        unsafe /* SAFETY: above */ {
+            _mm_prefetch::<_MM_HINT_T0>((p as *const T).cast::<i8>())
+        };
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = p;

@@ -37,8 +37,9 @@ pub fn parse_type(arg: &[u8]) -> Option<(bool, u32)> {
 /// Whole aligned words at a time: a 512 MB bitmap (SETBIT's last offset) is counted in 64 M
 /// steps, which also keeps unoptimized test builds within their reply timeouts.
 fn popcount(data: &[u8]) -> u64 {
-    // SAFETY: every bit pattern is a valid u64; align_to leaves the unaligned ends as bytes.
-    let (head, words, tail) = unsafe { data.align_to::<u64>() };
+    let (head, words, tail) = unsafe /* SAFETY: any bits are a valid u64; align_to leaves the ends as bytes */ {
+        data.align_to::<u64>()
+    };
     let mut n = 0u64;
     for w in words {
         n += u64::from(w.count_ones());
@@ -51,8 +52,9 @@ fn popcount(data: &[u8]) -> u64 {
 
 /// Index of the first byte of `data` that is not `skip`, scanning whole words where aligned.
 fn first_not(data: &[u8], skip: u8) -> Option<usize> {
-    // SAFETY: every bit pattern is a valid u64; align_to leaves the unaligned ends as bytes.
-    let (head, words, _) = unsafe { data.align_to::<u64>() };
+    let (head, words, _) = unsafe /* SAFETY: any bits are a valid u64; align_to leaves the ends as bytes */ {
+        data.align_to::<u64>()
+    };
     if let Some(i) = head.iter().position(|&b| b != skip) {
         return Some(i);
     }

@@ -76,7 +76,7 @@ impl Bucket {
             use std::arch::x86_64::*;
             // SAFETY: SSE2 is part of x86_64; the loads read 16 and 4 bytes inside `tags`
             // (20 bytes, at the start of a 64-byte aligned bucket), unaligned loads.
-            unsafe {
+            unsafe /* SAFETY: above */ {
                 let p = self.tags.as_ptr();
                 let lo = _mm_loadu_si128(p.cast::<__m128i>());
                 let hi = _mm_cvtsi32_si128(std::ptr::read_unaligned(p.add(8).cast::<i32>()));

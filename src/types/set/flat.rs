@@ -232,7 +232,7 @@ fn free_slots<E>(slots: Box<[Option<E>]>) {
         // `None`, so no destructor is skipped). MADV_DONTNEED on whole pages inside it only
         // makes them read back as zeros, which the allocator may reuse as it likes (the range
         // stays mapped). It is then deallocated once, with the layout it was allocated with.
-        unsafe {
+        unsafe /* SAFETY: above */ {
             let page = libc::sysconf(libc::_SC_PAGESIZE).max(4096) as usize;
             let lo = (start as usize).next_multiple_of(page);
             let hi = (start as usize + layout.size()) / page * page;
