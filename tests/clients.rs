@@ -664,13 +664,7 @@ fn pubsub_soft_limit_fires_with_no_traffic() {
     let redis = common::ServerProcess::redis();
     for port in [ours.port, redis.port] {
         let mut admin = Conn::connect(port).expect("admin");
-        let set = admin.call(&[
-            b"CONFIG".to_vec(),
-            b"SET".to_vec(),
-            b"client-output-buffer-limit".to_vec(),
-            b"pubsub 0 100000 1".to_vec(),
-        ]);
-        assert_eq!(set.expect("config set"), Frame::Simple("OK".into()));
+        set_output_limit(&mut admin, "pubsub 0 100000 1");
         let sub = Conn::connect(port).expect("sub");
         let mut sub = sub.into_stream();
         sub.write_all(&common::frame(&[b"CLIENT", b"SETNAME", b"quiet_sub"]))
@@ -750,13 +744,7 @@ fn random_replies_stop_at_the_output_limit() {
     let redis = common::ServerProcess::redis();
     for port in [ours.port, redis.port] {
         let mut admin = Conn::connect(port).expect("admin");
-        let set = admin.call(&[
-            b"CONFIG".to_vec(),
-            b"SET".to_vec(),
-            b"client-output-buffer-limit".to_vec(),
-            b"normal 1000000 0 0".to_vec(),
-        ]);
-        assert_eq!(set.expect("config set"), Frame::Simple("OK".into()));
+        set_output_limit(&mut admin, "normal 1000000 0 0");
         admin.cmd("HSET myhash a b");
         admin.cmd("SADD myset a");
         admin.cmd("ZADD myzset 1 a");
@@ -783,13 +771,7 @@ fn random_replies_stop_at_the_output_limit() {
         );
     }
     let mut c = Conn::connect(ours.port).expect("c");
-    let unset = c.call(&[
-        b"CONFIG".to_vec(),
-        b"SET".to_vec(),
-        b"client-output-buffer-limit".to_vec(),
-        b"normal 0 0 0".to_vec(),
-    ]);
-    assert_eq!(unset.expect("config set"), Frame::Simple("OK".into()));
+    set_output_limit(&mut c, "normal 0 0 0");
     assert_eq!(
         c.call(&[
             b"HRANDFIELD".to_vec(),
@@ -799,4 +781,15 @@ fn random_replies_stop_at_the_output_limit() {
         .expect("reply"),
         Frame::Error("ERR value is out of range, count is too large".into())
     );
+}
+
+/// `CONFIG SET client-output-buffer-limit <value>` (one argument: `Conn::cmd` would split it).
+fn set_output_limit(c: &mut Conn, value: &str) {
+    let set = c.call(&[
+        b"CONFIG".to_vec(),
+        b"SET".to_vec(),
+        b"client-output-buffer-limit".to_vec(),
+        value.as_bytes().to_vec(),
+    ]);
+    assert_eq!(set.expect("config set"), Frame::Simple("OK".into()));
 }

@@ -266,16 +266,7 @@ impl Subscriber {
         let bytes = (o.bytes + self.inflight.load(Ordering::Relaxed)) as u64;
         let was_over_soft = o.soft_since.is_some();
         if limits.exceeded(bytes, limits.hard, &mut o.soft_since) {
-            o.closed = true;
-            o.queue = VecDeque::new();
-            o.bytes = 0;
-            self.report(&o);
-            drop(o);
-            tracing::warn!(
-                "Client id={} scheduled to be closed ASAP for overcoming of output buffer limits.",
-                self.client_id
-            );
-            self.handle.kill();
+            self.close_over_limit(o);
             return Delivery::JustClosed;
         }
         let over_soft = !was_over_soft && o.soft_since.is_some();
@@ -301,19 +292,25 @@ impl Subscriber {
         }
         let bytes = (o.bytes + self.inflight.load(Ordering::Relaxed)) as u64;
         if limits.exceeded(bytes, limits.hard, &mut o.soft_since) {
-            o.closed = true;
-            o.queue = VecDeque::new();
-            o.bytes = 0;
-            self.report(&o);
-            drop(o);
-            tracing::warn!(
-                "Client id={} scheduled to be closed ASAP for overcoming of output buffer limits.",
-                self.client_id
-            );
-            self.handle.kill();
+            self.close_over_limit(o);
             return (false, true);
         }
         (o.soft_since.is_some(), false)
+    }
+
+    /// Over its output buffer limit: the backlog is freed, nothing more is queued, and the
+    /// client is killed.
+    fn close_over_limit(&self, mut o: parking_lot::MutexGuard<'_, Outbox>) {
+        o.closed = true;
+        o.queue = VecDeque::new();
+        o.bytes = 0;
+        self.report(&o);
+        drop(o);
+        tracing::warn!(
+            "Client id={} scheduled to be closed ASAP for overcoming of output buffer limits.",
+            self.client_id
+        );
+        self.handle.kill();
     }
 
     /// Mirrors the backlog into the client's memory figures (CLIENT LIST `oll`/`omem`).
