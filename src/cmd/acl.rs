@@ -285,11 +285,38 @@ fn log_denial(
     );
 }
 
+/// [`check_line`] for the session's user; a denial also goes to ACL LOG under `context`.
+fn check_logged(
+    srv: &Shared,
+    sess: &Session,
+    id: usize,
+    spec: &CommandSpec,
+    args: &[Bytes],
+    context: Context,
+) -> Result<(), Denied> {
+    let Err(d) = check_line(&sess.user, id, spec, args) else {
+        return Ok(());
+    };
+    let object = denied_object(d, spec, args);
+    log_denial(
+        srv,
+        sess,
+        args,
+        d.reason(),
+        context,
+        object,
+        sess.user.name.clone(),
+    );
+    Err(d)
+}
+
 /// The object Redis logs for a denial: the command's full name, or the key / channel.
 fn denied_object(d: Denied, spec: &CommandSpec, args: &[Bytes]) -> Bytes {
     match d {
         Denied::Command => Bytes::from_static(spec.name.as_bytes()),
-        Denied::Key(i) | Denied::Channel(i) => args[i].clone(),
+        // A copy: the argument is a slice of the client's read buffer, which a log entry
+        // must not keep alive.
+        Denied::Key(i) | Denied::Channel(i) => Bytes::copy_from_slice(&args[i]),
     }
 }
 
@@ -357,18 +384,9 @@ pub(super) fn exec_gate(
     if sess.user.unrestricted() {
         return Ok(());
     }
-    let Err(d) = check_line(&sess.user, id, spec, args) else {
+    let Err(d) = check_logged(srv, sess, id, spec, args, Context::Multi) else {
         return Ok(());
     };
-    log_denial(
-        srv,
-        sess,
-        args,
-        d.reason(),
-        Context::Multi,
-        denied_object(d, spec, args),
-        sess.user.name.clone(),
-    );
     let why = match d {
         Denied::Command => "no permission to execute the command or subcommand",
         Denied::Key(_) => "no permission to touch the specified keys",
@@ -404,18 +422,9 @@ pub(super) fn blocked_gate(
     if sess.user.unrestricted() {
         return Ok(());
     }
-    let Err(d) = check_line(&sess.user, id, spec, args) else {
+    let Err(d) = check_logged(srv, sess, id, spec, args, Context::Toplevel) else {
         return Ok(());
     };
-    log_denial(
-        srv,
-        sess,
-        args,
-        d.reason(),
-        Context::Toplevel,
-        denied_object(d, spec, args),
-        sess.user.name.clone(),
-    );
     Err(Reply::error(format!(
         "NOPERM {}",
         d.message(&sess.user.name, spec.name, args, false)
@@ -433,18 +442,9 @@ pub(super) fn script_gate(
     if sess.user.unrestricted() {
         return Ok(());
     }
-    let Err(d) = check_line(&sess.user, id, spec, args) else {
+    let Err(d) = check_logged(srv, sess, id, spec, args, Context::Lua) else {
         return Ok(());
     };
-    log_denial(
-        srv,
-        sess,
-        args,
-        d.reason(),
-        Context::Lua,
-        denied_object(d, spec, args),
-        sess.user.name.clone(),
-    );
     Err(format!(
         "ERR ACL failure in script: {}",
         d.message(&sess.user.name, spec.name, args, false)

@@ -144,31 +144,6 @@ const FLAG_ORDER: &[&str] = &[
     "allow_busy",
 ];
 
-/// ACL category order in Redis's replies (acl.c `ACLCommandCategories`).
-const ACL_ORDER: &[&str] = &[
-    "keyspace",
-    "read",
-    "write",
-    "set",
-    "sortedset",
-    "list",
-    "hash",
-    "string",
-    "bitmap",
-    "hyperloglog",
-    "geo",
-    "stream",
-    "pubsub",
-    "admin",
-    "fast",
-    "slow",
-    "blocking",
-    "dangerous",
-    "connection",
-    "transaction",
-    "scripting",
-];
-
 fn rank(order: &[&str], s: &str) -> usize {
     order.iter().position(|o| *o == s).unwrap_or(order.len())
 }
@@ -189,7 +164,8 @@ fn flags_of(spec: &CommandSpec) -> Reply {
 
 fn acl_of(spec: &CommandSpec) -> Reply {
     let mut cats: Vec<&str> = spec.acl.to_vec();
-    cats.sort_by_key(|c| rank(ACL_ORDER, c));
+    // ACL category order in Redis's replies (acl.c `ACLCommandCategories`).
+    cats.sort_by_key(|c| rank(&crate::instance::acl::CATEGORIES, c));
     Reply::Set(
         cats.into_iter()
             .map(|c| Reply::Status(format!("@{c}").into()))

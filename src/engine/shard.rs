@@ -671,18 +671,22 @@ impl Shard {
         }
     }
 
+    /// The entry in the first slot whose tag matches `h` (a prefetch's guess, unchecked).
+    #[inline]
+    fn first_candidate_entry(&self, h: u64) -> Option<&Entry> {
+        self.keys
+            .index
+            .first_candidate(h)
+            .and_then(|i| self.keys.slots.get(i as usize))
+            .map(|s| &s.entry)
+    }
+
     /// Starts fetching the out-of-line part of the value in the slot [`Shard::prefetch_slot`]
     /// fetched (a string's bytes, a collection's header): the third miss, which GET reads
     /// and SET frees.
     #[inline]
     pub fn prefetch_value(&self, h: u64) {
-        let Some(e) = self
-            .keys
-            .index
-            .first_candidate(h)
-            .and_then(|i| self.keys.slots.get(i as usize))
-            .map(|s| &s.entry)
-        else {
+        let Some(e) = self.first_candidate_entry(h) else {
             return;
         };
         match &e.value {
@@ -705,13 +709,7 @@ impl Shard {
     /// HSET… on one hot key hit the cache for everything else).
     #[inline]
     pub fn prefetch_member(&self, h: u64, member: &[u8]) {
-        let Some(e) = self
-            .keys
-            .index
-            .first_candidate(h)
-            .and_then(|i| self.keys.slots.get(i as usize))
-            .map(|s| &s.entry)
-        else {
+        let Some(e) = self.first_candidate_entry(h) else {
             return;
         };
         match &e.value {
