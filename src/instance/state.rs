@@ -31,6 +31,12 @@ pub struct Stats {
     pub net_input_bytes: AtomicU64,
     pub net_output_bytes: AtomicU64,
     pub error_replies: AtomicU64,
+    /// EVAL scripts evicted from the script cache (INFO `evicted_scripts`, Redis 7.4).
+    pub evicted_scripts: AtomicU64,
+    /// Clients closed for their query buffer (Redis 7.4's INFO
+    /// `client_query_buffer_limit_disconnections`; the output side is
+    /// `PubSub::obuf_disconnections`).
+    pub qbuf_limit_disconnections: AtomicU64,
     /// Socket reads and writes attempted on client connections (INFO
     /// `total_reads_processed`, `total_writes_processed`).
     pub reads_processed: AtomicU64,
@@ -84,6 +90,8 @@ impl Stats {
             &self.net_input_bytes,
             &self.net_output_bytes,
             &self.error_replies,
+            &self.evicted_scripts,
+            &self.qbuf_limit_disconnections,
             &self.reads_processed,
             &self.writes_processed,
             &self.expire_cycle.us,
