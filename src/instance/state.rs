@@ -247,6 +247,9 @@ pub struct Shared {
     pub last_save_unix: AtomicU64,
     /// Set by SHUTDOWN; the listener stops accepting and the process exits.
     pub shutdown: tokio::sync::Notify,
+    /// SHUTDOWN NOSAVE asked for it: the exit skips the save of keys' LRU/LFU data (the
+    /// durable engine's journal is not a save and is always committed).
+    pub shutdown_nosave: std::sync::atomic::AtomicBool,
     pub pause: super::pause::Pause,
     /// Channel, pattern and shard-channel subscribers.
     pub pubsub: super::pubsub::PubSub,
@@ -350,6 +353,7 @@ impl Shared {
             port: AtomicU64::new(0),
             last_save_unix: AtomicU64::new(now / 1000),
             shutdown: tokio::sync::Notify::new(),
+            shutdown_nosave: Default::default(),
             pause: Default::default(),
             blocking: Default::default(),
             pubsub: super::pubsub::PubSub::new(),
