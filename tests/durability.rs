@@ -404,7 +404,7 @@ fn shutdown_nosave_skips_the_access_data_save() {
         drop(c);
         let p = ServerProcess::respite(&args);
         let mut c = p.conn();
-        assert_eq!(c.cmd("GET hot"), Frame::Bulk(b"1".to_vec().into()), "{how}");
+        assert_eq!(c.cmd("GET hot"), Frame::Bulk(b"1".to_vec()), "{how}");
         assert_eq!(c.cmd("OBJECT FREQ hot"), Frame::Int(freq + 1), "{how}");
     }
 }

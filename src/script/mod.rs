@@ -54,7 +54,7 @@ fn open_os(lua: &mlua::Lua) -> mlua::Result<()> {
             };
             // SAFETY: clock_gettime writes only the timespec it is given.
             unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
-            let us = ts.tv_sec as i64 * 1_000_000 + ts.tv_nsec as i64 / 1000;
+            let us = ts.tv_sec * 1_000_000 + ts.tv_nsec / 1000;
             Ok(us as f64 / 1e6)
         })?,
     )?;
