@@ -52,8 +52,8 @@ fn open_os(lua: &mlua::Lua) -> mlua::Result<()> {
                 tv_sec: 0,
                 tv_nsec: 0,
             };
-            // SAFETY: clock_gettime writes only the timespec it is given.
-            unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+            let clock = libc::CLOCK_PROCESS_CPUTIME_ID;
+            unsafe { libc::clock_gettime(clock, &mut ts) }; // SAFETY: writes only `ts`.
             let us = ts.tv_sec * 1_000_000 + ts.tv_nsec / 1000;
             Ok(us as f64 / 1e6)
         })?,
