@@ -296,6 +296,10 @@ struct ServeArgs {
     /// file: `enable-test-commands yes`.
     #[arg(long)]
     enable_test_commands: bool,
+    /// `emulated`: answer as a one-node Redis Cluster owning every slot, so cluster-mode
+    /// clients work against this one server (CROSSSLOT enforced); `no` (the default).
+    #[arg(long, value_parser = ["no", "emulated"])]
+    cluster_mode: Option<String>,
     /// TLS port (0 = none, the default); `--port` keeps serving plain clients unless 0.
     #[arg(long)]
     tls_port: Option<u16>,
@@ -384,6 +388,12 @@ fn apply(cfg: &mut Config, name: &str, value: &str) -> Result<(), String> {
                 _ => return Err(format!("invalid engine {value}: use memory or redb")),
             }
         }
+        "cluster-mode" => {
+            if !matches!(value, "no" | "emulated") {
+                return Err(format!("invalid cluster-mode {value}: use no or emulated"));
+            }
+            cfg.params.push((name.to_string(), value.to_string()));
+        }
         _ => cfg.params.push((name.to_string(), value.to_string())),
     }
     Ok(())
@@ -437,6 +447,9 @@ fn build_config(a: ServeArgs) -> Result<Config, String> {
         if let Some(v) = v {
             cfg.params.push((k.to_string(), v));
         }
+    }
+    if let Some(m) = &a.cluster_mode {
+        apply(&mut cfg, "cluster-mode", m)?;
     }
     if a.enable_test_commands {
         cfg.params
