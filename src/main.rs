@@ -119,6 +119,13 @@ struct ProxyArgs {
     /// Worker threads (default 1, single-threaded; 0 = one per core).
     #[arg(long)]
     threads: Option<usize>,
+    /// The address CLUSTER SLOTS / SHARDS / NODES give cluster-mode clients (default: the
+    /// first --bind address; none for a wildcard bind, so clients keep the one they used).
+    #[arg(long)]
+    announce_ip: Option<String>,
+    /// The port CLUSTER SLOTS / SHARDS / NODES give cluster-mode clients (default: --port).
+    #[arg(long)]
+    announce_port: Option<u16>,
     /// Shared connections per node.
     #[arg(long)]
     conns_per_node: Option<usize>,
@@ -202,6 +209,12 @@ fn proxy_config(a: ProxyArgs) -> Result<respite::proxy::config::ProxyConfig, Str
     }
     if let Some(n) = a.threads {
         cfg.threads = n;
+    }
+    if a.announce_ip.is_some() {
+        cfg.announce_ip = a.announce_ip;
+    }
+    if a.announce_port.is_some() {
+        cfg.announce_port = a.announce_port;
     }
     if let Some(n) = a.conns_per_node {
         cfg.conns_per_node = n.max(1);

@@ -97,7 +97,10 @@ fn is_local(name: &str) -> bool {
             | "punsubscribe"
             | "ssubscribe"
             | "sunsubscribe"
-    )
+            | "asking"
+            | "readonly"
+            | "readwrite"
+    ) || name.starts_with("cluster|")
 }
 
 fn upper_name(spec: &CommandSpec) -> String {
