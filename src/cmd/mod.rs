@@ -386,7 +386,13 @@ fn dispatch_inner(srv: &Arc<Shared>, sess: &mut Session, args: &mut Vec<Bytes>) 
         && !sess.internal
         && cluster::cross_slot(spec, args, sess.multi.as_ref().map(|m| &m.queue[..]))
     {
-        return reject(srv, sess, args, id, spec, cluster::CROSSSLOT, "");
+        let refused = reject(srv, sess, args, id, spec, cluster::CROSSSLOT, "");
+        // Redis discards the transaction but answers plain CROSSSLOT, not EXECABORT.
+        return if spec.name == "exec" {
+            errors::err(cluster::CROSSSLOT)
+        } else {
+            refused
+        };
     }
     // A `resp3_only()` test server: nothing but the handshake before `HELLO 3`.
     if !sess.resp3
