@@ -27,7 +27,10 @@ fn redis_cluster_node(dir: &std::path::Path) -> ServerProcess {
         "127.0.0.1",
     ]);
     let mut w = Wire::connect_port(node.port);
-    assert_eq!(w.line_of(&["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]), "+OK");
+    assert_eq!(
+        w.line_of(&["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]),
+        "+OK"
+    );
     assert_eq!(w.line_of(&["CLUSTER", "BUMPEPOCH"]), "+BUMPED 1");
     // A master that just took slots waits out Redis's rejoin delay before it says ok.
     wait_until("the oracle's cluster_state:ok", || {
@@ -91,7 +94,11 @@ const SHAPES: &[&[&str]] = &[
     &["CLUSTER", "GETKEYSINSLOT", "0", "-1"],
     &["CLUSTER", "GETKEYSINSLOT", "16384", "1"],
     &["CLUSTER", "GETKEYSINSLOT", "99999", "x"],
-    &["CLUSTER", "REPLICAS", "0123456789012345678901234567890123456789"],
+    &[
+        "CLUSTER",
+        "REPLICAS",
+        "0123456789012345678901234567890123456789",
+    ],
     &["CLUSTER", "COUNT-FAILURE-REPORTS", "nope"],
     &["CLUSTER", "FAILOVER"],
     &["CLUSTER", "FORGET"],
@@ -189,13 +196,10 @@ fn emulated_server_announces_the_configured_address() {
     let id = myid(&mut w);
     assert_eq!(
         w.call(&["CLUSTER", "SLOTS"]),
-        format!(
-            "*1 *3 :0 :16383 *4 $8 10.1.2.3 :7777 $40 {id} *2 $8 hostname $13 cache.example "
-        )
+        format!("*1 *3 :0 :16383 *4 $8 10.1.2.3 :7777 $40 {id} *2 $8 hostname $13 cache.example ")
     );
-    let line = format!(
-        "{id} 10.1.2.3:7777@17778,cache.example myself,master - 0 0 1 connected 0-16383\n"
-    );
+    let line =
+        format!("{id} 10.1.2.3:7777@17778,cache.example myself,master - 0 0 1 connected 0-16383\n");
     assert_eq!(
         w.call(&["CLUSTER", "NODES"]),
         format!("${} {line} ", line.len())
@@ -287,10 +291,7 @@ fn proxy_counts_and_lists_a_slot_across_its_nodes() {
     let s = slot.to_string();
     assert_eq!(w.call(&["CLUSTER", "COUNTKEYSINSLOT", &s]), ":4 ");
     let listed = w.call(&["CLUSTER", "GETKEYSINSLOT", &s, "10"]);
-    let mut got: Vec<&str> = listed
-        .split(' ')
-        .filter(|t| t.starts_with('k'))
-        .collect();
+    let mut got: Vec<&str> = listed.split(' ').filter(|t| t.starts_with('k')).collect();
     got.sort();
     let mut want: Vec<&str> = keys.iter().map(String::as_str).collect();
     want.sort();

@@ -169,9 +169,7 @@ fn replicate(cx: &mut Cx) -> Reply {
 
 fn failover(cx: &mut Cx) -> Reply {
     emulated(cx, |cx| match cx.args.get(2) {
-        Some(a)
-            if !a.eq_ignore_ascii_case(b"force") && !a.eq_ignore_ascii_case(b"takeover") =>
-        {
+        Some(a) if !a.eq_ignore_ascii_case(b"force") && !a.eq_ignore_ascii_case(b"takeover") => {
             Reply::error("ERR syntax error")
         }
         _ if cx.args.len() > 3 => Reply::error("ERR syntax error"),
@@ -262,12 +260,14 @@ pub fn cross_slot(spec: &CommandSpec, args: &[Bytes], queued: Option<&[Vec<Bytes
         })
     };
     match queued {
-        Some(lines) if spec.name == "exec" => !lines.iter().all(|line| {
-            match super::registry().resolve(line) {
-                Ok((_, s)) => same(s, line),
-                Err(_) => true,
-            }
-        }),
+        Some(lines) if spec.name == "exec" => {
+            !lines
+                .iter()
+                .all(|line| match super::registry().resolve(line) {
+                    Ok((_, s)) => same(s, line),
+                    Err(_) => true,
+                })
+        }
         _ => !same(spec, args),
     }
 }
