@@ -118,6 +118,32 @@ const SHAPES: &[&[&str]] = &[
     &["MGET", "{t}a", "{t}b", "zz"],
     &["EVAL", "return #KEYS", "2", "a", "b"],
     &["EVAL", "return #KEYS", "2", "{t}a", "{t}b"],
+    // Inside scripts (Redis `scriptVerifyClusterState`): one command's keys must share a
+    // slot; a script with a shebang keeps to the slot of its first keys unless it allows
+    // cross-slot keys; a script without one (compatibility mode) may roam.
+    &["EVAL", "return redis.pcall('mget', 'a', 'b')", "0"],
+    &[
+        "EVAL",
+        "#!lua\nredis.call('get', 'a') return redis.call('get', 'b')",
+        "0",
+    ],
+    &["EVAL", "#!lua\nreturn redis.call('get', 'b')", "1", "a"],
+    &[
+        "EVAL",
+        "#!lua\nreturn redis.call('get', '{t}b')",
+        "1",
+        "{t}a",
+    ],
+    &[
+        "EVAL",
+        "#!lua flags=allow-cross-slot-keys\nredis.call('get', 'a') return redis.call('get', 'b')",
+        "0",
+    ],
+    &[
+        "EVAL",
+        "redis.call('get', 'a') return redis.call('get', 'b')",
+        "0",
+    ],
     // Each queued command alone is fine; together they span two slots.
     &["MULTI"],
     &["GET", "a"],

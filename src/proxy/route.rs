@@ -405,6 +405,10 @@ mod tests {
             ("WATCH a b", "watch"),
             ("SSUBSCRIBE a", "ssubscribe"),
             ("subscribe a b", "subscribe"),
+            ("CLUSTER SLOTS", "cluster|slots"),
+            ("cluster getkeysinslot 1 2", "cluster|getkeysinslot"),
+            ("READONLY", "readonly"),
+            ("asking", "asking"),
         ] {
             assert_eq!(r(line), Route::Local(name), "{line}");
         }
