@@ -31,6 +31,7 @@ pub fn me(c: &Session) -> Node {
     let port = p
         .cfg
         .announce_port
+        .filter(|&port| port != 0)
         .unwrap_or_else(|| p.port.load(Ordering::Relaxed));
     // A wildcard bind names no address a client could use: report none, and cluster
     // clients keep the address they connected to (as with a Redis node that has not
