@@ -679,6 +679,8 @@ fn scan(cx: &mut Cx) -> Reply {
             pattern = Some(&args[i + 1][..]).filter(|p| *p != b"*");
         } else if is(a, "TYPE") && has_value {
             type_name = Some(&args[i + 1][..]);
+        } else if is(a, "NOVALUES") {
+            return errors::err(errors::NOVALUES_HSCAN_ONLY);
         } else {
             return errors::syntax();
         }

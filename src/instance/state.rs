@@ -31,6 +31,12 @@ pub struct Stats {
     pub net_input_bytes: AtomicU64,
     pub net_output_bytes: AtomicU64,
     pub error_replies: AtomicU64,
+    /// EVAL scripts evicted from the script cache (INFO `evicted_scripts`, Redis 7.4).
+    pub evicted_scripts: AtomicU64,
+    /// Clients closed for their query buffer (Redis 7.4's INFO
+    /// `client_query_buffer_limit_disconnections`; the output side is
+    /// `PubSub::obuf_disconnections`).
+    pub qbuf_limit_disconnections: AtomicU64,
     /// Socket reads and writes attempted on client connections (INFO
     /// `total_reads_processed`, `total_writes_processed`).
     pub reads_processed: AtomicU64,
@@ -84,6 +90,8 @@ impl Stats {
             &self.net_input_bytes,
             &self.net_output_bytes,
             &self.error_replies,
+            &self.evicted_scripts,
+            &self.qbuf_limit_disconnections,
             &self.reads_processed,
             &self.writes_processed,
             &self.expire_cycle.us,
@@ -243,6 +251,9 @@ pub struct Shared {
     pub last_save_unix: AtomicU64,
     /// Set by SHUTDOWN; the listener stops accepting and the process exits.
     pub shutdown: tokio::sync::Notify,
+    /// SHUTDOWN NOSAVE asked for it: the exit skips the save of keys' LRU/LFU data (the
+    /// durable engine's journal is not a save and is always committed).
+    pub shutdown_nosave: std::sync::atomic::AtomicBool,
     pub pause: super::pause::Pause,
     /// Channel, pattern and shard-channel subscribers.
     pub pubsub: super::pubsub::PubSub,
@@ -358,6 +369,7 @@ impl Shared {
             port: AtomicU64::new(0),
             last_save_unix: AtomicU64::new(now / 1000),
             shutdown: tokio::sync::Notify::new(),
+            shutdown_nosave: Default::default(),
             pause: Default::default(),
             blocking: Default::default(),
             pubsub: super::pubsub::PubSub::new(),

@@ -195,6 +195,7 @@ pub(super) fn config_resetstat(cx: &mut Cx) -> Reply {
         c.store(0, Ordering::Relaxed);
     }
     srv.ks.lazyfree.reset_stats();
+    srv.pubsub.obuf_disconnections.store(0, Ordering::Relaxed);
     Reply::OK
 }
 
