@@ -49,7 +49,8 @@ pub fn me(cx: &Cx) -> Node {
     let ip = cfg
         .get("cluster-announce-ip")
         .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| laddr.ip().to_string());
+        // An IPv4 client of a `::` listener arrives on a mapped address: give it the IPv4.
+        .unwrap_or_else(|| laddr.ip().to_canonical().to_string());
     let announced = |name: &str| u16::try_from(cfg.get_i64(name)).ok().filter(|&p| p != 0);
     let port = announced("cluster-announce-port").unwrap_or(laddr.port());
     let bus_port = announced("cluster-announce-bus-port")
