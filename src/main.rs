@@ -119,6 +119,13 @@ struct ProxyArgs {
     /// Worker threads (default 1, single-threaded; 0 = one per core).
     #[arg(long)]
     threads: Option<usize>,
+    /// The address CLUSTER SLOTS / SHARDS / NODES give cluster-mode clients (default: the
+    /// first --bind address; none for a wildcard bind, so clients keep the one they used).
+    #[arg(long)]
+    announce_ip: Option<String>,
+    /// The port CLUSTER SLOTS / SHARDS / NODES give cluster-mode clients (default: --port).
+    #[arg(long)]
+    announce_port: Option<u16>,
     /// Shared connections per node.
     #[arg(long)]
     conns_per_node: Option<usize>,
@@ -202,6 +209,12 @@ fn proxy_config(a: ProxyArgs) -> Result<respite::proxy::config::ProxyConfig, Str
     }
     if let Some(n) = a.threads {
         cfg.threads = n;
+    }
+    if a.announce_ip.is_some() {
+        cfg.announce_ip = a.announce_ip;
+    }
+    if a.announce_port.is_some() {
+        cfg.announce_port = a.announce_port;
     }
     if let Some(n) = a.conns_per_node {
         cfg.conns_per_node = n.max(1);
@@ -296,6 +309,10 @@ struct ServeArgs {
     /// file: `enable-test-commands yes`.
     #[arg(long)]
     enable_test_commands: bool,
+    /// `emulated`: answer as a one-node Redis Cluster owning every slot, so cluster-mode
+    /// clients work against this one server (CROSSSLOT enforced); `no` (the default).
+    #[arg(long, value_parser = ["no", "emulated"])]
+    cluster_mode: Option<String>,
     /// TLS port (0 = none, the default); `--port` keeps serving plain clients unless 0.
     #[arg(long)]
     tls_port: Option<u16>,
@@ -384,6 +401,12 @@ fn apply(cfg: &mut Config, name: &str, value: &str) -> Result<(), String> {
                 _ => return Err(format!("invalid engine {value}: use memory or redb")),
             }
         }
+        "cluster-mode" => {
+            if !matches!(value, "no" | "emulated") {
+                return Err(format!("invalid cluster-mode {value}: use no or emulated"));
+            }
+            cfg.params.push((name.to_string(), value.to_string()));
+        }
         _ => cfg.params.push((name.to_string(), value.to_string())),
     }
     Ok(())
@@ -437,6 +460,9 @@ fn build_config(a: ServeArgs) -> Result<Config, String> {
         if let Some(v) = v {
             cfg.params.push((k.to_string(), v));
         }
+    }
+    if let Some(m) = &a.cluster_mode {
+        apply(&mut cfg, "cluster-mode", m)?;
     }
     if a.enable_test_commands {
         cfg.params

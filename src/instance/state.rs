@@ -218,6 +218,10 @@ impl ClientPeaks {
 /// The start-up parameter behind `--enable-test-commands`.
 pub const TEST_COMMANDS_PARAM: &str = "enable-test-commands";
 
+/// The start-up parameter behind `--cluster-mode`: `emulated` (a one-node Redis Cluster,
+/// `cmd::cluster`) or `no` (the default).
+pub const CLUSTER_MODE_PARAM: &str = "cluster-mode";
+
 pub struct Shared {
     /// ACL users and the ACL log.
     pub acl: super::acl::Acl,
@@ -266,6 +270,9 @@ pub struct Shared {
     pub persist: std::sync::OnceLock<std::sync::Arc<crate::persist::Persistence>>,
     /// `--enable-test-commands` (config `enable-test-commands yes`): the RESPITE family.
     pub test_commands: bool,
+    /// `--cluster-mode emulated`: CLUSTER answers as a one-node cluster owning every slot,
+    /// cross-slot requests are refused, `cluster-enabled` reads `yes`.
+    pub cluster_emulated: bool,
     /// Injected faults (test double); connections check `faults.armed()` per command.
     pub faults: super::faults::Faults,
     /// Commands received, recorded while `faults.armed() & LOG` (test double).
@@ -316,14 +323,23 @@ impl Shared {
             let _ = config.set_initial("requirepass", p);
         }
         let mut test_commands = false;
+        let mut cluster_emulated = false;
         for (k, v) in &startup.params {
             if k == TEST_COMMANDS_PARAM {
                 test_commands = v.eq_ignore_ascii_case("yes");
                 continue;
             }
+            if k == CLUSTER_MODE_PARAM {
+                cluster_emulated = v.eq_ignore_ascii_case("emulated");
+                continue;
+            }
             if let Err(e) = config.set_initial(k, v) {
                 tracing::warn!("ignoring config {k}: {e}");
             }
+        }
+        if cluster_emulated {
+            // What CONFIG GET shows and what the scripts' `no-cluster` flag reads.
+            let _ = config.set_initial("cluster-enabled", "yes");
         }
         let now = clock.now_ms();
         let run_id: String = (0..40)
@@ -363,6 +379,7 @@ impl Shared {
             client_eviction: Default::default(),
             persist: std::sync::OnceLock::new(),
             test_commands,
+            cluster_emulated,
             faults: Default::default(),
             cmdlog: Default::default(),
             slowlog: Default::default(),

@@ -197,6 +197,11 @@ pub struct ProxyConfig {
     pub tls_client_key_file: String,
     /// Built from the above by [`ProxyConfig::prepare_tls`] when a node is `rediss://`.
     pub node_tls: Option<std::sync::Arc<crate::tls::ClientConfig>>,
+    /// `--announce-ip` / `--announce-port`: the address CLUSTER SLOTS, SHARDS and NODES give
+    /// cluster clients (default: the first bind address and the listening port), for a
+    /// proxy behind NAT, a container port mapping or a wildcard bind.
+    pub announce_ip: Option<String>,
+    pub announce_port: Option<u16>,
 }
 
 impl Default for ProxyConfig {
@@ -226,6 +231,8 @@ impl Default for ProxyConfig {
             tls_client_cert_file: String::new(),
             tls_client_key_file: String::new(),
             node_tls: None,
+            announce_ip: None,
+            announce_port: None,
         }
     }
 }

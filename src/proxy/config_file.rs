@@ -16,6 +16,8 @@
 //! maxclients 10000
 //! client-query-buffer-limit 1gb
 //! proto-max-bulk-len 512mb
+//! announce-ip 10.0.0.9        # the address CLUSTER SLOTS/NODES give cluster clients
+//! announce-port 7000
 //! tls-port 7001               # TLS clients too, with Redis's tls-* directives:
 //! tls-cert-file proxy.crt     #   tls-key-file, tls-ca-cert-file, tls-ca-cert-dir,
 //! tls-key-file proxy.key      #   tls-auth-clients, tls-protocols, tls-ciphersuites,
@@ -83,6 +85,13 @@ pub fn parse(text: &str, cfg: &mut ProxyConfig) -> Result<(), String> {
                 cfg.requirepass = (!pw.is_empty()).then(|| pw.to_string());
             }
             "aclfile" => cfg.aclfile = Some(one("path")?.to_string()),
+            "announce-ip" => cfg.announce_ip = Some(one("address")?.to_string()),
+            "announce-port" => {
+                cfg.announce_port = Some(
+                    u16::try_from(number("port")?)
+                        .map_err(|_| format!("line {n}: announce-port out of range"))?,
+                )
+            }
             "node" => {
                 let [id, url] = args else {
                     return Err(format!("line {n}: node expects an id and a URL"));

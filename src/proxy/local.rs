@@ -83,6 +83,9 @@ pub fn command(c: &mut Session, name: &str, args: &[Bytes]) -> Pending {
         }
         "scan" => scan(c, args),
         "function" => function(c, args),
+        n if n.starts_with("cluster|") || matches!(n, "asking" | "readonly" | "readwrite") => {
+            super::cluster::command(c, n, args)
+        }
         _ => err(&format!(
             "ERR '{}' is not supported by the proxy",
             name.replace('|', " ").to_ascii_uppercase()

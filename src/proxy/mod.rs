@@ -9,11 +9,13 @@
 //! - [`route`]: which node(s) serve a command (pure).
 //! - [`scan`]: the fleet-wide SCAN cursor.
 //! - [`client`], [`local`]: a client connection; commands answered by the proxy.
+//! - [`cluster`]: CLUSTER for cluster-mode clients (the proxy as one node owning every slot).
 //! - [`pubsub`], [`hub`]: a client's subscriptions; each node's one subscriber connection,
 //!   multiplexing every client's subscriptions.
 //! - [`stats`]: per-node latency histograms for INFO.
 
 pub mod client;
+pub mod cluster;
 pub mod config;
 pub mod config_file;
 pub mod hub;

@@ -107,7 +107,7 @@ fn section(cx: &mut Cx, name: &str, l: &mut Lines) {
                 push(l, &format!("errorstat_{code}"), format!("count={n}"));
             }
         }
-        "cluster" => push(l, "cluster_enabled", 0),
+        "cluster" => push(l, "cluster_enabled", u8::from(cx.srv.cluster_emulated)),
         "keyspace" => keyspace(cx, l),
         "latencystats" => super::latency::info_section(cx.srv, l),
         // No modules.
@@ -123,7 +123,12 @@ fn server(srv: &Shared, l: &mut Lines) {
     push(l, "redis_git_sha1", "00000000");
     push(l, "redis_git_dirty", 0);
     push(l, "redis_build_id", "0");
-    push(l, "redis_mode", "standalone");
+    let mode = if srv.cluster_emulated {
+        "cluster"
+    } else {
+        "standalone"
+    };
+    push(l, "redis_mode", mode);
     push(l, "os", os_name());
     push(l, "arch_bits", usize::BITS);
     push(l, "monotonic_clock", "POSIX clock_gettime");
