@@ -95,8 +95,8 @@ pub fn parse(text: &str, cfg: &mut ProxyConfig) -> Result<(), String> {
                     // Not echoed: a URL given without an id would land here.
                     return Err(format!("line {n}: node ids must be [A-Za-z0-9_-]+"));
                 }
-                let mut spec = NodeSpec::parse_url(url).map_err(|e| format!("line {n}: {e}"))?;
-                spec.id = id.clone();
+                let mut spec = NodeSpec::parse_urls(url).map_err(|e| format!("line {n}: {e}"))?;
+                spec.set_id(id);
                 cfg.nodes.push(spec);
             }
             "conns-per-node" => cfg.conns_per_node = (number("count")? as usize).max(1),

@@ -15,13 +15,17 @@
 //! What every connection knows of the node ([`NodeInfo`]) and the handshake ([`connect`])
 //! live in [`super::link`], which the hub uses too.
 //!
+//! A node listed with replicas is served by its current primary ([`super::failover`]):
+//! when the primary moves, shared connections fail what is pending on the old one and
+//! reconnect to the new one; idle dedicated connections are dropped.
+//!
 //! A node that is down fails pending and new requests at once with
 //! `ERR node <id> is unavailable: <reason>` (never its URL: it may hold a password); the
 //! connection tasks reconnect with backoff (100 ms doubling to 2 s) and check an idle
 //! connection with PING every second. Keys are never remapped to another node.
 
 use super::config::{NodeSpec, ProxyConfig};
-use super::link::{connect, send, NodeInfo, NodeStream};
+use super::link::{connect, send, Follow, NodeInfo, NodeStream};
 use super::resp;
 use bytes::{Bytes, BytesMut};
 use parking_lot::Mutex;
@@ -141,6 +145,7 @@ impl Node {
     /// Starts the node's shared connection tasks (on the current tokio runtime).
     pub fn start(spec: NodeSpec, cfg: &ProxyConfig) -> Node {
         let info = Arc::new(NodeInfo::new(spec, cfg));
+        super::failover::start(&info);
         let conns = cfg.conns_per_node.max(1);
         let make = |resp3: bool| -> Vec<ConnHandle> {
             (0..conns)
@@ -248,11 +253,12 @@ impl Node {
             }
         }
         let permit = self.slot().await?;
-        let (stream, buf) = connect(&self.info, resp3).await.map_err(|e| {
+        let (stream, buf, _) = connect(&self.info, resp3).await.map_err(|e| {
             self.info.errors.fetch_add(1, Ordering::Relaxed);
             self.info.unavailable(&e)
         })?;
         Ok(Dedicated {
+            info: self.info.clone(),
             stream,
             buf,
             resp3,
@@ -313,6 +319,7 @@ impl Drop for Unqueue<'_> {
 
 /// A connection owned by one client for a while.
 pub struct Dedicated {
+    info: Arc<NodeInfo>,
     stream: NodeStream,
     buf: BytesMut,
     resp3: bool,
@@ -342,7 +349,10 @@ impl Dedicated {
     pub async fn read_reply(&mut self) -> Result<Bytes, String> {
         loop {
             match self.scan.scan(&self.buf) {
-                Ok(Some(n)) => return Ok(self.buf.split_to(n).freeze()),
+                Ok(Some(n)) => {
+                    self.info.check_reply(&self.buf[..n]);
+                    return Ok(self.buf.split_to(n).freeze());
+                }
                 Ok(None) => {}
                 Err(e) => return Err(format!("bad reply: {}", e.0)),
             }
@@ -397,6 +407,7 @@ impl Inbox {
             };
             if matches!(self.buf[self.taken], b'-' | b'!') {
                 info.errors.fetch_add(1, Ordering::Relaxed);
+                info.check_reply(&self.buf[self.taken..]);
             }
             self.taken += n;
             self.got += 1;
@@ -434,12 +445,16 @@ async fn shared_conn(
     loop {
         // The replies of the oldest request that came before the connection broke.
         let mut partial = (Bytes::new(), 0);
+        let mut follow = None;
+        // What the primary was before connecting, for a failed connect to wait on.
+        let before = info.follow();
         let reason = match connect(&info, resp3).await {
-            Ok((stream, buf)) => {
+            Ok((stream, buf, f)) => {
                 state.store(UP, Ordering::Relaxed);
                 backoff = BACKOFF_MIN;
                 let mut inbox = Inbox::new(buf);
-                match serve(&info, stream, &mut inbox, &mut rx, &mut pending).await {
+                let f = follow.insert(f);
+                match serve(&info, stream, &mut inbox, &mut rx, &mut pending, f).await {
                     Some(reason) => {
                         partial = (inbox.buf.split_to(inbox.taken).freeze(), inbox.got);
                         reason
@@ -464,9 +479,14 @@ async fn shared_conn(
             }
         }
         let until = Instant::now() + backoff;
+        // The primary moved since: no reason to wait before trying it.
+        let mut follow = follow.unwrap_or(before);
+        let moved = follow.moved();
+        tokio::pin!(moved);
         loop {
             tokio::select! {
                 _ = sleep_until(until) => break,
+                () = &mut moved => break,
                 req = rx.recv() => match req {
                     Some(req) => {
                         info.errors.fetch_add(req.count as u64, Ordering::Relaxed);
@@ -487,6 +507,7 @@ async fn serve(
     inbox: &mut Inbox,
     rx: &mut mpsc::UnboundedReceiver<Req>,
     pending: &mut VecDeque<Sent>,
+    follow: &mut Follow,
 ) -> Option<String> {
     let (mut rd, mut wr) = stream.into_split();
     let mut out: Vec<u8> = Vec::with_capacity(16 * 1024);
@@ -545,6 +566,7 @@ async fn serve(
                     pending.push_back(Sent { reply: None, count: 1, at: Instant::now() });
                 }
             }
+            () = follow.moved() => return Some("its primary moved".into()),
         }
     }
 }
