@@ -21,6 +21,8 @@ struct Setup {
     /// Keys the placement gives to `pair`, and to `solo`.
     pair_keys: Vec<String>,
     solo_keys: Vec<String>,
+    /// The servers' `dir`: a replica's sync writes its dump.rdb there.
+    _dir: tempfile::TempDir,
 }
 
 fn addr(p: &ServerProcess) -> String {
@@ -31,20 +33,17 @@ impl Setup {
     /// `primary_first`: list the primary's address first (else the replica's: the order
     /// must not decide which one is written).
     fn start(kind: ProcessKind, primary_first: bool) -> Setup {
-        // No 5 s wait before the replica's first (diskless) sync.
-        let primary = ServerProcess::start_free(kind, &["--repl-diskless-sync-delay", "0"]);
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().to_str().expect("utf-8 path").to_string();
+        // No 5 s wait before a replica's first (diskless) sync.
+        let common = ["--dir", &path, "--repl-diskless-sync-delay", "0"];
+        let primary = ServerProcess::start_free(kind, &common);
         let port = primary.port.to_string();
         let replica = ServerProcess::start_free(
             kind,
-            &[
-                "--replicaof",
-                "127.0.0.1",
-                &port,
-                "--repl-diskless-sync-delay",
-                "0",
-            ],
+            &[&common[..], &["--replicaof", "127.0.0.1", &port]].concat(),
         );
-        let solo = ServerProcess::start_free(kind, &[]);
+        let solo = ServerProcess::start_free(kind, &common);
         let (first, second) = if primary_first {
             (&primary, &replica)
         } else {
@@ -79,6 +78,7 @@ impl Setup {
             proxy,
             pair_keys,
             solo_keys,
+            _dir: dir,
         };
         wait_until("the replica in sync", || {
             info(&mut s.replica.conn(), "replication").contains("master_link_status:up")
@@ -300,7 +300,7 @@ fn split_brain_picks_the_promoted_one(kind: ProcessKind) {
 
 /// Valkey (8.x) when its binary exists; redis-server 7.0 always.
 fn valkey_present() -> bool {
-    let found = std::panic::catch_unwind(common::valkey_server_bin).is_ok();
+    let found = common::find_valkey_server().is_some();
     if !found {
         eprintln!("SKIPPED: no valkey-server (set RESPITE_VALKEY_SERVER; CI installs it)");
     }
