@@ -8,8 +8,9 @@
 
 mod common;
 
-use common::{wait_until, Conn, Frame, ProcessKind, ServerProcess};
+use common::{wait_until, Conn, Frame, ProcessKind, ServerProcess, PATIENCE};
 use respite::proxy::config::{NodeSpec, Placement, ProxyConfig};
+use respite::proxy::sync_client::{Resp, SyncConn};
 use respite::proxy::ProxyServer;
 
 /// A primary, its replica and an unrelated node, with a proxy in front.
@@ -21,6 +22,8 @@ struct Setup {
     /// Keys the placement gives to `pair`, and to `solo`.
     pair_keys: Vec<String>,
     solo_keys: Vec<String>,
+    /// The spec of node `pair`.
+    pair: NodeSpec,
     /// The servers' `dir`: a replica's sync writes its dump.rdb there.
     _dir: tempfile::TempDir,
 }
@@ -55,6 +58,7 @@ impl Setup {
             NodeSpec::parse(&format!("solo={}", solo.url())).unwrap(),
         ];
         let place = Placement::new(&nodes);
+        let nodes_pair = nodes[0].clone();
         let (mut pair_keys, mut solo_keys) = (Vec::new(), Vec::new());
         for i in 0.. {
             let k = format!("key:{i}");
@@ -78,6 +82,7 @@ impl Setup {
             proxy,
             pair_keys,
             solo_keys,
+            pair: nodes_pair,
             _dir: dir,
         };
         wait_until("the replica in sync", || {
@@ -154,6 +159,8 @@ fn primary_dies_and_the_replica_is_promoted(kind: ProcessKind) {
     let urls = format!("url={}+{},", s.replica.url(), s.primary.url());
     assert!(line.contains(&urls), "{line}");
 
+    s.offline_tool_writes_to_the_primary();
+
     s.primary.kill();
     let key = s.pair_keys[0].clone();
     wait_until("the gap to show as no primary", || {
@@ -177,6 +184,13 @@ fn primary_dies_and_the_replica_is_promoted(kind: ProcessKind) {
     );
     s.check_all(&mut c, &s.solo_keys, "v1");
     assert!(s.pair_line(&mut c).contains("primary=none,"));
+    let e = SyncConn::connect(&s.pair, PATIENCE)
+        .err()
+        .expect("no primary");
+    assert!(
+        e.contains("node pair: no primary among its 2 addresses"),
+        "{e}"
+    );
 
     assert_eq!(
         s.replica.conn().cmd("REPLICAOF NO ONE"),
@@ -194,9 +208,18 @@ fn primary_dies_and_the_replica_is_promoted(kind: ProcessKind) {
         "{line}"
     );
     assert!(line.contains("failovers=1"), "{line}");
+    s.offline_tool_writes_to_the_primary();
 }
 
 impl Setup {
+    /// `respite rebalance`'s client reaches the node at its primary, never a replica
+    /// (which would refuse the write).
+    fn offline_tool_writes_to_the_primary(&self) {
+        let mut conn = SyncConn::connect(&self.pair, PATIENCE).expect("connect");
+        let set: [&[u8]; 3] = [b"SET", b"{offline}", b"1"];
+        assert_eq!(conn.call(&set), Ok(Resp::Status("OK".into())));
+    }
+
     /// Writes land on the promoted replica; dedicated connections (MULTI, blocking) go
     /// there too.
     fn write_all_after_failover(&self, c: &mut Conn) {

@@ -51,8 +51,39 @@ pub struct SyncConn {
 }
 
 impl SyncConn {
-    /// Connects, then AUTHs and SELECTs as the node's URL says.
+    /// Connects, then AUTHs and SELECTs as the node's URL says. A node listed with
+    /// replicas is reached at the address whose `ROLE` says master: never a replica.
     pub fn connect(node: &NodeSpec, timeout: Duration) -> Result<SyncConn, String> {
+        if node.alternates.is_empty() {
+            return Self::connect_one(node, timeout);
+        }
+        let mut why = Vec::new();
+        for (i, addr) in node.addresses().enumerate() {
+            let role =
+                Self::connect_one(addr, timeout).and_then(|mut c| match c.call(&[b"ROLE"])? {
+                    Resp::Array(kids) => match kids.first() {
+                        Some(Resp::Bulk(r)) if r == b"master" => return Ok(Ok(c)),
+                        Some(Resp::Bulk(r)) => Ok(Err(String::from_utf8_lossy(r).into_owned())),
+                        _ => Ok(Err("?".into())),
+                    },
+                    Resp::Error(e) => Ok(Err(e)),
+                    _ => Ok(Err("?".into())),
+                });
+            match role {
+                Ok(Ok(c)) => return Ok(c),
+                Ok(Err(r)) => why.push(format!("#{} is {r}", i + 1)),
+                Err(e) => why.push(format!("#{} {e}", i + 1)),
+            }
+        }
+        Err(format!(
+            "node {}: no primary among its {} addresses ({})",
+            node.id,
+            why.len(),
+            why.join("; ")
+        ))
+    }
+
+    fn connect_one(node: &NodeSpec, timeout: Duration) -> Result<SyncConn, String> {
         let name = format!("node {} ({})", node.id, node.redacted_url());
         if node.tls {
             return Err(format!("{name}: this tool does not speak TLS (rediss://)"));
