@@ -160,6 +160,14 @@ fn primary_dies_and_the_replica_is_promoted(kind: ProcessKind) {
     assert!(line.contains(&urls), "{line}");
 
     s.offline_tool_writes_to_the_primary();
+    // A subscriber to a channel of `pair` (channels are placed as keys are).
+    let channel = s.pair_keys[2].clone();
+    let mut sub = s.client();
+    let subscribed = Frame::Array(vec![bulk("subscribe"), bulk(&channel), Frame::Int(1)]);
+    assert_eq!(sub.cmd(&format!("SUBSCRIBE {channel}")), subscribed);
+    assert_eq!(c.cmd(&format!("PUBLISH {channel} before")), Frame::Int(1));
+    let message = |m: &str| Frame::Array(vec![bulk("message"), bulk(&channel), bulk(m)]);
+    assert_eq!(sub.read().unwrap(), message("before"));
 
     s.primary.kill();
     let key = s.pair_keys[0].clone();
@@ -201,6 +209,11 @@ fn primary_dies_and_the_replica_is_promoted(kind: ProcessKind) {
     });
     s.check_all(&mut c, &s.pair_keys, "v1");
     s.check_all(&mut c, &s.solo_keys, "v1");
+    // The proxy's subscriber connection subscribed again, at the promoted replica.
+    wait_until("the subscription at the new primary", || {
+        c.cmd(&format!("PUBLISH {channel} after")) == Frame::Int(1)
+    });
+    assert_eq!(sub.read().unwrap(), message("after"));
     s.write_all_after_failover(&mut c);
     let line = s.pair_line(&mut c);
     assert!(
