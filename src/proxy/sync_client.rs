@@ -59,20 +59,26 @@ impl SyncConn {
         }
         let mut why = Vec::new();
         for (i, addr) in node.addresses().enumerate() {
-            let role =
-                Self::connect_one(addr, timeout).and_then(|mut c| match c.call(&[b"ROLE"])? {
-                    Resp::Array(kids) => match kids.first() {
-                        Some(Resp::Bulk(r)) if r == b"master" => return Ok(Ok(c)),
-                        Some(Resp::Bulk(r)) => Ok(Err(String::from_utf8_lossy(r).into_owned())),
-                        _ => Ok(Err("?".into())),
-                    },
-                    Resp::Error(e) => Ok(Err(e)),
-                    _ => Ok(Err("?".into())),
-                });
-            match role {
-                Ok(Ok(c)) => return Ok(c),
-                Ok(Err(r)) => why.push(format!("#{} is {r}", i + 1)),
-                Err(e) => why.push(format!("#{} {e}", i + 1)),
+            let n = i + 1;
+            let mut c = match Self::connect_one(addr, timeout) {
+                Ok(c) => c,
+                Err(e) => {
+                    why.push(format!("#{n} {e}"));
+                    continue;
+                }
+            };
+            // ROLE's first element: `master`, `slave` or `sentinel`.
+            match c.call(&[b"ROLE"]) {
+                Ok(Resp::Array(kids)) => match kids.first() {
+                    Some(Resp::Bulk(r)) if r == b"master" => return Ok(c),
+                    Some(Resp::Bulk(r)) => {
+                        why.push(format!("#{n} is a {}", String::from_utf8_lossy(r)))
+                    }
+                    _ => why.push(format!("#{n} gave an odd ROLE reply")),
+                },
+                Ok(Resp::Error(e)) => why.push(format!("#{n} ROLE failed: {e}")),
+                Ok(_) => why.push(format!("#{n} gave an odd ROLE reply")),
+                Err(e) => why.push(format!("#{n} {e}")),
             }
         }
         Err(format!(
