@@ -16,6 +16,9 @@
 //!      `master_replid`): the promotion is the operator's latest decision;
 //!   2. then the higher `master_repl_offset` (an old primary restarted empty has ~0);
 //!   3. then the address listed first.
+//!
+//! A primary whose probe only timed out stays the primary unless another address is one:
+//! a loaded node is not a dead one, and its connections' own timeouts tell.
 
 use super::config::NodeSpec;
 use super::link::{connect_to, send, NodeInfo, NodeStream, Primary};
@@ -44,6 +47,9 @@ pub enum Seen {
     Replica,
     /// Unreachable or refusing: why.
     Failed(String),
+    /// Connected (or connecting) but no answer within the connect timeout: a loaded or
+    /// paused server, not necessarily a dead one.
+    Slow(String),
 }
 
 /// Starts the monitor of a node with replicas (on the current tokio runtime). It ends once
@@ -67,7 +73,7 @@ async fn monitor(node: Weak<NodeInfo>) {
         let Some(info) = node.upgrade() else { return };
         let started = Instant::now();
         let seen = probe_all(&info, &addrs, &mut conns).await;
-        let wait = match choose(&seen) {
+        let wait = match choose(&seen, last_published(&info)) {
             Ok(i) => {
                 publish(&info, Primary::At(i), &mut last, &addrs);
                 backoff = BACKOFF_MIN;
@@ -146,14 +152,31 @@ async fn probe(info: &NodeInfo, spec: &NodeSpec, conn: Conn) -> (Conn, Seen) {
         Some(c) => c,
         None => match connect_to(info, spec, false, false).await {
             Ok(c) => c,
-            Err(e) => return (None, Seen::Failed(e)),
+            Err(e) => return (None, failed(e)),
         },
     };
     match ask(info, &mut conn).await {
         Ok(seen) => (Some(conn), seen),
-        Err(e) if fresh => (None, Seen::Failed(e)),
+        Err(e) if fresh => (None, failed(e)),
         // A kept connection may have been closed by the node (a restart, its timeout).
         Err(_) => Box::pin(probe(info, spec, None)).await,
+    }
+}
+
+/// A probe's failure: [`Seen::Slow`] for a timeout (the texts of `connect_to` and `ask`).
+fn failed(e: String) -> Seen {
+    if e.ends_with("timed out") {
+        Seen::Slow(e)
+    } else {
+        Seen::Failed(e)
+    }
+}
+
+/// The primary as published now, if there is one.
+fn last_published(info: &NodeInfo) -> Option<usize> {
+    match *info.primary.borrow() {
+        Primary::At(i) => Some(i),
+        _ => None,
     }
 }
 
@@ -203,8 +226,10 @@ pub fn parse_info(text: &str) -> Seen {
 }
 
 /// The primary among the addresses (by the rules in the module comment), or why there is
-/// none.
-pub fn choose(seen: &[Seen]) -> Result<usize, String> {
+/// none. The `current` primary stays one when it only answered slowly and no other
+/// address is a primary: one slow probe must not take a working node down (its
+/// connections' own timeouts tell when it is really gone).
+pub fn choose(seen: &[Seen], current: Option<usize>) -> Result<usize, String> {
     let masters: Vec<(usize, &str, &str, u64)> = seen
         .iter()
         .enumerate()
@@ -227,12 +252,15 @@ pub fn choose(seen: &[Seen]) -> Result<usize, String> {
     if let Some(m) = best {
         return Ok(m.0);
     }
+    if let Some(i) = current.filter(|&i| matches!(seen.get(i), Some(Seen::Slow(_)))) {
+        return Ok(i);
+    }
     let what: Vec<String> = seen
         .iter()
         .enumerate()
         .map(|(i, s)| match s {
             Seen::Replica => format!("#{} is a replica", i + 1),
-            Seen::Failed(e) => format!("#{} {e}", i + 1),
+            Seen::Failed(e) | Seen::Slow(e) => format!("#{} {e}", i + 1),
             Seen::Master { .. } => format!("#{} is a primary", i + 1),
         })
         .collect();
@@ -270,12 +298,12 @@ mod tests {
     #[test]
     fn picks_the_one_master() {
         let seen = [Seen::Replica, master("a", NONE, 10)];
-        assert_eq!(choose(&seen), Ok(1));
+        assert_eq!(choose(&seen, None), Ok(1));
         let seen = [
             Seen::Failed("connection refused".into()),
             master("b", "a", 10),
         ];
-        assert_eq!(choose(&seen), Ok(1));
+        assert_eq!(choose(&seen, None), Ok(1));
     }
 
     /// Split brain: the promoted address wins even with a lower offset; unrelated masters
@@ -283,21 +311,36 @@ mod tests {
     #[test]
     fn split_brain_prefers_the_promotion_then_the_offset_then_the_list() {
         let seen = [master("old", NONE, 500), master("new", "old", 100)];
-        assert_eq!(choose(&seen), Ok(1));
+        assert_eq!(choose(&seen, None), Ok(1));
         let seen = [master("x", NONE, 0), master("y", NONE, 900)];
-        assert_eq!(choose(&seen), Ok(1));
+        assert_eq!(choose(&seen, None), Ok(1));
         let seen = [master("x", NONE, 7), master("y", NONE, 7)];
-        assert_eq!(choose(&seen), Ok(0));
+        assert_eq!(choose(&seen, None), Ok(0));
         // Each promoted from the other's history (cannot happen, but must not panic).
         let seen = [master("x", "y", 1), master("y", "x", 2)];
-        assert_eq!(choose(&seen), Ok(1));
+        assert_eq!(choose(&seen, None), Ok(1));
+    }
+
+    /// A slow answer keeps the current primary, unless another address is one; a slow
+    /// address that was not the primary does not become one.
+    #[test]
+    fn a_slow_primary_is_kept() {
+        let slow = Seen::Slow("INFO timed out".into());
+        let seen = [Seen::Replica, slow.clone()];
+        assert_eq!(choose(&seen, Some(1)), Ok(1));
+        assert!(choose(&seen, Some(0)).is_err());
+        assert!(choose(&seen, None).is_err());
+        let seen = [master("b", "a", 1), slow];
+        assert_eq!(choose(&seen, Some(1)), Ok(0));
+        let refused = [Seen::Replica, Seen::Failed("connection refused".into())];
+        assert!(choose(&refused, Some(1)).is_err());
     }
 
     #[test]
     fn no_master_says_why_per_address() {
         let seen = [Seen::Failed("connection refused".into()), Seen::Replica];
         assert_eq!(
-            choose(&seen),
+            choose(&seen, None),
             Err("no primary among its 2 addresses (#1 connection refused; #2 is a replica)".into())
         );
     }

@@ -256,7 +256,8 @@ impl NodeInfo {
         }
         let mut rx = self.primary.subscribe();
         let first = rx.wait_for(|p| *p != Primary::Unknown);
-        let at = match tokio::time::timeout(self.connect_timeout, first).await {
+        // The first probe connects and asks, each within the connect timeout.
+        let at = match tokio::time::timeout(2 * self.connect_timeout, first).await {
             Ok(Ok(p)) => *p,
             _ => return Err("no primary found yet".into()),
         };
