@@ -166,6 +166,11 @@ pub(super) struct Follow {
 }
 
 impl Follow {
+    /// True when the primary is no longer the one this connection was made for.
+    pub(super) fn has_moved(&self) -> bool {
+        self.rx.as_ref().is_some_and(|rx| *rx.borrow() != self.at)
+    }
+
     /// Resolves once the primary is no longer the one this connection was made for (at
     /// once if it already moved). Cancel-safe.
     pub(super) async fn moved(&mut self) {

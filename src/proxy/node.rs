@@ -25,7 +25,7 @@
 //! connection with PING every second. Keys are never remapped to another node.
 
 use super::config::{NodeSpec, ProxyConfig};
-use super::link::{connect, send, Follow, NodeInfo, NodeStream};
+use super::link::{connect, send, Follow, NodeInfo, NodeStream, NodeWrite};
 use super::resp;
 use bytes::{Bytes, BytesMut};
 use parking_lot::Mutex;
@@ -433,7 +433,9 @@ impl Inbox {
 }
 
 /// One shared connection's life: connect, serve until it breaks, fail what was pending,
-/// back off (failing new requests at once), reconnect.
+/// back off (failing new requests at once), reconnect. When the node's primary moves, it
+/// stops writing, waits for the replies of what it wrote, and reconnects at once: requests
+/// not yet written wait for the new connection instead of failing.
 async fn shared_conn(
     info: Arc<NodeInfo>,
     resp3: bool,
@@ -442,6 +444,8 @@ async fn shared_conn(
 ) {
     let mut backoff = BACKOFF_MIN;
     let mut pending: VecDeque<Sent> = VecDeque::new();
+    // A request taken off the queue just as the primary moved: the next connection's first.
+    let mut held: Option<Req> = None;
     loop {
         // The replies of the oldest request that came before the connection broke.
         let mut partial = (Bytes::new(), 0);
@@ -454,12 +458,20 @@ async fn shared_conn(
                 backoff = BACKOFF_MIN;
                 let mut inbox = Inbox::new(buf);
                 let f = follow.insert(f);
-                match serve(&info, stream, &mut inbox, &mut rx, &mut pending, f).await {
-                    Some(reason) => {
+                let link = Serving {
+                    info: &info,
+                    rx: &mut rx,
+                    pending: &mut pending,
+                    held: &mut held,
+                    follow: f,
+                };
+                match link.serve(stream, &mut inbox).await {
+                    Stop::Shutdown => return,
+                    Stop::Moved => continue,
+                    Stop::Broke(reason) => {
                         partial = (inbox.buf.split_to(inbox.taken).freeze(), inbox.got);
                         reason
                     }
-                    None => return,
                 }
             }
             Err(reason) => reason,
@@ -478,6 +490,10 @@ async fn shared_conn(
                 });
             }
         }
+        if let Some(req) = held.take() {
+            info.errors.fetch_add(req.count as u64, Ordering::Relaxed);
+            let _ = req.reply.send(Replies::failed(err.clone()));
+        }
         let until = Instant::now() + backoff;
         // The primary moved since: no reason to wait before trying it.
         let mut follow = follow.unwrap_or(before);
@@ -485,8 +501,10 @@ async fn shared_conn(
         tokio::pin!(moved);
         loop {
             tokio::select! {
-                _ = sleep_until(until) => break,
+                // A move first: requests queued meanwhile go to the new primary.
+                biased;
                 () = &mut moved => break,
+                _ = sleep_until(until) => break,
                 req = rx.recv() => match req {
                     Some(req) => {
                         info.errors.fetch_add(req.count as u64, Ordering::Relaxed);
@@ -500,73 +518,123 @@ async fn shared_conn(
     }
 }
 
-/// Serves a connected stream; returns why it broke (None: the proxy is shutting down).
-async fn serve(
-    info: &NodeInfo,
-    stream: NodeStream,
-    inbox: &mut Inbox,
-    rx: &mut mpsc::UnboundedReceiver<Req>,
-    pending: &mut VecDeque<Sent>,
-    follow: &mut Follow,
-) -> Option<String> {
-    let (mut rd, mut wr) = stream.into_split();
-    let mut out: Vec<u8> = Vec::with_capacity(16 * 1024);
-    let mut last_reply = Instant::now();
-    let mut health = tokio::time::interval(HEALTH_EVERY);
-    health.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    // One timer for the oldest request's deadline, re-armed when it fires before it (a
-    // deadline only moves later as replies come): not a timer registered per loop turn.
-    let timer = sleep_until(Instant::now() + info.command_timeout);
-    tokio::pin!(timer);
-    loop {
-        tokio::select! {
-            req = rx.recv() => {
-                let req = req?;
-                out.clear();
-                let now = Instant::now();
-                out.extend_from_slice(&req.bytes);
-                pending.push_back(Sent { reply: Some(req.reply), count: req.count, at: now });
-                while out.len() < WRITE_BATCH {
-                    let Ok(req) = rx.try_recv() else { break };
-                    out.extend_from_slice(&req.bytes);
-                    pending.push_back(Sent { reply: Some(req.reply), count: req.count, at: now });
-                }
-                if let Err(e) = send(&mut wr, &out).await {
-                    return Some(e.to_string());
-                }
-                if out.capacity() > WRITE_BATCH * 2 {
-                    out = Vec::with_capacity(16 * 1024);
-                }
+/// Why [`Serving::serve`] returned.
+enum Stop {
+    /// The proxy is shutting down.
+    Shutdown,
+    /// The connection failed: why.
+    Broke(String),
+    /// The primary moved and everything written has been answered: reconnect at once.
+    Moved,
+}
+
+/// What a shared connection's serving borrows from its task.
+struct Serving<'a> {
+    info: &'a NodeInfo,
+    rx: &'a mut mpsc::UnboundedReceiver<Req>,
+    pending: &'a mut VecDeque<Sent>,
+    held: &'a mut Option<Req>,
+    follow: &'a mut Follow,
+}
+
+impl Serving<'_> {
+    /// Writes `first` and whatever else is queued (up to a batch) as one write.
+    async fn write(
+        &mut self,
+        wr: &mut NodeWrite,
+        out: &mut Vec<u8>,
+        first: Req,
+    ) -> Result<(), String> {
+        out.clear();
+        let now = Instant::now();
+        let mut next = Some(first);
+        while let Some(req) = next {
+            out.extend_from_slice(&req.bytes);
+            self.pending.push_back(Sent {
+                reply: Some(req.reply),
+                count: req.count,
+                at: now,
+            });
+            next = if out.len() < WRITE_BATCH {
+                self.rx.try_recv().ok()
+            } else {
+                None
+            };
+        }
+        send(wr, out).await.map_err(|e| e.to_string())?;
+        if out.capacity() > WRITE_BATCH * 2 {
+            *out = Vec::with_capacity(16 * 1024);
+        }
+        Ok(())
+    }
+
+    /// Serves a connected stream until it breaks, the primary moves or the proxy stops.
+    async fn serve(mut self, stream: NodeStream, inbox: &mut Inbox) -> Stop {
+        let info = self.info;
+        let (mut rd, mut wr) = stream.into_split();
+        let mut out: Vec<u8> = Vec::with_capacity(16 * 1024);
+        if let Some(req) = self.held.take() {
+            if let Err(e) = self.write(&mut wr, &mut out, req).await {
+                return Stop::Broke(e);
             }
-            n = rd.read_buf(&mut inbox.buf) => {
-                match n {
-                    Ok(0) => return Some("connection closed by the node".into()),
-                    Err(e) => return Some(e.to_string()),
-                    Ok(_) => {}
-                }
-                last_reply = Instant::now();
-                if let Err(e) = inbox.dispatch(info, pending, last_reply) {
-                    return Some(e);
-                }
+        }
+        let mut last_reply = Instant::now();
+        let mut health = tokio::time::interval(HEALTH_EVERY);
+        health.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        // One timer for the oldest request's deadline, re-armed when it fires before it (a
+        // deadline only moves later as replies come): not a timer registered per loop turn.
+        let timer = sleep_until(Instant::now() + info.command_timeout);
+        tokio::pin!(timer);
+        // The primary moved: nothing more is written, the replies owed are awaited.
+        let mut draining = false;
+        loop {
+            if draining && self.pending.is_empty() {
+                return Stop::Moved;
             }
-            () = &mut timer, if !pending.is_empty() => {
-                let deadline = pending.front().map(|s| s.at + info.command_timeout);
-                match deadline {
-                    // Replies are matched by order: a missing one poisons the connection.
-                    Some(d) if d <= Instant::now() => return Some("command timed out".into()),
-                    Some(d) => timer.as_mut().reset(d),
-                    None => {}
-                }
-            }
-            _ = health.tick() => {
-                if pending.is_empty() && last_reply.elapsed() >= HEALTH_EVERY {
-                    if let Err(e) = send(&mut wr, b"*1\r\n$4\r\nPING\r\n").await {
-                        return Some(e.to_string());
+            tokio::select! {
+                req = self.rx.recv(), if !draining => {
+                    let Some(req) = req else { return Stop::Shutdown };
+                    if self.follow.has_moved() {
+                        *self.held = Some(req);
+                        draining = true;
+                        continue;
                     }
-                    pending.push_back(Sent { reply: None, count: 1, at: Instant::now() });
+                    if let Err(e) = self.write(&mut wr, &mut out, req).await {
+                        return Stop::Broke(e);
+                    }
                 }
+                n = rd.read_buf(&mut inbox.buf) => {
+                    match n {
+                        Ok(0) => return Stop::Broke("connection closed by the node".into()),
+                        Err(e) => return Stop::Broke(e.to_string()),
+                        Ok(_) => {}
+                    }
+                    last_reply = Instant::now();
+                    if let Err(e) = inbox.dispatch(info, self.pending, last_reply) {
+                        return Stop::Broke(e);
+                    }
+                }
+                () = &mut timer, if !self.pending.is_empty() => {
+                    let deadline = self.pending.front().map(|s| s.at + info.command_timeout);
+                    match deadline {
+                        // Replies are matched by order: a missing one poisons the connection.
+                        Some(d) if d <= Instant::now() => {
+                            return Stop::Broke("command timed out".into())
+                        }
+                        Some(d) => timer.as_mut().reset(d),
+                        None => {}
+                    }
+                }
+                _ = health.tick(), if !draining => {
+                    if self.pending.is_empty() && last_reply.elapsed() >= HEALTH_EVERY {
+                        if let Err(e) = send(&mut wr, b"*1\r\n$4\r\nPING\r\n").await {
+                            return Stop::Broke(e.to_string());
+                        }
+                        self.pending.push_back(Sent { reply: None, count: 1, at: Instant::now() });
+                    }
+                }
+                () = self.follow.moved(), if !draining => draining = true,
             }
-            () = follow.moved() => return Some("its primary moved".into()),
         }
     }
 }
