@@ -315,6 +315,21 @@ fn split_brain_picks_the_promoted_one(kind: ProcessKind) {
     let s = Setup::start(kind, true);
     let mut c = s.client();
     s.write_all(&mut c, "v1");
+    // A client blocked on the old primary, and one WATCHing there.
+    let list = format!("{{{}}}:list", s.pair_keys[0]);
+    let mut blocked = s.client();
+    blocked.send_line(&format!("BLPOP {list} 0")).unwrap();
+    let mut old = s.primary.conn();
+    wait_until("the BLPOP to block on the old primary", || {
+        info(&mut old, "clients").contains("blocked_clients:1")
+    });
+    let mut watcher = s.client();
+    let watched = &s.pair_keys[1];
+    assert_eq!(
+        watcher.cmd(&format!("WATCH {watched}")),
+        Frame::Simple("OK".into())
+    );
+
     assert_eq!(
         s.replica.conn().cmd("REPLICAOF NO ONE"),
         Frame::Simple("OK".into())
@@ -323,7 +338,18 @@ fn split_brain_picks_the_promoted_one(kind: ProcessKind) {
     wait_until("the proxy to pick the promoted address", || {
         s.pair_line(&mut c).contains(&want)
     });
-    let mut old = s.primary.conn();
+    // Neither goes on at the old primary: the blocked client is told, the transaction is
+    // refused.
+    let moved = "ERR node pair is unavailable: its primary moved";
+    let e = blocked.read().unwrap();
+    assert!(e.is_error(moved), "{e}");
+    assert_eq!(watcher.cmd("MULTI"), Frame::Simple("OK".into()));
+    assert_eq!(
+        watcher.cmd(&format!("SET {watched} lost")),
+        Frame::Simple("QUEUED".into())
+    );
+    let e = watcher.cmd("EXEC");
+    assert!(e.is_error(moved), "{e}");
     for k in &s.pair_keys {
         assert_eq!(
             c.cmd(&format!("SET {k} v2-{k}")),

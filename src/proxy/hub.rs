@@ -374,8 +374,10 @@ impl Task {
             tokio::pin!(moved);
             loop {
                 tokio::select! {
-                    _ = sleep_until(until) => break,
+                    // A move first: subscriptions asked meanwhile go to the new primary.
+                    biased;
                     () = &mut moved => break,
+                    _ = sleep_until(until) => break,
                     op = self.rx.recv() => match op {
                         None => return,
                         Some(op) => self.apply(op, Some(&err)),

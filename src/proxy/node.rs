@@ -16,8 +16,9 @@
 //! live in [`super::link`], which the hub uses too.
 //!
 //! A node listed with replicas is served by its current primary ([`super::failover`]):
-//! when the primary moves, shared connections fail what is pending on the old one and
-//! reconnect to the new one; idle dedicated connections are dropped.
+//! when the primary moves, shared connections finish what they wrote to the old one and
+//! reconnect to the new one; idle dedicated connections are dropped, busy ones refuse
+//! further writes and stop waiting for a blocking command's reply.
 //!
 //! A node that is down fails pending and new requests at once with
 //! `ERR node <id> is unavailable: <reason>` (never its URL: it may hold a password); the
@@ -253,12 +254,13 @@ impl Node {
             }
         }
         let permit = self.slot().await?;
-        let (stream, buf, _) = connect(&self.info, resp3).await.map_err(|e| {
+        let (stream, buf, follow) = connect(&self.info, resp3).await.map_err(|e| {
             self.info.errors.fetch_add(1, Ordering::Relaxed);
             self.info.unavailable(&e)
         })?;
         Ok(Dedicated {
             info: self.info.clone(),
+            follow,
             stream,
             buf,
             resp3,
@@ -320,6 +322,7 @@ impl Drop for Unqueue<'_> {
 /// A connection owned by one client for a while.
 pub struct Dedicated {
     info: Arc<NodeInfo>,
+    follow: Follow,
     stream: NodeStream,
     buf: BytesMut,
     resp3: bool,
@@ -331,7 +334,12 @@ pub struct Dedicated {
 }
 
 impl Dedicated {
+    /// Writes a request; refused once the node's primary moved away from this connection's
+    /// address (a transaction WATCHed there, say, must not run on the old primary).
     pub async fn write(&mut self, bytes: &[u8]) -> Result<(), String> {
+        if self.follow.has_moved() {
+            return Err(MOVED.into());
+        }
         send(&mut self.stream, bytes)
             .await
             .map_err(|e| e.to_string())
@@ -340,13 +348,19 @@ impl Dedicated {
     /// Reads one reply that should come at once (the command timeout applies).
     pub async fn read_prompt_reply(&mut self) -> Result<Bytes, String> {
         let t = self.timeout;
-        tokio::time::timeout(t, self.read_reply())
+        tokio::time::timeout(t, self.read_frame(false))
             .await
             .unwrap_or_else(|_| Err("command timed out".into()))
     }
 
-    /// Reads one reply (no timeout: blocking commands may wait for as long as they asked).
+    /// Reads one reply (no timeout: blocking commands may wait for as long as they asked,
+    /// but not past a move of the node's primary, where the keys they wait on now live).
+    /// Cancel-safe.
     pub async fn read_reply(&mut self) -> Result<Bytes, String> {
+        self.read_frame(true).await
+    }
+
+    async fn read_frame(&mut self, until_moved: bool) -> Result<Bytes, String> {
         loop {
             match self.scan.scan(&self.buf) {
                 Ok(Some(n)) => {
@@ -356,7 +370,13 @@ impl Dedicated {
                 Ok(None) => {}
                 Err(e) => return Err(format!("bad reply: {}", e.0)),
             }
-            match self.stream.read_buf(&mut self.buf).await {
+            let got = tokio::select! {
+                // A reply already there wins over the move.
+                biased;
+                got = self.stream.read_buf(&mut self.buf) => got,
+                () = self.follow.moved(), if until_moved => return Err(MOVED.into()),
+            };
+            match got {
                 Ok(0) => return Err("connection closed by the node".into()),
                 Ok(_) => {}
                 Err(e) => return Err(e.to_string()),
@@ -364,6 +384,9 @@ impl Dedicated {
         }
     }
 }
+
+/// Why a connection made to the old primary gives up.
+const MOVED: &str = "its primary moved";
 
 /// A request written and awaiting its replies.
 struct Sent {
