@@ -236,6 +236,18 @@ mod tests {
         assert_eq!(parsed("requirepass \"\"\n").unwrap().requirepass, None);
     }
 
+    /// A node with a replica: the URLs after its id, comma-separated.
+    #[test]
+    fn a_node_with_replicas() {
+        let cfg = parsed("node a redis://:pw@h:1,redis://:pw@r:2\n").unwrap();
+        let n = &cfg.nodes[0];
+        assert_eq!((n.id.as_str(), n.port, n.alternates.len()), ("a", 1, 1));
+        assert_eq!(
+            (n.alternates[0].id.as_str(), n.alternates[0].port),
+            ("a", 2)
+        );
+    }
+
     #[test]
     fn errors_name_the_line_and_never_a_password() {
         for (text, want) in [

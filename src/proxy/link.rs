@@ -166,6 +166,11 @@ pub(super) struct Follow {
 }
 
 impl Follow {
+    /// False for a single-address node (its `moved` never resolves: no need to poll it).
+    pub(super) fn can_move(&self) -> bool {
+        self.rx.is_some()
+    }
+
     /// True when the primary is no longer the one this connection was made for.
     pub(super) fn has_moved(&self) -> bool {
         self.rx.as_ref().is_some_and(|rx| *rx.borrow() != self.at)

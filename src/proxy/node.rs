@@ -656,7 +656,7 @@ impl Serving<'_> {
                         self.pending.push_back(Sent { reply: None, count: 1, at: Instant::now() });
                     }
                 }
-                () = self.follow.moved(), if !draining => draining = true,
+                () = self.follow.moved(), if !draining && self.follow.can_move() => draining = true,
             }
         }
     }
