@@ -5,8 +5,8 @@
 //! the node keeps its id, so placement is unchanged.
 //!
 //! The monitor keeps one connection per address and sends `INFO replication` to each,
-//! every second while there is a primary, at once when a connection reports trouble (a
-//! `-READONLY`, `-LOADING` or `-MASTERDOWN` reply, an address found to be a replica), and
+//! every second while there is a primary, at once when a connection reports trouble (lost,
+//! a `-READONLY`, `-LOADING` or `-MASTERDOWN` reply, an address found to be a replica), and
 //! with backoff (100 ms doubling to 2 s) while there is none. Meanwhile requests for the
 //! node's keys fail at once with `ERR node ID is unavailable: no primary …`.
 //!

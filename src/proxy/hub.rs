@@ -720,7 +720,9 @@ impl Task {
                     return Some("subscription not confirmed in time".into());
                 }
                 // Subscribed again at the new primary, where PUBLISH now goes.
-                () = follow.moved() => return Some("its primary moved".into()),
+                () = follow.moved(), if follow.can_move() => {
+                    return Some("its primary moved".into())
+                }
                 _ = health.tick() => {
                     if self.inflight.is_empty() && last_read.elapsed() >= HEALTH_EVERY {
                         out.extend_from_slice(b"*1\r\n$4\r\nPING\r\n");

@@ -259,7 +259,7 @@ impl NodeInfo {
     }
 
     /// The address to connect to now and a [`Follow`] made from the same look; waits (up
-    /// to the connect timeout) for the first probe of a node with replicas.
+    /// to twice the connect timeout) for the first probe of a node with replicas.
     async fn target(&self) -> Result<(&NodeSpec, Follow), String> {
         if !self.has_replicas() {
             return Ok((&self.spec, self.follow()));
@@ -291,6 +291,12 @@ impl NodeInfo {
     }
 
     pub(super) fn mark_failed(&self, reason: &str) {
+        // A lost connection may be a lost primary: have the monitor look now (it probes
+        // at most every 100 ms however many connections fail). With no primary known, its
+        // own backoff paces it.
+        if self.has_replicas() && matches!(*self.primary.borrow(), Primary::At(_)) {
+            self.suspect.notify_one();
+        }
         self.failures.fetch_add(1, Ordering::Relaxed);
         *self.last_error.lock() = reason.to_string();
         self.generation.fetch_add(1, Ordering::Relaxed);
