@@ -209,6 +209,10 @@ fn primary_dies_and_the_replica_is_promoted(kind: ProcessKind) {
     });
     s.check_all(&mut c, &s.pair_keys, "v1");
     s.check_all(&mut c, &s.solo_keys, "v1");
+    // RESP3 clients go through the proxy's RESP3 connections (HELLO 3, then ROLE).
+    let mut c3 = s.client();
+    assert!(matches!(c3.cmd("HELLO 3"), Frame::Map(_)));
+    s.check_all(&mut c3, &s.pair_keys, "v1");
     // The proxy's subscriber connection subscribed again, at the promoted replica.
     wait_until("the subscription at the new primary", || {
         c.cmd(&format!("PUBLISH {channel} after")) == Frame::Int(1)
