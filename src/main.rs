@@ -109,7 +109,8 @@ struct ProxyArgs {
     /// The proxy's ACL users file (`user NAME rule…` lines): clients AUTH as these users.
     #[arg(long, value_name = "FILE")]
     aclfile: Option<String>,
-    /// A node: ID=redis://[user[:password]@]host:port[/db] (repeat for each node).
+    /// A node: ID=redis://[user[:password]@]host:port[/db] (repeat for each node); a
+    /// primary and its replicas: ID=URL,URL,… (the proxy follows a failover among them).
     #[arg(
         long = "node",
         value_name = "ID=URL",

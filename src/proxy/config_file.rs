@@ -104,8 +104,8 @@ pub fn parse(text: &str, cfg: &mut ProxyConfig) -> Result<(), String> {
                     // Not echoed: a URL given without an id would land here.
                     return Err(format!("line {n}: node ids must be [A-Za-z0-9_-]+"));
                 }
-                let mut spec = NodeSpec::parse_url(url).map_err(|e| format!("line {n}: {e}"))?;
-                spec.id = id.clone();
+                let mut spec = NodeSpec::parse_urls(url).map_err(|e| format!("line {n}: {e}"))?;
+                spec.set_id(id);
                 cfg.nodes.push(spec);
             }
             "conns-per-node" => cfg.conns_per_node = (number("count")? as usize).max(1),
@@ -243,6 +243,18 @@ mod tests {
         assert_eq!(cfg.bind, ProxyConfig::default().bind);
         assert_eq!(cfg.requirepass, None);
         assert_eq!(parsed("requirepass \"\"\n").unwrap().requirepass, None);
+    }
+
+    /// A node with a replica: the URLs after its id, comma-separated.
+    #[test]
+    fn a_node_with_replicas() {
+        let cfg = parsed("node a redis://:pw@h:1,redis://:pw@r:2\n").unwrap();
+        let n = &cfg.nodes[0];
+        assert_eq!((n.id.as_str(), n.port, n.alternates.len()), ("a", 1, 1));
+        assert_eq!(
+            (n.alternates[0].id.as_str(), n.alternates[0].port),
+            ("a", 2)
+        );
     }
 
     #[test]

@@ -287,15 +287,18 @@ fn info(c: &Session, args: &[Bytes]) -> Pending {
                 })
                 .collect();
             text.push_str(&format!(
-                "node{i}:id={},url={},state={},requests={},errors={},p50_us={p50},p99_us={p99},p999_us={p999},shared_up={up},shared={conns},dedicated={},subscriptions={},failures={},last_error={last_error}\r\n",
+                "node{i}:id={},url={},state={},requests={},errors={},p50_us={p50},p99_us={p99},p999_us={p999},shared_up={up},shared={conns},dedicated={},subscriptions={},failures={},primary={},failovers={},last_error={last_error}\r\n",
                 n.id(),
-                n.info.spec.redacted_url(),
+                // A node with replicas: its addresses joined by `+` (`,` splits fields).
+                n.info.spec.redacted_urls().replace(',', "+"),
                 super::node::state_name(n),
                 n.info.requests.load(Ordering::Relaxed),
                 n.info.errors.load(Ordering::Relaxed),
                 n.dedicated_in_use(),
                 n.hub.names(),
                 n.info.failures.load(Ordering::Relaxed),
+                n.info.primary_addr(),
+                n.info.failovers.load(Ordering::Relaxed),
             ));
         }
     }

@@ -6,6 +6,7 @@
 //!   [`config_file`]: the `--config FILE` format.
 //! - [`resp`]: node reply frames (length without copying, shallow decoding for merges).
 //! - [`node`]: shared pipelined connections and dedicated ones, reconnects, health checks.
+//! - [`failover`]: a node listed with replicas follows its primary.
 //! - [`route`]: which node(s) serve a command (pure).
 //! - [`scan`]: the fleet-wide SCAN cursor.
 //! - [`client`], [`local`]: a client connection; commands answered by the proxy.
@@ -18,6 +19,7 @@ pub mod client;
 pub mod cluster;
 pub mod config;
 pub mod config_file;
+pub mod failover;
 pub mod hub;
 pub mod link;
 pub mod local;
