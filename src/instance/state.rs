@@ -298,16 +298,31 @@ pub struct Shared {
     /// The TLS listeners' configuration (`tls-port`), read at each TLS accept; CONFIG SET
     /// of a `tls-*` parameter replaces it for the connections accepted after.
     pub tls: parking_lot::RwLock<Option<std::sync::Arc<crate::tls::ServerConfig>>>,
-    /// CONFIG SET tls-port hands the listeners it bound (none: TLS off) to the server,
-    /// which replaces its TLS listeners with them (set by the server at start).
-    pub tls_rebind: std::sync::OnceLock<TlsRebind>,
-    /// Bumped by each such change, before it is handed over: a listener of an earlier
-    /// generation closes what it accepts (the change is in force when CONFIG SET replies).
-    pub tls_generation: AtomicU64,
+    /// CONFIG SET port and tls-port hand the listeners they bound to the server.
+    pub tcp_listen: Relisten,
+    pub tls_listen: Relisten,
 }
 
-/// CONFIG SET tls-port's hand-over: (generation, listeners).
-pub type TlsRebind = tokio::sync::mpsc::UnboundedSender<(u64, Vec<std::net::TcpListener>)>;
+/// Where CONFIG SET hands a kind of listener (`port`, `tls-port`) it re-bound (none: that
+/// kind is off) to the server's accept task, which replaces its listeners with them.
+#[derive(Default)]
+pub struct Relisten {
+    /// Set by the server at start.
+    pub tx:
+        std::sync::OnceLock<tokio::sync::mpsc::UnboundedSender<(u64, Vec<std::net::TcpListener>)>>,
+    /// Bumped by each change before it is handed over: a listener of an earlier generation
+    /// closes what it accepts (the change is in force when CONFIG SET replies).
+    pub generation: AtomicU64,
+}
+
+impl Relisten {
+    pub fn hand_over(&self, listeners: Vec<std::net::TcpListener>) {
+        let gen = self.generation.fetch_add(1, Ordering::AcqRel) + 1;
+        if let Some(tx) = self.tx.get() {
+            let _ = tx.send((gen, listeners));
+        }
+    }
+}
 
 impl Shared {
     /// `commands`: the size of the command table, whose ids index [`Shared::cmdstats`]
@@ -391,8 +406,8 @@ impl Shared {
             rng: parking_lot::Mutex::new(rand::SeedableRng::from_entropy()),
             resp3_only: false.into(),
             tls: parking_lot::RwLock::new(None),
-            tls_rebind: std::sync::OnceLock::new(),
-            tls_generation: AtomicU64::new(0),
+            tcp_listen: Relisten::default(),
+            tls_listen: Relisten::default(),
             seeded: false.into(),
         };
         // A server that is a test double records what it receives from the start.
