@@ -449,6 +449,43 @@ fn subscriptions_count_toward_client_eviction() {
     assert!((100..20_000).contains(&ours), "{ours} subscriptions");
 }
 
+/// CLIENT TRACKING BCAST prefixes count toward a client's memory (Redis counts its prefix
+/// tree's nodes; client-eviction.tcl "client evicted due to client tracking prefixes",
+/// which ran forever before they counted).
+fn prefixes_until_evicted(port: u16) -> usize {
+    let mut admin = Conn::connect(port).expect("admin");
+    admin.cmd("CLIENT NO-EVICT on");
+    admin.cmd("CONFIG SET maxmemory-clients 200000");
+    let mut c = Conn::connect(port).expect("client");
+    let mut n = 0;
+    for j in 0..200_000 {
+        let mut words = vec![b"CLIENT".to_vec(), b"TRACKING".to_vec(), b"on".to_vec()];
+        for p in ["a", "b", "c"] {
+            words.push(b"prefix".to_vec());
+            words.push(format!("{p}{j:09}").into_bytes());
+        }
+        words.push(b"bcast".to_vec());
+        match c.call(&words) {
+            Ok(Frame::Simple(s)) if s == "OK" => n += 1,
+            _ => break,
+        }
+    }
+    admin.cmd("CONFIG SET maxmemory-clients 0");
+    n
+}
+
+#[test]
+fn tracking_prefixes_count_toward_client_eviction() {
+    let redis = common::ServerProcess::redis();
+    let server = respite::TestServer::start().expect("start");
+    assert!(prefixes_until_evicted(redis.port) < 50_000);
+    let ours = prefixes_until_evicted(server.port());
+    assert!(
+        (100..50_000).contains(&ours),
+        "{ours} commands of 3 prefixes"
+    );
+}
+
 /// `client-output-buffer-limit normal` (issue 18 item 5) as Redis enforces it on a
 /// reply: what exceeds the 16 KB reply buffer counts; at or over the hard limit the
 /// client is closed and gets nothing, under it the reply arrives; other clients and the

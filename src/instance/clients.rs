@@ -123,6 +123,9 @@ pub struct ConnMem {
     pub watched: AtomicUsize,
     /// The subscription sets' overhead (`Subscriptions::mem_overhead`): in `tot-mem`.
     pub pubsub: AtomicUsize,
+    /// The client's CLIENT TRACKING BCAST prefixes (their bytes and set entries): in
+    /// `tot-mem`, as Redis counts its prefix tree's nodes.
+    pub tracking_prefixes: AtomicUsize,
     /// Encoded replies not yet written to the socket, the write buffer's capacity, and the
     /// most it held since it was last reallocated (`rbp`).
     pub out_pending: AtomicUsize,
@@ -187,6 +190,7 @@ impl ConnMem {
                 + argv_mem
                 + multi_mem
                 + ld(&self.pubsub)
+                + ld(&self.tracking_prefixes)
                 + CONN_OVERHEAD,
         }
     }

@@ -113,6 +113,10 @@ fn max_keys(srv: &Shared) -> usize {
     }
 }
 
+/// What one BCAST prefix costs its client besides its bytes: the `Bytes` handle and the
+/// set entries (the client's and the table's).
+const PREFIX_ENTRY: usize = 64;
+
 /// Redis's `stringCheckPrefix`: two prefixes overlap when one starts with the other.
 fn overlap(a: &[u8], b: &[u8]) -> bool {
     let n = a.len().min(b.len());
@@ -210,6 +214,12 @@ impl Tracking {
                     added.push(p.clone());
                 }
             }
+            // Client memory (client eviction): each new prefix's bytes and entry.
+            let bytes: usize = added.iter().map(|p| p.len() + PREFIX_ENTRY).sum();
+            handle
+                .mem
+                .tracking_prefixes
+                .fetch_add(bytes, Ordering::Relaxed);
         }
         {
             let mut info = handle.info.lock();
@@ -244,6 +254,7 @@ impl Tracking {
             info.tracking = 0;
             info.redir = 0;
         }
+        handle.mem.tracking_prefixes.store(0, Ordering::Relaxed);
         // Under the table's lock, as in `enable`: the hook's switch follows the count.
         if self.clients.fetch_sub(1, Ordering::Relaxed) == 1 {
             srv.ks.key_hook.switch(false);
