@@ -387,6 +387,7 @@ fn client_list_fields_follow_redis_order_and_report_buffers() {
             "psub",
             "ssub",
             "multi",
+            "watch",
             "qbuf",
             "qbuf-free",
             "argv-mem",
