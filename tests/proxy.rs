@@ -1,8 +1,8 @@
 //! The sharding proxy in front of real nodes (DESIGN.md §7, SCENARIOS.md S9). Each test
 //! starts its own three password-protected nodes on free loopback ports (killed on drop) and
 //! an in-process `ProxyServer`, and drives it with redis-rs. Every test runs against a fleet
-//! of redis-server nodes and (where respite supports what it needs) a fleet of respite
-//! nodes: see the `redis_nodes` / `respite_nodes` modules at the end.
+//! of redis-server 7 nodes, one of valkey-server 8.1 nodes and one of respite nodes: see the
+//! `redis_nodes` / `valkey_nodes` / `respite_nodes` modules at the end.
 
 mod common;
 #[macro_use]
@@ -899,6 +899,26 @@ fn the_proxy_binary_reads_a_config_file() {
 
 mod redis_nodes {
     for_kinds!(Redis:
+        single_key_commands_and_placement,
+        split_commands_merge_in_order,
+        mixed_pipelines_keep_each_nodes_order,
+        crossslot_refusals_write_nothing,
+        scan_keys_dbsize_flushall_cover_the_fleet,
+        scripts_load_everywhere_and_survive_noscript,
+        blocking_commands_do_not_stall_others,
+        transactions_on_one_tag,
+        a_dead_node_fails_only_its_keys_and_comes_back,
+        resp3_clients_and_auth,
+        subscriptions_follow_channel_owners,
+        a_hung_node_times_out_and_a_late_node_joins,
+        rate_limit_and_fencing_scripts_under_concurrency,
+        a_client_gone_while_blocked_leaves_no_ghost_and_bad_input_is_contained,
+        node_stats_in_info,
+    );
+}
+
+mod valkey_nodes {
+    for_kinds!(Valkey:
         single_key_commands_and_placement,
         split_commands_merge_in_order,
         mixed_pipelines_keep_each_nodes_order,
