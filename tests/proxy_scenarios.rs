@@ -1,6 +1,6 @@
 //! SCENARIOS.md S1–S6 through `respite proxy` (S9) with redis-rs, against fleets of three
-//! redis-server 7, three valkey-server 8.1 and three respite nodes. Keys of one hash tag are checked
-//! directly on the node the placement names.
+//! redis-server 7, three valkey-server 8.1 and three respite nodes. Keys of one hash tag are
+//! checked directly on the node the placement names.
 
 mod common;
 use common::s6::{self, checkpoint, Group};
