@@ -22,6 +22,7 @@ use bytes::{Buf, Bytes, BytesMut};
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Instant;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -105,6 +106,9 @@ pub struct Client<R> {
     inflight: Vec<Inflight>,
     /// Nodes with something in `outgoing`.
     dirty: Vec<usize>,
+    /// Per pending reply, in order: the command's id and when it came, for its latency
+    /// (none for a refused command).
+    timing: VecDeque<Option<(usize, Instant)>>,
 }
 
 fn err(text: &str) -> Pending {
@@ -163,6 +167,7 @@ where
         outgoing: (0..p.nodes.len()).map(|_| Outgoing::default()).collect(),
         inflight: (0..p.nodes.len()).map(|_| Inflight::default()).collect(),
         dirty: Vec::new(),
+        timing: VecDeque::new(),
     };
     let _ = c.run(&mut wr).await;
     if c.linger {
@@ -393,10 +398,13 @@ impl<R: AsyncRead + Unpin + Send> Client<R> {
         self.send_batches();
         let max = self.s.p.cfg.proto_max_bulk_len;
         for p in pend.drain(..) {
+            let timing = self.timing.pop_front().flatten();
             let mut bytes = match p {
                 Pending::Batched(node) => {
                     let inf = &mut self.inflight[node];
-                    match inf.next_len().await {
+                    let len = inf.next_len().await;
+                    record_latency(&self.s.p, timing);
+                    match len {
                         // The common case: copied out of the node's chunk as it is.
                         Some(n) if n <= max && n < FLUSH_AT => {
                             out.extend_from_slice(&inf.cur.frames[..n]);
@@ -411,7 +419,11 @@ impl<R: AsyncRead + Unpin + Send> Client<R> {
                         None => inf.failure(),
                     }
                 }
-                p => resolve(p).await,
+                p => {
+                    let bytes = resolve(p).await;
+                    record_latency(&self.s.p, timing);
+                    bytes
+                }
             };
             if bytes.len() > max {
                 // Node replies are held whole: the limit bounds what one reply may cost.
@@ -445,7 +457,9 @@ impl<R: AsyncRead + Unpin + Send> Client<R> {
         out: &mut BytesMut,
         wr: &mut W,
     ) -> std::io::Result<()> {
-        let r = route::route(&args, &self.s.p.placement);
+        let (cmd, r) = route::route_cmd(&args, &self.s.p.placement);
+        // Exactly one reply is pushed to `pend` below for this command.
+        self.timing.push_back(cmd.map(|id| (id, Instant::now())));
         if let Route::Reject(e) = &r {
             if let Some(m) = &mut self.multi {
                 m.dirty = true;
@@ -850,6 +864,13 @@ impl<R: AsyncRead + Unpin + Send> Client<R> {
 }
 
 /// The next subscription message (never, for a client that never subscribed).
+/// A command's latency, from its arrival to its reply being ready to write.
+fn record_latency(p: &Proxy, timing: Option<(usize, Instant)>) {
+    if let Some((id, at)) = timing {
+        p.command_latency.record(id, at.elapsed());
+    }
+}
+
 async fn next_message(
     rx: &mut Option<tokio::sync::mpsc::UnboundedReceiver<Incoming>>,
 ) -> Option<Incoming> {

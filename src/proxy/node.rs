@@ -397,6 +397,7 @@ impl Inbox {
             };
             if matches!(self.buf[self.taken], b'-' | b'!') {
                 info.errors.fetch_add(1, Ordering::Relaxed);
+                info.error_replies.fetch_add(1, Ordering::Relaxed);
             }
             self.taken += n;
             self.got += 1;
@@ -411,6 +412,7 @@ impl Inbox {
             if let Some(sent) = pending.pop_front() {
                 info.latency.record(now.saturating_duration_since(sent.at));
                 if let Some(tx) = sent.reply {
+                    info.in_flight.fetch_sub(sent.count as u64, Ordering::Relaxed);
                     let _ = tx.send(Replies {
                         frames,
                         error: None,
@@ -437,6 +439,10 @@ async fn shared_conn(
         let reason = match connect(&info, resp3).await {
             Ok((stream, buf)) => {
                 state.store(UP, Ordering::Relaxed);
+                // Backoff grows only after a failure: this connection replaces a lost one.
+                if backoff != BACKOFF_MIN {
+                    info.reconnects.fetch_add(1, Ordering::Relaxed);
+                }
                 backoff = BACKOFF_MIN;
                 let mut inbox = Inbox::new(buf);
                 match serve(&info, stream, &mut inbox, &mut rx, &mut pending).await {
@@ -455,6 +461,7 @@ async fn shared_conn(
         for sent in pending.drain(..) {
             let (frames, got) = std::mem::take(&mut partial);
             if let Some(tx) = sent.reply {
+                info.in_flight.fetch_sub(sent.count as u64, Ordering::Relaxed);
                 info.errors
                     .fetch_add(sent.count.saturating_sub(got) as u64, Ordering::Relaxed);
                 let _ = tx.send(Replies {
@@ -505,11 +512,14 @@ async fn serve(
                 let now = Instant::now();
                 out.extend_from_slice(&req.bytes);
                 pending.push_back(Sent { reply: Some(req.reply), count: req.count, at: now });
+                let mut count = req.count;
                 while out.len() < WRITE_BATCH {
                     let Ok(req) = rx.try_recv() else { break };
                     out.extend_from_slice(&req.bytes);
+                    count += req.count;
                     pending.push_back(Sent { reply: Some(req.reply), count: req.count, at: now });
                 }
+                info.in_flight.fetch_add(count as u64, Ordering::Relaxed);
                 if let Err(e) = send(&mut wr, &out).await {
                     return Some(e.to_string());
                 }
