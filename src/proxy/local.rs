@@ -219,9 +219,8 @@ fn info(c: &Session, args: &[Bytes]) -> Pending {
         .any(|w| matches!(w.as_str(), "all" | "everything"));
     let default = wanted.is_empty() || wanted.iter().any(|w| w == "default");
     // As in Redis, the latency sections are not among the default ones.
-    let want = |s: &str| {
-        all || (default && !s.ends_with("latencystats")) || wanted.iter().any(|w| w == s)
-    };
+    let want =
+        |s: &str| all || (default && !s.ends_with("latencystats")) || wanted.iter().any(|w| w == s);
     let mut text = String::new();
     if want("server") {
         text.push_str(&format!(

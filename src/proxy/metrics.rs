@@ -127,7 +127,13 @@ impl fmt::Debug for Fleet {
 }
 
 /// One metric without labels.
-fn single<V>(e: &mut DescriptorEncoder, kind: MetricType, name: &str, help: &str, v: V) -> fmt::Result
+fn single<V>(
+    e: &mut DescriptorEncoder,
+    kind: MetricType,
+    name: &str,
+    help: &str,
+    v: V,
+) -> fmt::Result
 where
     V: prometheus_client::encoding::EncodeGaugeValue
         + prometheus_client::encoding::EncodeCounterValue,

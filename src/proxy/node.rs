@@ -412,7 +412,8 @@ impl Inbox {
             if let Some(sent) = pending.pop_front() {
                 info.latency.record(now.saturating_duration_since(sent.at));
                 if let Some(tx) = sent.reply {
-                    info.in_flight.fetch_sub(sent.count as u64, Ordering::Relaxed);
+                    info.in_flight
+                        .fetch_sub(sent.count as u64, Ordering::Relaxed);
                     let _ = tx.send(Replies {
                         frames,
                         error: None,
@@ -461,7 +462,8 @@ async fn shared_conn(
         for sent in pending.drain(..) {
             let (frames, got) = std::mem::take(&mut partial);
             if let Some(tx) = sent.reply {
-                info.in_flight.fetch_sub(sent.count as u64, Ordering::Relaxed);
+                info.in_flight
+                    .fetch_sub(sent.count as u64, Ordering::Relaxed);
                 info.errors
                     .fetch_add(sent.count.saturating_sub(got) as u64, Ordering::Relaxed);
                 let _ = tx.send(Replies {

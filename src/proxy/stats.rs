@@ -139,8 +139,8 @@ impl Histogram {
 /// upper bound of one of the histogram's buckets (so counts under it are exact).
 pub fn exposition_bounds() -> Vec<u64> {
     [
-        50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 25_000, 50_000, 100_000, 250_000,
-        500_000, 1_000_000, 2_500_000, 5_000_000, 10_000_000,
+        50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 25_000, 50_000, 100_000, 250_000, 500_000,
+        1_000_000, 2_500_000, 5_000_000, 10_000_000,
     ]
     .iter()
     .map(|&us| upper(bucket(us)) + 1)
@@ -234,14 +234,17 @@ mod tests {
         assert!((1000..=1120).contains(&p999), "{p999}");
         assert!((2_000_000..=2_300_000).contains(&max), "{max}");
         assert_eq!(h.sum_us(), 500_500 + 2_000_000);
-        assert_eq!(h.percentiles_line(), format!("p50={p50}.000,p99={p99}.000,p99.9={p999}.000"));
+        assert_eq!(
+            h.percentiles_line(),
+            format!("p50={p50}.000,p99={p99}.000,p99.9={p999}.000")
+        );
     }
 
     #[test]
     fn exposition_counts_are_exact_at_the_bounds() {
         let les = exposition_bounds();
         assert!(les.windows(2).all(|w| w[0] < w[1]), "{les:?}");
-        for (&le, nice) in les.iter().zip([50u64, 100, 250, 1_000]) {
+        for (&le, nice) in les.iter().zip([50u64, 100, 250, 500, 1_000]) {
             assert!(le > nice && le <= nice + nice / 8 + 1, "{le} for {nice}");
         }
         let h = Histogram::default();
