@@ -948,11 +948,13 @@ fn http_get(addr: std::net::SocketAddr, path: &str) -> (String, String, String) 
     (status.into(), headers.into(), body.into())
 }
 
+type Labels = Vec<(String, String)>;
+
 /// One sample of a Prometheus text exposition.
 #[derive(Debug)]
 struct Sample {
     name: String,
-    labels: Vec<(String, String)>,
+    labels: Labels,
     value: f64,
 }
 
@@ -1040,7 +1042,8 @@ fn parse_prometheus(text: &str) -> Vec<Sample> {
     // Histograms: per series, cumulative buckets ending in +Inf = _count.
     for (family, _) in types.iter().filter(|(_, t)| *t == "histogram") {
         let bucket = format!("{family}_bucket");
-        let mut series: HashMap<Vec<(String, String)>, Vec<(f64, f64)>> = HashMap::new();
+        // Labels without `le` → (le, cumulative count) in order.
+        let mut series: HashMap<Labels, Vec<(f64, f64)>> = HashMap::new();
         for s in samples.iter().filter(|s| s.name == bucket) {
             let le: f64 = match s.label("le").unwrap() {
                 "+Inf" => f64::INFINITY,

@@ -138,7 +138,7 @@ where
     V: prometheus_client::encoding::EncodeGaugeValue
         + prometheus_client::encoding::EncodeCounterValue,
 {
-    let mut m = e.encode_descriptor(name, help, None, kind.clone())?;
+    let mut m = e.encode_descriptor(name, help, None, kind)?;
     match kind {
         MetricType::Counter => m.encode_counter::<NoLabelSet, V, u64>(&v, None),
         _ => m.encode_gauge(&v),
@@ -154,7 +154,7 @@ fn per_node(
     help: &str,
     value: impl Fn(&super::node::Node) -> u64,
 ) -> fmt::Result {
-    let mut m = e.encode_descriptor(name, help, None, kind.clone())?;
+    let mut m = e.encode_descriptor(name, help, None, kind)?;
     for n in &p.nodes {
         let labels = [("node", n.id())];
         let mut f = m.encode_family(&labels)?;
