@@ -1147,19 +1147,29 @@ fn metrics_endpoint_serves_prometheus_text() {
         assert_eq!(value("respite_proxy_node_up", &node), 1.0);
         assert!(value("respite_proxy_node_latency_seconds_count", &node) >= 2.0);
     }
-    // Counters move between scrapes.
+    // Counters move between scrapes. A queued command has no latency of its own (as in
+    // Redis, where it runs at EXEC): SET stays at 3.
     for _ in 0..5 {
         q::<String>(&mut c, &["GET", &keys[0]]).unwrap();
     }
+    let mut tx = redis::pipe();
+    tx.atomic().cmd("SET").arg(&keys[0]).arg("w");
+    let () = tx.query(&mut c).unwrap();
     let (_, _, again) = http_get(addr, "/metrics?x=1");
-    let get_count = parse_prometheus(&again)
-        .into_iter()
-        .find(|s| {
-            s.name == "respite_proxy_command_latency_seconds_count" && s.label("cmd") == Some("get")
-        })
-        .unwrap()
-        .value;
-    assert_eq!(get_count, 8.0);
+    let again = parse_prometheus(&again);
+    let count = |cmd: &str| {
+        again
+            .iter()
+            .find(|s| {
+                s.name == "respite_proxy_command_latency_seconds_count"
+                    && s.label("cmd") == Some(cmd)
+            })
+            .map(|s| s.value)
+    };
+    assert_eq!(
+        ["get", "set", "multi", "exec"].map(count),
+        [Some(8.0), Some(3.0), Some(1.0), Some(1.0)]
+    );
     let (status, _, _) = http_get(addr, "/");
     assert_eq!(status, "HTTP/1.1 404 Not Found");
 }

@@ -472,10 +472,12 @@ impl<R: AsyncRead + Unpin + Send> Client<R> {
             _ => "",
         };
         if !self.s.authed && !matches!(name, "auth" | "hello" | "quit" | "reset") {
+            self.untimed();
             pend.push(err("NOAUTH Authentication required."));
             return Ok(());
         }
         if !self.s.resp3 && self.pubsub.active() && !pubsub::allowed_when_subscribed(name) {
+            self.untimed();
             pend.push(err(&format!(
                 "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
                 String::from_utf8_lossy(&args[0]).to_ascii_lowercase()
@@ -488,6 +490,8 @@ impl<R: AsyncRead + Unpin + Send> Client<R> {
                 "exec" | "discard" | "multi" | "watch" | "quit" | "reset"
             )
         {
+            // Its latency is EXEC's, as in Redis (where a queued command runs at EXEC).
+            self.untimed();
             let reply = self.queue(args, r);
             pend.push(reply);
             return Ok(());
@@ -554,6 +558,13 @@ impl<R: AsyncRead + Unpin + Send> Client<R> {
         };
         pend.push(reply);
         Ok(())
+    }
+
+    /// The command being handled was refused or only queued: Redis keeps no latency for it.
+    fn untimed(&mut self) {
+        if let Some(t) = self.timing.back_mut() {
+            *t = None;
+        }
     }
 
     fn split(&self, kind: Split, parts: Vec<route::Part>) -> Pending {

@@ -598,6 +598,8 @@ mod tests {
                 },
                 s2,
             ]);
+            // As `serve` counts them when written (the health PING is not counted).
+            info.in_flight.store(5, Ordering::Relaxed);
             let mut inbox = Inbox::new(BytesMut::new());
             for piece in stream.chunks(step) {
                 inbox.buf.extend_from_slice(piece);
@@ -610,6 +612,8 @@ mod tests {
             assert_eq!(&r2.frames[..], b":1\r\n*2\r\n:1\r\n$-1\r\n");
             assert!(pending.is_empty() && inbox.buf.is_empty());
             assert_eq!(info.errors.load(Ordering::Relaxed), 1);
+            assert_eq!(info.error_replies.load(Ordering::Relaxed), 1);
+            assert_eq!(info.in_flight.load(Ordering::Relaxed), 0);
             assert_eq!(info.latency.count(), 3);
         }
     }
