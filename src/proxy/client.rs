@@ -22,7 +22,8 @@ use bytes::{Buf, Bytes, BytesMut};
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Instant;
+// TSC-based: clock_gettime is dear in a VM (clock.rs).
+use crate::clock::Instant;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -109,6 +110,8 @@ pub struct Client<R> {
     /// Per pending reply, in order: the command's id and when it came, for its latency
     /// (none for a refused command).
     timing: VecDeque<Option<(usize, Instant)>>,
+    /// When the last read completed: the arrival of the commands parsed from it.
+    arrived: Instant,
 }
 
 fn err(text: &str) -> Pending {
@@ -168,6 +171,7 @@ where
         inflight: (0..p.nodes.len()).map(|_| Inflight::default()).collect(),
         dirty: Vec::new(),
         timing: VecDeque::new(),
+        arrived: Instant::now(),
     };
     let _ = c.run(&mut wr).await;
     if c.linger {
@@ -229,6 +233,7 @@ impl<R: AsyncRead + Unpin + Send> Client<R> {
                     if !self.read_more(wr).await? {
                         return Ok(());
                     }
+                    self.arrived = Instant::now();
                 }
                 Err(e) => {
                     self.drain(&mut pend, &mut out, wr).await?;
@@ -397,13 +402,19 @@ impl<R: AsyncRead + Unpin + Send> Client<R> {
     ) -> std::io::Result<()> {
         self.send_batches();
         let max = self.s.p.cfg.proto_max_bulk_len;
+        // Read again only after waiting: the replies of one node chunk are ready together.
+        let mut now = Instant::now();
         for p in pend.drain(..) {
             let timing = self.timing.pop_front().flatten();
             let mut bytes = match p {
                 Pending::Batched(node) => {
                     let inf = &mut self.inflight[node];
+                    let fresh = inf.left == 0;
                     let len = inf.next_len().await;
-                    record_latency(&self.s.p, timing);
+                    if fresh {
+                        now = Instant::now();
+                    }
+                    record_latency(&self.s.p, timing, now);
                     match len {
                         // The common case: copied out of the node's chunk as it is.
                         Some(n) if n <= max && n < FLUSH_AT => {
@@ -421,7 +432,8 @@ impl<R: AsyncRead + Unpin + Send> Client<R> {
                 }
                 p => {
                     let bytes = resolve(p).await;
-                    record_latency(&self.s.p, timing);
+                    now = Instant::now();
+                    record_latency(&self.s.p, timing, now);
                     bytes
                 }
             };
@@ -459,7 +471,7 @@ impl<R: AsyncRead + Unpin + Send> Client<R> {
     ) -> std::io::Result<()> {
         let (cmd, r) = route::route_cmd(&args, &self.s.p.placement);
         // Exactly one reply is pushed to `pend` below for this command.
-        self.timing.push_back(cmd.map(|id| (id, Instant::now())));
+        self.timing.push_back(cmd.map(|id| (id, self.arrived)));
         if let Route::Reject(e) = &r {
             if let Some(m) = &mut self.multi {
                 m.dirty = true;
@@ -874,14 +886,15 @@ impl<R: AsyncRead + Unpin + Send> Client<R> {
     }
 }
 
-/// The next subscription message (never, for a client that never subscribed).
-/// A command's latency, from its arrival to its reply being ready to write.
-fn record_latency(p: &Proxy, timing: Option<(usize, Instant)>) {
+/// A command's latency, from its arrival to its reply being ready (`now`).
+fn record_latency(p: &Proxy, timing: Option<(usize, Instant)>, now: Instant) {
     if let Some((id, at)) = timing {
-        p.command_latency.record(id, at.elapsed());
+        p.command_latency
+            .record(id, now.saturating_duration_since(at));
     }
 }
 
+/// The next subscription message (never, for a client that never subscribed).
 async fn next_message(
     rx: &mut Option<tokio::sync::mpsc::UnboundedReceiver<Incoming>>,
 ) -> Option<Incoming> {
