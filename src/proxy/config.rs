@@ -188,7 +188,7 @@ pub struct ProxyConfig {
     pub threads: usize,
     /// Redis's `tls-port` (0 = none): TLS clients, with the listener settings of `tls`.
     pub tls_port: u16,
-    /// Prometheus `GET /metrics` over HTTP on this port of the first bind address (none:
+    /// Prometheus `GET /metrics` over plain HTTP on this port of the bind addresses (none:
     /// off; 0: a free port, see `ProxyServer::metrics_addr`).
     pub metrics_port: Option<u16>,
     /// The TLS listener's settings (Redis's `tls-*` names); its `tls-ca-cert-file` also

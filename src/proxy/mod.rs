@@ -156,12 +156,12 @@ async fn start(cfg: ProxyConfig) -> io::Result<(Addrs, Arc<Proxy>)> {
     let listeners = bind(&cfg, cfg.port).await?;
     let addr = listeners[0].local_addr()?;
     let metrics = match cfg.metrics_port {
-        Some(port) => Some(bind(&cfg, port).await?.swap_remove(0)),
-        None => None,
+        Some(port) => bind(&cfg, port).await?,
+        None => Vec::new(),
     };
     let addrs = Addrs {
         clients: addr,
-        metrics: metrics.as_ref().map(TcpListener::local_addr).transpose()?,
+        metrics: metrics.first().map(TcpListener::local_addr).transpose()?,
     };
     let tls = if cfg.tls_port != 0 {
         let server = crate::tls::server_config(&cfg.tls)
@@ -174,7 +174,7 @@ async fn start(cfg: ProxyConfig) -> io::Result<(Addrs, Arc<Proxy>)> {
     proxy
         .port
         .store(addr.port(), std::sync::atomic::Ordering::Relaxed);
-    if let Some(l) = metrics {
+    for l in metrics {
         tokio::spawn(metrics::serve(proxy.clone(), l));
     }
     for l in listeners {
