@@ -1174,6 +1174,100 @@ fn metrics_endpoint_serves_prometheus_text() {
     assert_eq!(status, "HTTP/1.1 404 Not Found");
 }
 
+/// A python with the Prometheus project's client (`prometheus_client`): `$RESPITE_PYTHON`,
+/// else `examples-venv` in the repository's or the cargo target directory
+/// (`scripts/test.sh` installs it there).
+fn python_with_prometheus_client() -> std::path::PathBuf {
+    if let Some(p) = std::env::var_os("RESPITE_PYTHON") {
+        return p.into();
+    }
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target");
+    // The test binary is `<target>/debug/deps/<name>`.
+    let exe = std::env::current_exe().unwrap();
+    let target = exe.ancestors().nth(3).map(std::path::Path::to_path_buf);
+    [Some(repo), target]
+        .into_iter()
+        .flatten()
+        .map(|d| d.join("examples-venv/bin/python"))
+        .find(|py| {
+            Command::new(py)
+                .args(["-c", "import prometheus_client"])
+                .status()
+                .is_ok_and(|s| s.success())
+        })
+        .expect(
+            "no python with prometheus_client: set RESPITE_PYTHON, or run scripts/test.sh \
+             (it installs prometheus-client into target/examples-venv)",
+        )
+}
+
+/// The Prometheus project's own parser (Python `prometheus_client`) reads `/metrics`: every
+/// family with its type and samples, as a scraper would.
+#[test]
+fn metrics_text_parses_with_the_prometheus_python_client() {
+    let f = Fleet::start_with(NodeKind::Redis, |cfg| cfg.metrics_port = Some(0));
+    let mut c = f.client();
+    let k = f.key_on(2, "py");
+    q::<()>(&mut c, &["SET", &k, "v"]).unwrap();
+    q::<String>(&mut c, &["GET", &k]).unwrap();
+    let (_, _, body) = http_get(f.proxy.metrics_addr().unwrap(), "/metrics");
+    let script = r#"
+import sys
+from prometheus_client.parser import text_string_to_metric_families
+for fam in text_string_to_metric_families(sys.stdin.read()):
+    for s in fam.samples:
+        labels = ",".join(f"{k}={v}" for k, v in sorted(s.labels.items()))
+        print(fam.type, fam.name, s.name, labels, float(s.value))
+"#;
+    let mut child = Command::new(python_with_prometheus_client())
+        .args(["-c", script])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(body.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stderr}\n{body}");
+    let has = |line: &str| stdout.lines().any(|l| l == line);
+    for line in [
+        "gauge respite_proxy_connected_clients respite_proxy_connected_clients  1.0",
+        "histogram respite_proxy_command_latency_seconds respite_proxy_command_latency_seconds_count cmd=get 1.0",
+        "histogram respite_proxy_command_latency_seconds respite_proxy_command_latency_seconds_bucket cmd=set,le=+Inf 1.0",
+        "counter respite_proxy_node_requests respite_proxy_node_requests_total node=node-c 2.0",
+        "counter respite_proxy_node_reconnects respite_proxy_node_reconnects_total node=node-a 0.0",
+        "gauge respite_proxy_node_in_flight_requests respite_proxy_node_in_flight_requests node=node-b 0.0",
+        "gauge respite_proxy_node_up respite_proxy_node_up node=node-a 1.0",
+    ] {
+        assert!(has(line), "no {line:?} in\n{stdout}");
+    }
+    for fam in [
+        "counter respite_proxy_commands_processed ",
+        "counter respite_proxy_connections_received ",
+        "counter respite_proxy_rejected_connections ",
+        "counter respite_proxy_node_error_replies ",
+        "counter respite_proxy_node_transport_errors ",
+        "counter respite_proxy_node_connection_failures ",
+        "gauge respite_proxy_node_dedicated_connections ",
+        "histogram respite_proxy_node_latency_seconds ",
+    ] {
+        assert!(
+            stdout.lines().any(|l| l.starts_with(fam)),
+            "no {fam} in\n{stdout}"
+        );
+    }
+}
+
 /// `respite proxy --config FILE` (the real binary): nodes and password from the file, the
 /// port from a flag that overrides the file's; a bad file fails without echoing secrets.
 #[test]
