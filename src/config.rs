@@ -358,10 +358,9 @@ fn set_failed(name: &str, why: &str) -> String {
 }
 
 /// Run-time changes respite cannot carry out (Redis would re-bind its listeners); setting the
-/// current value again is fine, as in Redis.
+/// current value again is fine, as in Redis. (`port` is re-bound by CONFIG SET itself.)
 fn cannot_apply(p: &Param, old: &str, new: &str) -> Option<&'static str> {
     match p.name {
-        "port" if old != new => Some("Unable to listen on this port. Check server logs."),
         "bind" if old != new => Some("Failed to bind to specified addresses."),
         _ => None,
     }
@@ -672,11 +671,11 @@ mod tests {
         assert_eq!(set(&c, &[("Maxmemory", "5"), ("timeout", "7")]), Ok(()));
         assert_eq!(c.get_i64("maxmemory"), 5);
         assert_eq!(c.get_i64("timeout"), 7);
-        let port = c.get("port").unwrap();
-        assert_eq!(set(&c, &[("port", &port)]), Ok(()));
+        let bind = c.get("bind").unwrap();
+        assert_eq!(set(&c, &[("bind", &bind)]), Ok(()));
         assert_eq!(
-            set(&c, &[("port", "1")]),
-            failed("port", "Unable to listen on this port. Check server logs.")
+            set(&c, &[("bind", "10.1.2.3")]),
+            failed("bind", "Failed to bind to specified addresses.")
         );
     }
 

@@ -44,8 +44,11 @@ pub mod testing;
 pub mod tls;
 pub mod types;
 
-/// The Redis version we report to clients (they feature-detect on it).
-pub const REDIS_VERSION: &str = "7.2.4";
+/// The Redis version we report to clients (they feature-detect on it). 7.4: Redis 7.2's
+/// behaviour plus 7.4's additions (hash-field expiration, CLIENT KILL MAXAGE, XREAD `+`,
+/// HSCAN NOVALUES, `os.clock`, the EVAL script LRU, the new INFO fields), which clients
+/// such as redis-py and Jedis require before they enable client-side caching.
+pub const REDIS_VERSION: &str = "7.4.1";
 pub const RESPITE_VERSION: &str = env!("CARGO_PKG_VERSION");
 
 pub use clock::Clock;

@@ -109,7 +109,8 @@ struct ProxyArgs {
     /// The proxy's ACL users file (`user NAME rule…` lines): clients AUTH as these users.
     #[arg(long, value_name = "FILE")]
     aclfile: Option<String>,
-    /// A node: ID=redis://[user[:password]@]host:port[/db] (repeat for each node).
+    /// A node: ID=redis://[user[:password]@]host:port[/db] (repeat for each node); a
+    /// primary and its replicas: ID=URL,URL,… (the proxy follows a failover among them).
     #[arg(
         long = "node",
         value_name = "ID=URL",
@@ -119,6 +120,13 @@ struct ProxyArgs {
     /// Worker threads (default 1, single-threaded; 0 = one per core).
     #[arg(long)]
     threads: Option<usize>,
+    /// The address CLUSTER SLOTS / SHARDS / NODES give cluster-mode clients (default: the
+    /// first --bind address; none for a wildcard bind, so clients keep the one they used).
+    #[arg(long)]
+    announce_ip: Option<String>,
+    /// The port CLUSTER SLOTS / SHARDS / NODES give cluster-mode clients (default: --port).
+    #[arg(long)]
+    announce_port: Option<u16>,
     /// Shared connections per node.
     #[arg(long)]
     conns_per_node: Option<usize>,
@@ -205,6 +213,12 @@ fn proxy_config(a: ProxyArgs) -> Result<respite::proxy::config::ProxyConfig, Str
     }
     if let Some(n) = a.threads {
         cfg.threads = n;
+    }
+    if a.announce_ip.is_some() {
+        cfg.announce_ip = a.announce_ip;
+    }
+    if a.announce_port.is_some() {
+        cfg.announce_port = a.announce_port;
     }
     if let Some(n) = a.conns_per_node {
         cfg.conns_per_node = n.max(1);
@@ -302,6 +316,10 @@ struct ServeArgs {
     /// file: `enable-test-commands yes`.
     #[arg(long)]
     enable_test_commands: bool,
+    /// `emulated`: answer as a one-node Redis Cluster owning every slot, so cluster-mode
+    /// clients work against this one server (CROSSSLOT enforced); `no` (the default).
+    #[arg(long, value_parser = ["no", "emulated"])]
+    cluster_mode: Option<String>,
     /// TLS port (0 = none, the default); `--port` keeps serving plain clients unless 0.
     #[arg(long)]
     tls_port: Option<u16>,
@@ -390,6 +408,12 @@ fn apply(cfg: &mut Config, name: &str, value: &str) -> Result<(), String> {
                 _ => return Err(format!("invalid engine {value}: use memory or redb")),
             }
         }
+        "cluster-mode" => {
+            if !matches!(value, "no" | "emulated") {
+                return Err(format!("invalid cluster-mode {value}: use no or emulated"));
+            }
+            cfg.params.push((name.to_string(), value.to_string()));
+        }
         _ => cfg.params.push((name.to_string(), value.to_string())),
     }
     Ok(())
@@ -443,6 +467,9 @@ fn build_config(a: ServeArgs) -> Result<Config, String> {
         if let Some(v) = v {
             cfg.params.push((k.to_string(), v));
         }
+    }
+    if let Some(m) = &a.cluster_mode {
+        apply(&mut cfg, "cluster-mode", m)?;
     }
     if a.enable_test_commands {
         cfg.params

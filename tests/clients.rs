@@ -793,3 +793,67 @@ fn set_output_limit(c: &mut Conn, value: &str) {
     ]);
     assert_eq!(set.expect("config set"), Frame::Simple("OK".into()));
 }
+
+/// CONFIG SET port moves the plain listener (Redis `changeListenPort`): new clients connect
+/// on the new port, the old one is closed, open connections stay. A port that cannot be
+/// bound fails with Redis's text and rolls back every parameter of the same CONFIG SET
+/// (introspection.tcl "CONFIG SET rollback on apply error"). Run on both servers.
+fn config_set_port(port: u16) -> Vec<String> {
+    let mut c = Conn::connect(port).expect("connect");
+    let mut seen = Vec::new();
+    let moved = common::free_port();
+    let words = |s: String| -> Vec<Vec<u8>> { s.split(' ').map(|w| w.into()).collect() };
+    seen.push(format!(
+        "{}",
+        c.call(&words(format!("CONFIG SET port {moved}"))).unwrap()
+    ));
+    seen.push(format!("old conn: {}", c.cmd("PING")));
+    let mut m = Conn::connect(moved).expect("connect to the new port");
+    seen.push(format!("new port: {}", m.cmd("PING")));
+    seen.push(format!(
+        "old port refused: {}",
+        Conn::connect(port).is_err()
+    ));
+    let got = m.cmd("CONFIG GET port");
+    seen.push(format!(
+        "get: {}",
+        got == Frame::Array(vec![
+            Frame::Bulk(b"port".to_vec()),
+            Frame::Bulk(moved.to_string().into_bytes()),
+        ])
+    ));
+    let busy = std::net::TcpListener::bind(("127.0.0.1", 0)).unwrap();
+    let taken = busy.local_addr().unwrap().port();
+    let before = m.cmd("CONFIG GET maxmemory");
+    let r = m.call(&words(format!(
+        "CONFIG SET maxmemory 10000001 port {taken} client-query-buffer-limit 10mb"
+    )));
+    seen.push(format!("{}", r.unwrap()));
+    seen.push(format!(
+        "maxmemory kept: {}",
+        m.cmd("CONFIG GET maxmemory") == before
+    ));
+    seen.push(format!("{}", m.cmd("CONFIG GET client-query-buffer-limit")));
+    seen.push(format!(
+        "still on the new port: {}",
+        Conn::connect(moved).is_ok()
+    ));
+    seen
+}
+
+#[test]
+fn config_set_port_rebinds_and_rolls_back_as_redis() {
+    let ours = common::ServerProcess::respite(&[]);
+    let redis = common::ServerProcess::redis();
+    let got = config_set_port(ours.port);
+    assert_eq!(
+        got,
+        config_set_port(redis.port),
+        "respite (left) vs redis-server"
+    );
+    assert_eq!(
+        got[5],
+        "-ERR CONFIG SET failed (possibly related to argument 'port') - Unable to listen on \
+         this port. Check server logs."
+    );
+}

@@ -471,7 +471,10 @@ fn random_command(r: &mut Rng) -> (Vec<String>, Mode) {
             vec![
                 s("SETBIT"),
                 k(r),
-                s(r.pick(&["0", "7", "100", "4294967295", "-1"])),
+                // Not the largest offset (4294967295): that 512 MB string then went through
+                // every GET, COPY and MGET of its key, minutes of debug-build copying and a
+                // 30 s read timeout under load. cases/bitmaps.txt covers the limit.
+                s(r.pick(&["0", "7", "100", "65535", "-1"])),
                 s(r.pick(&["0", "1", "2"])),
             ],
             Mode::Exact,

@@ -376,3 +376,35 @@ fn lru_and_lfu_data_survive_a_restart() {
         );
     }
 }
+
+/// SHUTDOWN saves keys' LRU/LFU data with the keyspace, as Redis's shutdown save does;
+/// SHUTDOWN NOSAVE skips that save (the journal of every acknowledged write is still
+/// committed), so the counters restart from a fresh key's.
+#[test]
+fn shutdown_nosave_skips_the_access_data_save() {
+    use common::ServerProcess;
+    for (how, freq) in [("SHUTDOWN", 45), ("SHUTDOWN NOSAVE", 5)] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let conf = dir.path().join("respite.conf");
+        std::fs::write(&conf, "maxmemory-policy allkeys-lfu\nlfu-log-factor 0\n").unwrap();
+        let d = dir.path().to_str().expect("utf-8 path");
+        let args = ["--engine", "redb", "--dir", d, conf.to_str().unwrap()];
+        let mut p = ServerProcess::respite(&args);
+        let mut c = p.conn();
+        c.cmd("SET hot 1");
+        for _ in 0..40 {
+            c.cmd("GET hot");
+        }
+        let words: Vec<Vec<u8>> = how.split(' ').map(|w| w.as_bytes().to_vec()).collect();
+        let _ = c.call(&words);
+        assert!(
+            p.exited(std::time::Duration::from_secs(10)).is_some(),
+            "{how}: the server exits"
+        );
+        drop(c);
+        let p = ServerProcess::respite(&args);
+        let mut c = p.conn();
+        assert_eq!(c.cmd("GET hot"), Frame::Bulk(b"1".to_vec()), "{how}");
+        assert_eq!(c.cmd("OBJECT FREQ hot"), Frame::Int(freq + 1), "{how}");
+    }
+}

@@ -445,12 +445,12 @@ fn info_keyspace_avg_ttl_is_the_mean_remaining_ttl() {
             .unwrap_or_default()
     };
     srv.set("plain", "1");
-    assert_eq!(line(&srv), "db0:keys=1,expires=0,avg_ttl=0");
+    assert_eq!(line(&srv), "db0:keys=1,expires=0,avg_ttl=0,subexpiry=0");
     srv.set_ex("a", "1", Duration::from_millis(10_000));
     srv.set_ex("b", "1", Duration::from_millis(30_000));
-    assert_eq!(line(&srv), "db0:keys=3,expires=2,avg_ttl=20000");
+    assert_eq!(line(&srv), "db0:keys=3,expires=2,avg_ttl=20000,subexpiry=0");
     srv.advance(Duration::from_millis(4_000));
-    assert_eq!(line(&srv), "db0:keys=3,expires=2,avg_ttl=16000");
+    assert_eq!(line(&srv), "db0:keys=3,expires=2,avg_ttl=16000,subexpiry=0");
     assert_eq!(srv.run_text(&["PERSIST", "b"]), "1");
-    assert_eq!(line(&srv), "db0:keys=3,expires=1,avg_ttl=6000");
+    assert_eq!(line(&srv), "db0:keys=3,expires=1,avg_ttl=6000,subexpiry=0");
 }

@@ -7,9 +7,8 @@
 //! `csc-venv` in the target directory. `scripts/test.sh` installs it.
 //!
 //! redis-py enables its cache only for servers that report version 7.4 or later in HELLO
-//! (`CacheProxyConnection.MIN_ALLOWED_VERSION`); respite reports 7.2, so the script lowers
-//! that threshold: the protocol it relies on (CLIENT TRACKING, RESP3 `invalidate` pushes)
-//! is 6.0's.
+//! (`CacheProxyConnection.MIN_ALLOWED_VERSION`): respite reports 7.4, so redis-py runs
+//! unchanged.
 
 mod common;
 
@@ -53,10 +52,8 @@ const SCRIPT: &str = r#"
 import sys, time
 import redis
 from redis.cache import CacheConfig
-from redis.connection import CacheProxyConnection
 
-# See the Rust module comment: redis-py gates its cache on the reported version.
-CacheProxyConnection.MIN_ALLOWED_VERSION = "7.2.0"
+# Unchanged redis-py: its cache is on only if respite passes its version gate.
 
 port = int(sys.argv[1])
 cached = redis.Redis(port=port, protocol=3, cache_config=CacheConfig())

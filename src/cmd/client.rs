@@ -473,7 +473,7 @@ fn client_line(h: &ClientHandle, info: &ClientInfo, now_ms: u64, me: &SelfView) 
     let _ = write!(
         s,
         "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={flags} db={db} sub={} \
-         psub={} ssub={} multi={multi} qbuf={} qbuf-free={} argv-mem={} multi-mem={} \
+         psub={} ssub={} multi={multi} watch={} qbuf={} qbuf-free={} argv-mem={} multi-mem={} \
          rbs={} rbp={} obl={} oll={} omem={} tot-mem={} events={events} cmd={} user={} \
          redir={} resp={resp} lib-name={} lib-ver={}",
         h.id,
@@ -489,6 +489,7 @@ fn client_line(h: &ClientHandle, info: &ClientInfo, now_ms: u64, me: &SelfView) 
         info.sub,
         info.psub,
         info.ssub,
+        info.watch,
         mem.qbuf,
         mem.qbuf_free,
         mem.argv_mem,
@@ -1089,6 +1090,8 @@ fn client_help(_cx: &mut Cx) -> Reply {
             "      Skip killing current connection (default: yes).",
             "    * ID <client-id>",
             "      Kill connections by client id.",
+            "    * MAXAGE <maxage>",
+            "      Kill connections older than the specified age.",
             "LIST [options ...]",
             "    Return information about client connections. Options:",
             "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",

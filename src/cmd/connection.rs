@@ -148,6 +148,14 @@ fn echo(cx: &mut Cx) -> Reply {
 }
 
 fn select(cx: &mut Cx) -> Reply {
+    // Redis in cluster mode: only db 0, refused after the integer check.
+    if cx.srv.cluster_emulated {
+        match args::int32(&cx.args[1], None) {
+            Ok(0) => {}
+            Ok(_) => return errors::err("ERR SELECT is not allowed in cluster mode"),
+            Err(e) => return e,
+        }
+    }
     match args::db_id(&cx.args[1], cx.srv.ks.databases()) {
         Ok(db) => {
             cx.sess.db = db;
@@ -285,7 +293,14 @@ fn hello(cx: &mut Cx) -> Reply {
         ),
         (Reply::bulk_static("proto"), Reply::Int(proto)),
         (Reply::bulk_static("id"), Reply::Int(cx.sess.id as i64)),
-        (Reply::bulk_static("mode"), Reply::bulk_static("standalone")),
+        (
+            Reply::bulk_static("mode"),
+            Reply::bulk_static(if cx.srv.cluster_emulated {
+                "cluster"
+            } else {
+                "standalone"
+            }),
+        ),
         (Reply::bulk_static("role"), Reply::bulk_static("master")),
         (Reply::bulk_static("modules"), Reply::Array(vec![])),
     ])

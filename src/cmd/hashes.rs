@@ -792,8 +792,9 @@ fn empty_scan() -> Reply {
     Reply::Array(vec![Reply::bulk_static("0"), Reply::Array(Vec::new())])
 }
 
-/// `HSCAN key cursor [MATCH pattern] [COUNT count]`: the cursor is checked first, then the
-/// key, and only then the options (so a missing key ignores bad options, as in Redis).
+/// `HSCAN key cursor [MATCH pattern] [COUNT count] [NOVALUES]`: the cursor is checked
+/// first, then the key, and only then the options (so a missing key ignores bad options,
+/// as in Redis). NOVALUES (7.4) replies with the field names only.
 fn hscan(cx: &mut Cx) -> Reply {
     let args = cx.args;
     let now = cx.ks.now;
@@ -808,9 +809,15 @@ fn hscan(cx: &mut Cx) -> Reply {
     };
     let mut count: i64 = 10;
     let mut pattern: Option<&[u8]> = None;
+    let mut values = true;
     let mut i = 3;
     while i < args.len() {
         let has_value = i + 1 < args.len();
+        if opt(&args[i], "novalues") {
+            values = false;
+            i += 1;
+            continue;
+        }
         if opt(&args[i], "count") && has_value {
             count = match args::int(&args[i + 1]) {
                 Ok(n) if n >= 1 => n,
@@ -840,7 +847,9 @@ fn hscan(cx: &mut Cx) -> Reply {
         }
         if pattern.is_none_or(|p| glob_match(p, f, false)) {
             items.push(bulk(f));
-            items.push(bulk(v));
+            if values {
+                items.push(bulk(v));
+            }
         }
     }
     Reply::Array(vec![

@@ -679,6 +679,8 @@ fn scan(cx: &mut Cx) -> Reply {
             pattern = Some(&args[i + 1][..]).filter(|p| *p != b"*");
         } else if is(a, "TYPE") && has_value {
             type_name = Some(&args[i + 1][..]);
+        } else if is(a, "NOVALUES") {
+            return errors::err(errors::NOVALUES_HSCAN_ONLY);
         } else {
             return errors::syntax();
         }
@@ -776,6 +778,10 @@ fn renamenx(cx: &mut Cx) -> Reply {
 }
 
 fn move_cmd(cx: &mut Cx) -> Reply {
+    // A cluster has only db 0 (Redis's emulated-cluster refusals, here and below).
+    if cx.srv.cluster_emulated {
+        return errors::err("ERR MOVE is not allowed in cluster mode");
+    }
     let key = &cx.args[1];
     let src = cx.ks.db;
     let dst = match args::db_id(&cx.args[2], cx.srv.ks.databases()) {
@@ -822,6 +828,9 @@ fn copy(cx: &mut Cx) -> Reply {
             return errors::syntax();
         }
         i += 1;
+    }
+    if cx.srv.cluster_emulated && (src_db != 0 || dst_db != 0) {
+        return errors::err("ERR Copying to another database is not allowed in cluster mode");
     }
     if src_db == dst_db && src == dst {
         return errors::err(errors::SAME_OBJECT);
@@ -912,6 +921,9 @@ fn flushall(cx: &mut Cx) -> Reply {
 }
 
 fn swapdb(cx: &mut Cx) -> Reply {
+    if cx.srv.cluster_emulated {
+        return errors::err("ERR SWAPDB is not allowed in cluster mode");
+    }
     let ids = args::int32(&cx.args[1], Some(errors::INVALID_FIRST_DB))
         .and_then(|a| args::int32(&cx.args[2], Some(errors::INVALID_SECOND_DB)).map(|b| (a, b)));
     let (a, b) = match ids {

@@ -379,6 +379,21 @@ fn dispatch_inner(srv: &Arc<Shared>, sess: &mut Session, args: &mut Vec<Bytes>) 
             return reject(srv, sess, args, id, spec, &msg, prefix);
         }
     }
+    // Emulated cluster mode: Redis Cluster's slot rule (`processCommand` asks
+    // `getNodeByQuery` right after the ACL check); the node owns every slot, so CROSSSLOT
+    // is the only redirection left.
+    if srv.cluster_emulated
+        && !sess.internal
+        && cluster::cross_slot(spec, args, sess.multi.as_ref().map(|m| &m.queue[..]))
+    {
+        let refused = reject(srv, sess, args, id, spec, cluster::CROSSSLOT, "");
+        // Redis discards the transaction but answers plain CROSSSLOT, not EXECABORT.
+        return if spec.name == "exec" {
+            errors::err(cluster::CROSSSLOT)
+        } else {
+            refused
+        };
+    }
     // A `resp3_only()` test server: nothing but the handshake before `HELLO 3`.
     if !sess.resp3
         && srv.resp3_only.load(Ordering::Relaxed)

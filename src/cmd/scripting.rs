@@ -3,6 +3,7 @@
 //! the `script::Host` seam; scripts take exclusive access to the keyspace, so they are
 //! atomic.
 
+use super::cluster::topology::key_slot;
 use super::{args, errors, refusals, registry, CommandSpec, Cx, KeySpec, Lock};
 use crate::protocol::Reply;
 use crate::script::{self, Call, Flags, Host, Mode, Source};
@@ -206,7 +207,23 @@ pub(super) fn with_host(cx: &mut Cx, run: impl FnOnce(&mut dyn Host) -> Reply) -
     let saved_resp3 = cx.sess.resp3;
     let saved_in_exec = cx.sess.in_exec;
     cx.sess.in_exec = true;
-    let reply = run(&mut ScriptHost { cx: &mut *cx });
+    // Emulated cluster mode: the slot of the keys the script declared (dispatch has made
+    // sure they share one), which its commands' keys must then keep to.
+    let slot = cx
+        .srv
+        .cluster_emulated
+        .then(|| {
+            cx.spec
+                .key_indices(cx.args)
+                .first()
+                .map(|&i| key_slot(&cx.args[i]))
+        })
+        .flatten();
+    let reply = run(&mut ScriptHost {
+        cx: &mut *cx,
+        slot,
+        cross_slot_ok: false,
+    });
     cx.sess.in_exec = saved_in_exec;
     cx.sess.resp3 = saved_resp3;
     cx.sess.db = saved_db;
@@ -217,12 +234,19 @@ pub(super) fn with_host(cx: &mut Cx, run: impl FnOnce(&mut dyn Host) -> Reply) -
 /// connection that called EVAL / FCALL, under Redis's rules for scripts.
 struct ScriptHost<'c, 'a, 'k> {
     cx: &'c mut Cx<'a, 'k>,
+    /// Emulated cluster mode: the one slot the script's keys hash to, once known.
+    slot: Option<u16>,
+    /// The script's `allow-cross-slot-keys` flag.
+    cross_slot_ok: bool,
 }
 
 impl Host for ScriptHost<'_, '_, '_> {
     /// Redis `scriptPrepareForRun`. The replica, stale and disk-error checks cannot apply
     /// to this server.
     fn admit(&mut self, flags: Option<Flags>, read_only: bool) -> Result<Mode, Reply> {
+        // Redis 7.2 `scriptPrepareForRun`: a script without a shebang (EVAL's compatibility
+        // mode) may reach keys of other slots, as before 7.0; one with flags must say so.
+        self.cross_slot_ok = flags.is_none_or(|f| f.has(Flags::ALLOW_CROSS_SLOT));
         let Some(flags) = flags else {
             return Ok(Mode {
                 read_only,
@@ -257,7 +281,11 @@ impl Host for ScriptHost<'_, '_, '_> {
         let cx = &mut *self.cx;
         let counts = !cx.sess.internal;
         let resolved = registry().resolve(&argv).ok();
-        let out = checked_command(cx, argv, resolved, call);
+        let slot = (cx.srv.cluster_emulated && !cx.sess.internal).then_some(ScriptSlot {
+            slot: &mut self.slot,
+            cross_ok: self.cross_slot_ok,
+        });
+        let out = checked_command(cx, argv, resolved, call, slot);
         if counts {
             match &out {
                 Err(text) => {
@@ -284,12 +312,40 @@ impl Host for ScriptHost<'_, '_, '_> {
     }
 }
 
+/// Emulated cluster mode's hold on a script's keys (Redis `scriptVerifyClusterState`).
+struct ScriptSlot<'s> {
+    slot: &'s mut Option<u16>,
+    cross_ok: bool,
+}
+
+impl ScriptSlot<'_> {
+    /// A command's keys must share a slot, and (unless the script allows cross-slot keys)
+    /// the slot of the script's earlier keys.
+    fn check(self, spec: &CommandSpec, args: &[Bytes]) -> Result<(), String> {
+        let keys = spec.key_indices(args);
+        let Some(&first) = keys.first() else {
+            return Ok(());
+        };
+        let s = key_slot(&args[first]);
+        if keys.iter().any(|&i| key_slot(&args[i]) != s) {
+            return Err("ERR Script attempted to access a non local key in a cluster node".into());
+        }
+        if !self.cross_ok && *self.slot.get_or_insert(s) != s {
+            return Err(
+                "ERR Script attempted to access keys that do not hash to the same slot".into(),
+            );
+        }
+        Ok(())
+    }
+}
+
 /// One `redis.call` past the lookup: the checks that can refuse it, then the command.
 fn checked_command(
     cx: &mut Cx,
     args: Vec<Bytes>,
     resolved: Option<(usize, &'static CommandSpec)>,
     call: Call,
+    cluster: Option<ScriptSlot>,
 ) -> Result<Reply, String> {
     let (id, spec) =
         resolved.ok_or_else(|| "ERR Unknown Redis command called from script".to_string())?;
@@ -316,6 +372,9 @@ fn checked_command(
         && refusals::oom_before_command(cx.srv)
     {
         return Err(refusals::OOM.into());
+    }
+    if let Some(cluster) = cluster {
+        cluster.check(spec, &args)?;
     }
     cx.sess.resp3 = call.resp3;
     let reply = super::execute(cx.srv, cx.sess, cx.ks, id, spec, &args);

@@ -659,6 +659,11 @@ fn shutdown(cx: &mut Cx) -> Reply {
         }
     }
     tracing::warn!("SHUTDOWN requested by client {}", cx.sess.id);
+    if nosave {
+        cx.srv
+            .shutdown_nosave
+            .store(true, std::sync::atomic::Ordering::Release);
+    }
     cx.srv.shutdown.notify_one();
     // Like Redis, the caller gets no reply: its connection closes as the server exits.
     cx.sess.close_after_reply = true;

@@ -961,6 +961,8 @@ fn sscan(cx: &mut Cx) -> Reply {
         } else if is_cstr(&args[i], "MATCH") && has_value {
             // Exactly "*" matches everything: the same as no pattern.
             pattern = Some(&args[i + 1][..]).filter(|p| *p != b"*");
+        } else if is_cstr(&args[i], "NOVALUES") {
+            return errors::err(errors::NOVALUES_HSCAN_ONLY);
         } else {
             return errors::syntax();
         }

@@ -31,6 +31,7 @@ const KNOWN_DIRECTIVES: &[&str] = &[
     "threads",
     "engine",
     "enable-test-commands",
+    "cluster-mode",
 ];
 
 /// String parameters whose empty value is a value (Redis `ALLOW_EMPTY_STRING`); every other

@@ -756,6 +756,11 @@ impl Shard {
         }
     }
 
+    /// Distinct watched keys (INFO `total_watched_keys`).
+    pub fn watched_len(&self) -> usize {
+        self.watchers.len()
+    }
+
     /// How many clients WATCH `key` (tests: a closed connection must leave none behind).
     pub fn watchers_of(&self, key: &[u8]) -> usize {
         self.watchers.get(key).map_or(0, Vec::len)

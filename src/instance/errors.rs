@@ -5,6 +5,8 @@ use crate::protocol::Reply;
 
 pub const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
 pub const SYNTAX: &str = "ERR syntax error";
+/// SCAN, SSCAN and ZSCAN given HSCAN's NOVALUES (Redis 7.4).
+pub const NOVALUES_HSCAN_ONLY: &str = "ERR NOVALUES option can only be used in HSCAN";
 pub const NOT_INT: &str = "ERR value is not an integer or out of range";
 pub const NOT_FLOAT: &str = "ERR value is not a valid float";
 pub const OVERFLOW: &str = "ERR increment or decrement would overflow";

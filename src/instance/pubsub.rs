@@ -497,7 +497,7 @@ pub struct PubSub {
     /// The pub/sub class of `client-output-buffer-limit`, refreshed from the config by
     /// subscribing connections (publishers have no config access).
     limits: LimitCell,
-    /// INFO `client_output_buffer_limit_disconnections` (pub/sub clients).
+    /// INFO `client_output_buffer_limit_disconnections` (subscribers and normal clients).
     pub obuf_disconnections: AtomicU64,
     /// Subscribers whose backlog is over the soft limit: the cron checks them while no
     /// message arrives (`enforce_idle_limits`).

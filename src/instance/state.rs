@@ -31,6 +31,12 @@ pub struct Stats {
     pub net_input_bytes: AtomicU64,
     pub net_output_bytes: AtomicU64,
     pub error_replies: AtomicU64,
+    /// EVAL scripts evicted from the script cache (INFO `evicted_scripts`, Redis 7.4).
+    pub evicted_scripts: AtomicU64,
+    /// Clients closed for their query buffer (Redis 7.4's INFO
+    /// `client_query_buffer_limit_disconnections`; the output side is
+    /// `PubSub::obuf_disconnections`).
+    pub qbuf_limit_disconnections: AtomicU64,
     /// Socket reads and writes attempted on client connections (INFO
     /// `total_reads_processed`, `total_writes_processed`).
     pub reads_processed: AtomicU64,
@@ -84,6 +90,8 @@ impl Stats {
             &self.net_input_bytes,
             &self.net_output_bytes,
             &self.error_replies,
+            &self.evicted_scripts,
+            &self.qbuf_limit_disconnections,
             &self.reads_processed,
             &self.writes_processed,
             &self.expire_cycle.us,
@@ -210,6 +218,10 @@ impl ClientPeaks {
 /// The start-up parameter behind `--enable-test-commands`.
 pub const TEST_COMMANDS_PARAM: &str = "enable-test-commands";
 
+/// The start-up parameter behind `--cluster-mode`: `emulated` (a one-node Redis Cluster,
+/// `cmd::cluster`) or `no` (the default).
+pub const CLUSTER_MODE_PARAM: &str = "cluster-mode";
+
 pub struct Shared {
     /// ACL users and the ACL log.
     pub acl: super::acl::Acl,
@@ -239,6 +251,9 @@ pub struct Shared {
     pub last_save_unix: AtomicU64,
     /// Set by SHUTDOWN; the listener stops accepting and the process exits.
     pub shutdown: tokio::sync::Notify,
+    /// SHUTDOWN NOSAVE asked for it: the exit skips the save of keys' LRU/LFU data (the
+    /// durable engine's journal is not a save and is always committed).
+    pub shutdown_nosave: std::sync::atomic::AtomicBool,
     pub pause: super::pause::Pause,
     /// Channel, pattern and shard-channel subscribers.
     pub pubsub: super::pubsub::PubSub,
@@ -255,6 +270,9 @@ pub struct Shared {
     pub persist: std::sync::OnceLock<std::sync::Arc<crate::persist::Persistence>>,
     /// `--enable-test-commands` (config `enable-test-commands yes`): the RESPITE family.
     pub test_commands: bool,
+    /// `--cluster-mode emulated`: CLUSTER answers as a one-node cluster owning every slot,
+    /// cross-slot requests are refused, `cluster-enabled` reads `yes`.
+    pub cluster_emulated: bool,
     /// Injected faults (test double); connections check `faults.armed()` per command.
     pub faults: super::faults::Faults,
     /// Commands received, recorded while `faults.armed() & LOG` (test double).
@@ -280,16 +298,31 @@ pub struct Shared {
     /// The TLS listeners' configuration (`tls-port`), read at each TLS accept; CONFIG SET
     /// of a `tls-*` parameter replaces it for the connections accepted after.
     pub tls: parking_lot::RwLock<Option<std::sync::Arc<crate::tls::ServerConfig>>>,
-    /// CONFIG SET tls-port hands the listeners it bound (none: TLS off) to the server,
-    /// which replaces its TLS listeners with them (set by the server at start).
-    pub tls_rebind: std::sync::OnceLock<TlsRebind>,
-    /// Bumped by each such change, before it is handed over: a listener of an earlier
-    /// generation closes what it accepts (the change is in force when CONFIG SET replies).
-    pub tls_generation: AtomicU64,
+    /// CONFIG SET port and tls-port hand the listeners they bound to the server.
+    pub tcp_listen: Relisten,
+    pub tls_listen: Relisten,
 }
 
-/// CONFIG SET tls-port's hand-over: (generation, listeners).
-pub type TlsRebind = tokio::sync::mpsc::UnboundedSender<(u64, Vec<std::net::TcpListener>)>;
+/// Where CONFIG SET hands a kind of listener (`port`, `tls-port`) it re-bound (none: that
+/// kind is off) to the server's accept task, which replaces its listeners with them.
+#[derive(Default)]
+pub struct Relisten {
+    /// Set by the server at start.
+    pub tx:
+        std::sync::OnceLock<tokio::sync::mpsc::UnboundedSender<(u64, Vec<std::net::TcpListener>)>>,
+    /// Bumped by each change before it is handed over: a listener of an earlier generation
+    /// closes what it accepts (the change is in force when CONFIG SET replies).
+    pub generation: AtomicU64,
+}
+
+impl Relisten {
+    pub fn hand_over(&self, listeners: Vec<std::net::TcpListener>) {
+        let gen = self.generation.fetch_add(1, Ordering::AcqRel) + 1;
+        if let Some(tx) = self.tx.get() {
+            let _ = tx.send((gen, listeners));
+        }
+    }
+}
 
 impl Shared {
     /// `commands`: the size of the command table, whose ids index [`Shared::cmdstats`]
@@ -305,14 +338,23 @@ impl Shared {
             let _ = config.set_initial("requirepass", p);
         }
         let mut test_commands = false;
+        let mut cluster_emulated = false;
         for (k, v) in &startup.params {
             if k == TEST_COMMANDS_PARAM {
                 test_commands = v.eq_ignore_ascii_case("yes");
                 continue;
             }
+            if k == CLUSTER_MODE_PARAM {
+                cluster_emulated = v.eq_ignore_ascii_case("emulated");
+                continue;
+            }
             if let Err(e) = config.set_initial(k, v) {
                 tracing::warn!("ignoring config {k}: {e}");
             }
+        }
+        if cluster_emulated {
+            // What CONFIG GET shows and what the scripts' `no-cluster` flag reads.
+            let _ = config.set_initial("cluster-enabled", "yes");
         }
         let now = clock.now_ms();
         let run_id: String = (0..40)
@@ -342,6 +384,7 @@ impl Shared {
             port: AtomicU64::new(0),
             last_save_unix: AtomicU64::new(now / 1000),
             shutdown: tokio::sync::Notify::new(),
+            shutdown_nosave: Default::default(),
             pause: Default::default(),
             blocking: Default::default(),
             pubsub: super::pubsub::PubSub::new(),
@@ -351,6 +394,7 @@ impl Shared {
             client_eviction: Default::default(),
             persist: std::sync::OnceLock::new(),
             test_commands,
+            cluster_emulated,
             faults: Default::default(),
             cmdlog: Default::default(),
             slowlog: Default::default(),
@@ -362,8 +406,8 @@ impl Shared {
             rng: parking_lot::Mutex::new(rand::SeedableRng::from_entropy()),
             resp3_only: false.into(),
             tls: parking_lot::RwLock::new(None),
-            tls_rebind: std::sync::OnceLock::new(),
-            tls_generation: AtomicU64::new(0),
+            tcp_listen: Relisten::default(),
+            tls_listen: Relisten::default(),
             seeded: false.into(),
         };
         // A server that is a test double records what it receives from the start.

@@ -1021,6 +1021,17 @@ async fn merge_fan(kind: Fan, waits: Vec<Wait>) -> Result<Bytes, Bytes> {
             }
             Ok(resp::array_of(&all))
         }
+        Fan::ConcatUpTo(max) => {
+            let mut all = Vec::new();
+            for b in &replies {
+                match resp::decode(b) {
+                    Ok(Frame::Array(kids)) => all.extend(kids),
+                    _ => return Err(bad_reply()),
+                }
+            }
+            all.truncate(max);
+            Ok(resp::array_of(&all))
+        }
         Fan::AllOk => Ok(Bytes::from_static(b"+OK\r\n")),
         Fan::First => replies.into_iter().next().ok_or_else(bad_reply),
         Fan::And => {

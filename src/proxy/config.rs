@@ -3,6 +3,11 @@
 //! `--node ID=redis://[user[:password]@]host:port[/db]`. Ids are `[A-Za-z0-9_-]+` and decide
 //! placement (§8); URLs may change without moving keys. Passwords never appear in logs, INFO
 //! or errors: everything shown uses [`NodeSpec::redacted_url`].
+//!
+//! A node may list several addresses, comma-separated (`ID=redis://p:6379,redis://r:6379`):
+//! a primary and its replicas. They are one node (one id, one placement); the proxy talks
+//! to whichever of them is the primary now (see `failover.rs`). Each URL carries its own
+//! credentials and db.
 
 use crate::types::placement;
 use std::fmt;
@@ -18,17 +23,21 @@ pub struct NodeSpec {
     pub db: u32,
     /// `rediss://`: the node is reached over TLS, its certificate checked for `host`.
     pub tls: bool,
+    /// The node's further addresses, in the order given (replicas that may be promoted):
+    /// each a spec of its own with the same id and no alternates.
+    pub alternates: Vec<NodeSpec>,
 }
 
 /// Debug output is redacted too (configs end up in panics and logs).
 impl fmt::Debug for NodeSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}={}", self.id, self.redacted_url())
+        write!(f, "{}={}", self.id, self.redacted_urls())
     }
 }
 
 impl NodeSpec {
-    /// Parses `ID=redis://[user[:password]@]host:port[/db]` (`rediss://` for TLS).
+    /// Parses `ID=redis://[user[:password]@]host:port[/db]` (`rediss://` for TLS), or
+    /// several such URLs separated by commas (a primary and its replicas).
     pub fn parse(s: &str) -> Result<NodeSpec, String> {
         let (id, url) = s
             .split_once('=')
@@ -40,9 +49,59 @@ impl NodeSpec {
         {
             return Err(format!("node id '{id}' must be [A-Za-z0-9_-]+"));
         }
-        let mut spec = Self::parse_url(url)?;
-        spec.id = id.to_string();
+        let mut spec = Self::parse_urls(url)?;
+        spec.set_id(id);
         Ok(spec)
+    }
+
+    /// Sets the id of the node and of its alternate addresses.
+    pub fn set_id(&mut self, id: &str) {
+        self.id = id.to_string();
+        for a in &mut self.alternates {
+            a.id = id.to_string();
+        }
+    }
+
+    /// Parses one URL or a comma-separated list of them (id left empty). A comma splits
+    /// only where a `redis://` or `rediss://` follows it, so a password may hold commas.
+    pub fn parse_urls(list: &str) -> Result<NodeSpec, String> {
+        let mut urls: Vec<&str> = Vec::new();
+        let mut start = 0;
+        for (i, _) in list.match_indices(',') {
+            let next = &list[i + 1..];
+            if next.starts_with("redis://") || next.starts_with("rediss://") {
+                urls.push(&list[start..i]);
+                start = i + 1;
+            }
+        }
+        urls.push(&list[start..]);
+        let mut specs = urls
+            .into_iter()
+            .map(Self::parse_url)
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut first = specs.remove(0);
+        let mut seen = vec![first.addr()];
+        for s in &specs {
+            if seen.contains(&s.addr()) {
+                return Err("a node lists the same address twice".into());
+            }
+            seen.push(s.addr());
+        }
+        first.alternates = specs;
+        Ok(first)
+    }
+
+    /// Every address of the node, the first one first.
+    pub fn addresses(&self) -> impl Iterator<Item = &NodeSpec> {
+        std::iter::once(self).chain(&self.alternates)
+    }
+
+    /// [`NodeSpec::redacted_url`] of every address, comma-separated.
+    pub fn redacted_urls(&self) -> String {
+        self.addresses()
+            .map(NodeSpec::redacted_url)
+            .collect::<Vec<_>>()
+            .join(",")
     }
 
     /// Parses `redis://[user[:password]@]host:port[/db]` (id left empty).
@@ -93,10 +152,11 @@ impl NodeSpec {
             password,
             db,
             tls,
+            alternates: Vec::new(),
         })
     }
 
-    /// The URL with the password replaced by `***`.
+    /// The URL with the password replaced by `***` (of this address only).
     pub fn redacted_url(&self) -> String {
         let auth = match (&self.user, &self.password) {
             (None, None) => String::new(),
@@ -200,6 +260,11 @@ pub struct ProxyConfig {
     pub tls_client_key_file: String,
     /// Built from the above by [`ProxyConfig::prepare_tls`] when a node is `rediss://`.
     pub node_tls: Option<std::sync::Arc<crate::tls::ClientConfig>>,
+    /// `--announce-ip` / `--announce-port`: the address CLUSTER SLOTS, SHARDS and NODES give
+    /// cluster clients (default: the first bind address and the listening port), for a
+    /// proxy behind NAT, a container port mapping or a wildcard bind.
+    pub announce_ip: Option<String>,
+    pub announce_port: Option<u16>,
 }
 
 impl Default for ProxyConfig {
@@ -230,6 +295,8 @@ impl Default for ProxyConfig {
             tls_client_cert_file: String::new(),
             tls_client_key_file: String::new(),
             node_tls: None,
+            announce_ip: None,
+            announce_port: None,
         }
     }
 }
@@ -323,6 +390,34 @@ mod tests {
             let e = NodeSpec::parse(bad).unwrap_err();
             assert!(!e.contains("pw"), "{bad}: {e}");
         }
+    }
+
+    /// A primary and its replicas: one node, each address with its own credentials; a comma
+    /// inside a password does not split; the same address twice is refused.
+    #[test]
+    fn node_with_replicas() {
+        let n =
+            NodeSpec::parse("n1=redis://:a,b@10.0.0.1:6379,rediss://u:pw@10.0.0.2:6380/3").unwrap();
+        assert_eq!(n.id, "n1");
+        assert_eq!(
+            (n.addr(), n.password.as_deref()),
+            ("10.0.0.1:6379".into(), Some("a,b"))
+        );
+        assert_eq!(n.alternates.len(), 1);
+        let r = &n.alternates[0];
+        assert_eq!((r.id.as_str(), r.port, r.db, r.tls), ("n1", 6380, 3, true));
+        assert_eq!(
+            n.redacted_urls(),
+            "redis://:***@10.0.0.1:6379,rediss://u:***@10.0.0.2:6380/3"
+        );
+        assert!(!format!("{n:?}").contains("pw"));
+        assert_eq!(n.addresses().count(), 2);
+        assert_eq!(n.seed(), NodeSpec::parse("n1=redis://h:1").unwrap().seed());
+        assert!(NodeSpec::parse("n=redis://h:1,redis://h:1")
+            .unwrap_err()
+            .contains("twice"));
+        let e = NodeSpec::parse("n=redis://h:1,redis://:pw@h").unwrap_err();
+        assert!(!e.contains("pw"), "{e}");
     }
 
     #[test]

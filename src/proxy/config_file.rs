@@ -17,6 +17,8 @@
 //! client-query-buffer-limit 1gb
 //! proto-max-bulk-len 512mb
 //! metrics-port 9121           # Prometheus text on GET /metrics (HTTP; off by default)
+//! announce-ip 10.0.0.9        # the address CLUSTER SLOTS/NODES give cluster clients
+//! announce-port 7000
 //! tls-port 7001               # TLS clients too, with Redis's tls-* directives:
 //! tls-cert-file proxy.crt     #   tls-key-file, tls-ca-cert-file, tls-ca-cert-dir,
 //! tls-key-file proxy.key      #   tls-auth-clients, tls-protocols, tls-ciphersuites,
@@ -84,6 +86,13 @@ pub fn parse(text: &str, cfg: &mut ProxyConfig) -> Result<(), String> {
                 cfg.requirepass = (!pw.is_empty()).then(|| pw.to_string());
             }
             "aclfile" => cfg.aclfile = Some(one("path")?.to_string()),
+            "announce-ip" => cfg.announce_ip = Some(one("address")?.to_string()),
+            "announce-port" => {
+                cfg.announce_port = Some(
+                    u16::try_from(number("port")?)
+                        .map_err(|_| format!("line {n}: announce-port out of range"))?,
+                )
+            }
             "node" => {
                 let [id, url] = args else {
                     return Err(format!("line {n}: node expects an id and a URL"));
@@ -96,8 +105,8 @@ pub fn parse(text: &str, cfg: &mut ProxyConfig) -> Result<(), String> {
                     // Not echoed: a URL given without an id would land here.
                     return Err(format!("line {n}: node ids must be [A-Za-z0-9_-]+"));
                 }
-                let mut spec = NodeSpec::parse_url(url).map_err(|e| format!("line {n}: {e}"))?;
-                spec.id = id.clone();
+                let mut spec = NodeSpec::parse_urls(url).map_err(|e| format!("line {n}: {e}"))?;
+                spec.set_id(id);
                 cfg.nodes.push(spec);
             }
             "conns-per-node" => cfg.conns_per_node = (number("count")? as usize).max(1),
@@ -243,6 +252,18 @@ mod tests {
         assert_eq!(cfg.bind, ProxyConfig::default().bind);
         assert_eq!(cfg.requirepass, None);
         assert_eq!(parsed("requirepass \"\"\n").unwrap().requirepass, None);
+    }
+
+    /// A node with a replica: the URLs after its id, comma-separated.
+    #[test]
+    fn a_node_with_replicas() {
+        let cfg = parsed("node a redis://:pw@h:1,redis://:pw@r:2\n").unwrap();
+        let n = &cfg.nodes[0];
+        assert_eq!((n.id.as_str(), n.port, n.alternates.len()), ("a", 1, 1));
+        assert_eq!(
+            (n.alternates[0].id.as_str(), n.alternates[0].port),
+            ("a", 2)
+        );
     }
 
     #[test]

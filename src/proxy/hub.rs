@@ -19,7 +19,7 @@
 //! the node's address and handshake come from `link.rs`, not from `node.rs` (a `Node` owns
 //! its hub).
 
-use super::link::{connect, send, NodeInfo, NodeStream, NodeWrite};
+use super::link::{connect, send, Follow, NodeInfo, NodeStream, NodeWrite};
 use super::resp::{self, Frame};
 use bytes::{Bytes, BytesMut};
 use parking_lot::Mutex;
@@ -346,10 +346,13 @@ impl Task {
                     }
                 }
             }
+            // What the primary was before connecting, for a failed connect to wait on.
+            let mut follow = self.info.follow();
             let reason = match connect(&self.info, false).await {
-                Ok((stream, buf)) => {
+                Ok((stream, buf, f)) => {
                     backoff = BACKOFF_MIN;
-                    match self.serve(stream, buf, first.take()).await {
+                    follow = f;
+                    match self.serve(stream, buf, first.take(), &mut follow).await {
                         Some(reason) => reason,
                         None => return,
                     }
@@ -366,8 +369,14 @@ impl Task {
                 self.apply(op, Some(&err));
             }
             let until = Instant::now() + backoff;
+            // The primary moved since: no reason to wait before trying it.
+            let moved = follow.moved();
+            tokio::pin!(moved);
             loop {
                 tokio::select! {
+                    // A move first: subscriptions asked meanwhile go to the new primary.
+                    biased;
+                    () = &mut moved => break,
                     _ = sleep_until(until) => break,
                     op = self.rx.recv() => match op {
                         None => return,
@@ -648,6 +657,7 @@ impl Task {
         stream: NodeStream,
         mut buf: BytesMut,
         first: Option<Op>,
+        follow: &mut Follow,
     ) -> Option<String> {
         let (mut rd, mut wr) = stream.into_split();
         let mut out = Vec::new();
@@ -708,6 +718,10 @@ impl Task {
                 }
                 _ = sleep_until(deadline.unwrap_or_else(Instant::now)), if deadline.is_some() => {
                     return Some("subscription not confirmed in time".into());
+                }
+                // Subscribed again at the new primary, where PUBLISH now goes.
+                () = follow.moved(), if follow.can_move() => {
+                    return Some("its primary moved".into())
                 }
                 _ = health.tick() => {
                     if self.inflight.is_empty() && last_read.elapsed() >= HEALTH_EVERY {

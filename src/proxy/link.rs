@@ -1,6 +1,12 @@
 //! One node as every connection to it sees it: its spec, counters and last failure
 //! ([`NodeInfo`]), and how to open a prepared connection to it ([`connect`]).
 //!
+//! A node with several addresses (a primary and its replicas) is connected to at the
+//! address its failover monitor ([`super::failover`]) last found to be the primary, and
+//! only if that address still answers `ROLE` as a master on the new connection: a
+//! connection is never made to a replica. [`Follow`] tells a connection when the primary
+//! moved, so that it reconnects.
+//!
 //! It sits below both `node.rs` (the shared and dedicated connections) and `hub.rs` (the
 //! subscriber connection, which a `Node` owns), so neither has to import the other.
 
@@ -18,6 +24,7 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
+use tokio::sync::{watch, Notify};
 
 type TlsIo = tokio_rustls::client::TlsStream<TcpStream>;
 
@@ -117,7 +124,7 @@ pub async fn send<W: AsyncWrite + Unpin>(wr: &mut W, bytes: &[u8]) -> io::Result
 /// What connection tasks and clients share about a node.
 pub struct NodeInfo {
     pub spec: NodeSpec,
-    connect_timeout: Duration,
+    pub(super) connect_timeout: Duration,
     pub(super) command_timeout: Duration,
     pub requests: AtomicU64,
     /// Failed requests: error replies (`-ERR…`, counted in `error_replies` too) and
@@ -139,10 +146,64 @@ pub struct NodeInfo {
     pub(super) generation: AtomicU64,
     /// A `rediss://` node's TLS client configuration.
     tls: Option<Arc<crate::tls::ClientConfig>>,
+    /// Which address is the primary (a single-address node: always the first).
+    pub(super) primary: watch::Sender<Primary>,
+    /// Why there is no primary, while [`Primary::None`].
+    pub(super) no_primary: Mutex<String>,
+    /// Times the primary moved to another address.
+    pub failovers: AtomicU64,
+    /// Wakes the failover monitor to probe now (a `-READONLY` reply, a replica found).
+    pub(super) suspect: Notify,
+}
+
+/// Which of a node's addresses is its primary.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Primary {
+    /// Not probed yet: connections wait for the first probe.
+    Unknown,
+    At(usize),
+    /// No address answered as a primary: requests fail at once.
+    None,
+}
+
+/// Watches a node's primary from the address a connection was made to.
+pub(super) struct Follow {
+    /// `None` for a single-address node: its primary never moves.
+    rx: Option<watch::Receiver<Primary>>,
+    at: Primary,
+}
+
+impl Follow {
+    /// False for a single-address node (its `moved` never resolves: no need to poll it).
+    pub(super) fn can_move(&self) -> bool {
+        self.rx.is_some()
+    }
+
+    /// True when the primary is no longer the one this connection was made for.
+    pub(super) fn has_moved(&self) -> bool {
+        self.rx.as_ref().is_some_and(|rx| *rx.borrow() != self.at)
+    }
+
+    /// Resolves once the primary is no longer the one this connection was made for (at
+    /// once if it already moved). Cancel-safe.
+    pub(super) async fn moved(&mut self) {
+        let Some(rx) = &mut self.rx else {
+            return std::future::pending().await;
+        };
+        loop {
+            if *rx.borrow_and_update() != self.at {
+                return;
+            }
+            if rx.changed().await.is_err() {
+                return std::future::pending().await;
+            }
+        }
+    }
 }
 
 impl NodeInfo {
     pub fn new(spec: NodeSpec, cfg: &ProxyConfig) -> NodeInfo {
+        let spec_has_replicas = !spec.alternates.is_empty();
         NodeInfo {
             spec,
             connect_timeout: cfg.connect_timeout,
@@ -157,6 +218,76 @@ impl NodeInfo {
             last_error: Mutex::new(String::new()),
             generation: AtomicU64::new(0),
             tls: cfg.node_tls.clone(),
+            primary: watch::Sender::new(if spec_has_replicas {
+                Primary::Unknown
+            } else {
+                Primary::At(0)
+            }),
+            no_primary: Mutex::new(String::new()),
+            failovers: AtomicU64::new(0),
+            suspect: Notify::new(),
+        }
+    }
+
+    /// True when the node lists more than one address (it has a failover monitor).
+    pub fn has_replicas(&self) -> bool {
+        !self.spec.alternates.is_empty()
+    }
+
+    /// The address (`host:port`) of the current primary, `none` or `unknown`, for INFO.
+    pub fn primary_addr(&self) -> String {
+        match *self.primary.borrow() {
+            Primary::At(i) => self
+                .spec
+                .addresses()
+                .nth(i)
+                .map_or_else(String::new, NodeSpec::addr),
+            Primary::None => "none".into(),
+            Primary::Unknown => "unknown".into(),
+        }
+    }
+
+    /// A reply that says this address no longer takes writes (demoted, or not ready):
+    /// the failover monitor should look again.
+    pub(super) fn check_reply(&self, frame: &[u8]) {
+        const SUSPECT: [&[u8]; 3] = [b"-READONLY", b"-LOADING", b"-MASTERDOWN"];
+        if self.has_replicas() && SUSPECT.iter().any(|p| frame.starts_with(p)) {
+            self.suspect.notify_one();
+        }
+    }
+
+    /// A [`Follow`] from the primary as it is now.
+    pub(super) fn follow(&self) -> Follow {
+        if !self.has_replicas() {
+            return Follow {
+                rx: None,
+                at: Primary::At(0),
+            };
+        }
+        let mut rx = self.primary.subscribe();
+        let at = *rx.borrow_and_update();
+        Follow { rx: Some(rx), at }
+    }
+
+    /// The address to connect to now and a [`Follow`] made from the same look; waits (up
+    /// to twice the connect timeout) for the first probe of a node with replicas.
+    async fn target(&self) -> Result<(&NodeSpec, Follow), String> {
+        if !self.has_replicas() {
+            return Ok((&self.spec, self.follow()));
+        }
+        let mut rx = self.primary.subscribe();
+        let first = rx.wait_for(|p| *p != Primary::Unknown);
+        // The first probe connects and asks, each within the connect timeout.
+        let at = match tokio::time::timeout(2 * self.connect_timeout, first).await {
+            Ok(Ok(p)) => *p,
+            _ => return Err("no primary found yet".into()),
+        };
+        match at {
+            Primary::At(i) => {
+                let spec = self.spec.addresses().nth(i).ok_or("no such address")?;
+                Ok((spec, Follow { rx: Some(rx), at }))
+            }
+            _ => Err(self.no_primary.lock().clone()),
         }
     }
 
@@ -171,19 +302,39 @@ impl NodeInfo {
     }
 
     pub(super) fn mark_failed(&self, reason: &str) {
+        // A lost connection may be a lost primary: have the monitor look now (it probes
+        // at most every 100 ms however many connections fail). With no primary known, its
+        // own backoff paces it.
+        if self.has_replicas() && matches!(*self.primary.borrow(), Primary::At(_)) {
+            self.suspect.notify_one();
+        }
         self.failures.fetch_add(1, Ordering::Relaxed);
         *self.last_error.lock() = reason.to_string();
         self.generation.fetch_add(1, Ordering::Relaxed);
     }
 }
 
-/// Connects and prepares a connection: AUTH, HELLO 3 for RESP3, SELECT db. Returns the
-/// stream and any bytes read past the handshake replies. Errors never hold the URL.
+/// Connects to the node's primary and prepares the connection: AUTH, HELLO 3 for RESP3,
+/// SELECT db, and (for a node with replicas) ROLE, which must say master. Returns the
+/// stream, any bytes read past the handshake replies, and the [`Follow`] that tells when
+/// the primary moves. Errors never hold the URL.
 pub(super) async fn connect(
     info: &NodeInfo,
     resp3: bool,
+) -> Result<(NodeStream, BytesMut, Follow), String> {
+    let (spec, follow) = info.target().await?;
+    let (stream, buf) = connect_to(info, spec, resp3, info.has_replicas()).await?;
+    Ok((stream, buf, follow))
+}
+
+/// Connects to one address of a node and prepares the connection as [`connect`] says
+/// (`role`: check that it is a master).
+pub(super) async fn connect_to(
+    info: &NodeInfo,
+    spec: &NodeSpec,
+    resp3: bool,
+    role: bool,
 ) -> Result<(NodeStream, BytesMut), String> {
-    let spec = &info.spec;
     let open = async {
         let tcp = TcpStream::connect(spec.addr())
             .await
@@ -225,6 +376,10 @@ pub(super) async fn connect(
         resp::encode_command(&mut hello, &["SELECT", &spec.db.to_string()]);
         expect += 1;
     }
+    if role {
+        resp::encode_command(&mut hello, &["ROLE"]);
+        expect += 1;
+    }
     let mut stream = stream;
     let mut buf = BytesMut::with_capacity(16 * 1024);
     if expect == 0 {
@@ -236,12 +391,20 @@ pub(super) async fn connect(
         while got < expect {
             match resp::frame_len(&buf) {
                 Ok(Some(n)) => {
-                    let f = buf.split_to(n);
+                    let f = buf.split_to(n).freeze();
                     if f.first() == Some(&b'-') || f.first() == Some(&b'!') {
                         let text = String::from_utf8_lossy(&f[1..]).trim_end().to_string();
                         return Err(format!("handshake refused: {text}"));
                     }
                     got += 1;
+                    if role && got == expect {
+                        let r = role_of(&f);
+                        if r != "master" {
+                            // The monitor's view is stale: have it look again.
+                            info.suspect.notify_one();
+                            return Err(format!("{} is not a primary (role {r})", spec.addr()));
+                        }
+                    }
                     continue;
                 }
                 Ok(None) => {}
@@ -259,4 +422,35 @@ pub(super) async fn connect(
         .await
         .map_err(|_| "handshake timed out".to_string())??;
     Ok((stream, buf))
+}
+
+/// The first element of a `ROLE` reply (`master`, `slave`, `sentinel`), lowercase; `?` when
+/// the reply is not one.
+fn role_of(frame: &bytes::Bytes) -> String {
+    let first = match resp::decode(frame) {
+        Ok(resp::Frame::Array(kids)) => kids.into_iter().next(),
+        _ => None,
+    };
+    match first.as_ref().map(resp::decode) {
+        Some(Ok(resp::Frame::Bulk(b) | resp::Frame::Status(b))) => {
+            String::from_utf8_lossy(&b).to_ascii_lowercase()
+        }
+        _ => "?".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roles() {
+        let master = bytes::Bytes::from_static(b"*3\r\n$6\r\nmaster\r\n:0\r\n*0\r\n");
+        assert_eq!(role_of(&master), "master");
+        let replica = bytes::Bytes::from_static(
+            b"*5\r\n$5\r\nslave\r\n$9\r\n127.0.0.1\r\n:6379\r\n$9\r\nconnected\r\n:14\r\n",
+        );
+        assert_eq!(role_of(&replica), "slave");
+        assert_eq!(role_of(&bytes::Bytes::from_static(b":1\r\n")), "?");
+    }
 }

@@ -83,6 +83,9 @@ pub fn command(c: &mut Session, name: &str, args: &[Bytes]) -> Pending {
         }
         "scan" => scan(c, args),
         "function" => function(c, args),
+        n if n.starts_with("cluster|") || matches!(n, "asking" | "readonly" | "readwrite") => {
+            super::cluster::command(c, n, args)
+        }
         _ => err(&format!(
             "ERR '{}' is not supported by the proxy",
             name.replace('|', " ").to_ascii_uppercase()
@@ -290,9 +293,10 @@ fn info(c: &Session, args: &[Bytes]) -> Pending {
                 })
                 .collect();
             text.push_str(&format!(
-                "node{i}:id={},url={},state={},requests={},errors={},error_replies={},transport_errors={},in_flight={},p50_us={p50},p99_us={p99},p999_us={p999},shared_up={up},shared={conns},dedicated={},subscriptions={},failures={},reconnects={},last_error={last_error}\r\n",
+                "node{i}:id={},url={},state={},requests={},errors={},error_replies={},transport_errors={},in_flight={},p50_us={p50},p99_us={p99},p999_us={p999},shared_up={up},shared={conns},dedicated={},subscriptions={},failures={},reconnects={},primary={},failovers={},last_error={last_error}\r\n",
                 n.id(),
-                n.info.spec.redacted_url(),
+                // A node with replicas: its addresses joined by `+` (`,` splits fields).
+                n.info.spec.redacted_urls().replace(',', "+"),
                 super::node::state_name(n),
                 n.info.requests.load(Ordering::Relaxed),
                 n.info.errors.load(Ordering::Relaxed),
@@ -303,6 +307,8 @@ fn info(c: &Session, args: &[Bytes]) -> Pending {
                 n.hub.names(),
                 n.info.failures.load(Ordering::Relaxed),
                 n.info.reconnects.load(Ordering::Relaxed),
+                n.info.primary_addr(),
+                n.info.failovers.load(Ordering::Relaxed),
             ));
         }
     }

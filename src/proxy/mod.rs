@@ -6,17 +6,21 @@
 //!   [`config_file`]: the `--config FILE` format.
 //! - [`resp`]: node reply frames (length without copying, shallow decoding for merges).
 //! - [`node`]: shared pipelined connections and dedicated ones, reconnects, health checks.
+//! - [`failover`]: a node listed with replicas follows its primary.
 //! - [`route`]: which node(s) serve a command (pure).
 //! - [`scan`]: the fleet-wide SCAN cursor.
 //! - [`client`], [`local`]: a client connection; commands answered by the proxy.
+//! - [`cluster`]: CLUSTER for cluster-mode clients (the proxy as one node owning every slot).
 //! - [`pubsub`], [`hub`]: a client's subscriptions; each node's one subscriber connection,
 //!   multiplexing every client's subscriptions.
 //! - [`stats`]: per-node and per-command latency histograms for INFO and `/metrics`;
 //!   [`metrics`]: the Prometheus endpoint (`--metrics-port`).
 
 pub mod client;
+pub mod cluster;
 pub mod config;
 pub mod config_file;
+pub mod failover;
 pub mod hub;
 pub mod link;
 pub mod local;

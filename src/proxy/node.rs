@@ -15,13 +15,18 @@
 //! What every connection knows of the node ([`NodeInfo`]) and the handshake ([`connect`])
 //! live in [`super::link`], which the hub uses too.
 //!
+//! A node listed with replicas is served by its current primary ([`super::failover`]):
+//! when the primary moves, shared connections finish what they wrote to the old one and
+//! reconnect to the new one; idle dedicated connections are dropped, busy ones refuse
+//! further writes and stop waiting for a blocking command's reply.
+//!
 //! A node that is down fails pending and new requests at once with
 //! `ERR node <id> is unavailable: <reason>` (never its URL: it may hold a password); the
 //! connection tasks reconnect with backoff (100 ms doubling to 2 s) and check an idle
 //! connection with PING every second. Keys are never remapped to another node.
 
 use super::config::{NodeSpec, ProxyConfig};
-use super::link::{connect, send, NodeInfo, NodeStream};
+use super::link::{connect, send, Follow, NodeInfo, NodeStream, NodeWrite};
 use super::resp;
 use bytes::{Bytes, BytesMut};
 use parking_lot::Mutex;
@@ -141,6 +146,7 @@ impl Node {
     /// Starts the node's shared connection tasks (on the current tokio runtime).
     pub fn start(spec: NodeSpec, cfg: &ProxyConfig) -> Node {
         let info = Arc::new(NodeInfo::new(spec, cfg));
+        super::failover::start(&info);
         let conns = cfg.conns_per_node.max(1);
         let make = |resp3: bool| -> Vec<ConnHandle> {
             (0..conns)
@@ -248,11 +254,13 @@ impl Node {
             }
         }
         let permit = self.slot().await?;
-        let (stream, buf) = connect(&self.info, resp3).await.map_err(|e| {
+        let (stream, buf, follow) = connect(&self.info, resp3).await.map_err(|e| {
             self.info.errors.fetch_add(1, Ordering::Relaxed);
             self.info.unavailable(&e)
         })?;
         Ok(Dedicated {
+            info: self.info.clone(),
+            follow,
             stream,
             buf,
             resp3,
@@ -313,6 +321,8 @@ impl Drop for Unqueue<'_> {
 
 /// A connection owned by one client for a while.
 pub struct Dedicated {
+    info: Arc<NodeInfo>,
+    follow: Follow,
     stream: NodeStream,
     buf: BytesMut,
     resp3: bool,
@@ -324,7 +334,12 @@ pub struct Dedicated {
 }
 
 impl Dedicated {
+    /// Writes a request; refused once the node's primary moved away from this connection's
+    /// address (a transaction WATCHed there, say, must not run on the old primary).
     pub async fn write(&mut self, bytes: &[u8]) -> Result<(), String> {
+        if self.follow.has_moved() {
+            return Err(MOVED.into());
+        }
         send(&mut self.stream, bytes)
             .await
             .map_err(|e| e.to_string())
@@ -333,20 +348,35 @@ impl Dedicated {
     /// Reads one reply that should come at once (the command timeout applies).
     pub async fn read_prompt_reply(&mut self) -> Result<Bytes, String> {
         let t = self.timeout;
-        tokio::time::timeout(t, self.read_reply())
+        tokio::time::timeout(t, self.read_frame(false))
             .await
             .unwrap_or_else(|_| Err("command timed out".into()))
     }
 
-    /// Reads one reply (no timeout: blocking commands may wait for as long as they asked).
+    /// Reads one reply (no timeout: blocking commands may wait for as long as they asked,
+    /// but not past a move of the node's primary, where the keys they wait on now live).
+    /// Cancel-safe.
     pub async fn read_reply(&mut self) -> Result<Bytes, String> {
+        self.read_frame(true).await
+    }
+
+    async fn read_frame(&mut self, until_moved: bool) -> Result<Bytes, String> {
         loop {
             match self.scan.scan(&self.buf) {
-                Ok(Some(n)) => return Ok(self.buf.split_to(n).freeze()),
+                Ok(Some(n)) => {
+                    self.info.check_reply(&self.buf[..n]);
+                    return Ok(self.buf.split_to(n).freeze());
+                }
                 Ok(None) => {}
                 Err(e) => return Err(format!("bad reply: {}", e.0)),
             }
-            match self.stream.read_buf(&mut self.buf).await {
+            let got = tokio::select! {
+                // A reply already there wins over the move.
+                biased;
+                got = self.stream.read_buf(&mut self.buf) => got,
+                () = self.follow.moved(), if until_moved => return Err(MOVED.into()),
+            };
+            match got {
                 Ok(0) => return Err("connection closed by the node".into()),
                 Ok(_) => {}
                 Err(e) => return Err(e.to_string()),
@@ -354,6 +384,9 @@ impl Dedicated {
         }
     }
 }
+
+/// Why a connection made to the old primary gives up.
+const MOVED: &str = "its primary moved";
 
 /// A request written and awaiting its replies.
 struct Sent {
@@ -398,6 +431,7 @@ impl Inbox {
             if matches!(self.buf[self.taken], b'-' | b'!') {
                 info.errors.fetch_add(1, Ordering::Relaxed);
                 info.error_replies.fetch_add(1, Ordering::Relaxed);
+                info.check_reply(&self.buf[self.taken..]);
             }
             self.taken += n;
             self.got += 1;
@@ -425,7 +459,9 @@ impl Inbox {
 }
 
 /// One shared connection's life: connect, serve until it breaks, fail what was pending,
-/// back off (failing new requests at once), reconnect.
+/// back off (failing new requests at once), reconnect. When the node's primary moves, it
+/// stops writing, waits for the replies of what it wrote, and reconnects at once: requests
+/// not yet written wait for the new connection instead of failing.
 async fn shared_conn(
     info: Arc<NodeInfo>,
     resp3: bool,
@@ -434,11 +470,16 @@ async fn shared_conn(
 ) {
     let mut backoff = BACKOFF_MIN;
     let mut pending: VecDeque<Sent> = VecDeque::new();
+    // A request taken off the queue just as the primary moved: the next connection's first.
+    let mut held: Option<Req> = None;
     loop {
         // The replies of the oldest request that came before the connection broke.
         let mut partial = (Bytes::new(), 0);
+        let mut follow = None;
+        // What the primary was before connecting, for a failed connect to wait on.
+        let before = info.follow();
         let reason = match connect(&info, resp3).await {
-            Ok((stream, buf)) => {
+            Ok((stream, buf, f)) => {
                 state.store(UP, Ordering::Relaxed);
                 // Backoff grows only after a failure: this connection replaces a lost one.
                 if backoff != BACKOFF_MIN {
@@ -446,12 +487,21 @@ async fn shared_conn(
                 }
                 backoff = BACKOFF_MIN;
                 let mut inbox = Inbox::new(buf);
-                match serve(&info, stream, &mut inbox, &mut rx, &mut pending).await {
-                    Some(reason) => {
+                let f = follow.insert(f);
+                let link = Serving {
+                    info: &info,
+                    rx: &mut rx,
+                    pending: &mut pending,
+                    held: &mut held,
+                    follow: f,
+                };
+                match link.serve(stream, &mut inbox).await {
+                    Stop::Shutdown => return,
+                    Stop::Moved => continue,
+                    Stop::Broke(reason) => {
                         partial = (inbox.buf.split_to(inbox.taken).freeze(), inbox.got);
                         reason
                     }
-                    None => return,
                 }
             }
             Err(reason) => reason,
@@ -472,9 +522,20 @@ async fn shared_conn(
                 });
             }
         }
+        if let Some(req) = held.take() {
+            info.errors.fetch_add(req.count as u64, Ordering::Relaxed);
+            let _ = req.reply.send(Replies::failed(err.clone()));
+        }
         let until = Instant::now() + backoff;
+        // The primary moved since: no reason to wait before trying it.
+        let mut follow = follow.unwrap_or(before);
+        let moved = follow.moved();
+        tokio::pin!(moved);
         loop {
             tokio::select! {
+                // A move first: requests queued meanwhile go to the new primary.
+                biased;
+                () = &mut moved => break,
                 _ = sleep_until(until) => break,
                 req = rx.recv() => match req {
                     Some(req) => {
@@ -489,73 +550,127 @@ async fn shared_conn(
     }
 }
 
-/// Serves a connected stream; returns why it broke (None: the proxy is shutting down).
-async fn serve(
-    info: &NodeInfo,
-    stream: NodeStream,
-    inbox: &mut Inbox,
-    rx: &mut mpsc::UnboundedReceiver<Req>,
-    pending: &mut VecDeque<Sent>,
-) -> Option<String> {
-    let (mut rd, mut wr) = stream.into_split();
-    let mut out: Vec<u8> = Vec::with_capacity(16 * 1024);
-    let mut last_reply = Instant::now();
-    let mut health = tokio::time::interval(HEALTH_EVERY);
-    health.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    // One timer for the oldest request's deadline, re-armed when it fires before it (a
-    // deadline only moves later as replies come): not a timer registered per loop turn.
-    let timer = sleep_until(Instant::now() + info.command_timeout);
-    tokio::pin!(timer);
-    loop {
-        tokio::select! {
-            req = rx.recv() => {
-                let req = req?;
-                out.clear();
-                let now = Instant::now();
-                out.extend_from_slice(&req.bytes);
-                pending.push_back(Sent { reply: Some(req.reply), count: req.count, at: now });
-                let mut count = req.count;
-                while out.len() < WRITE_BATCH {
-                    let Ok(req) = rx.try_recv() else { break };
-                    out.extend_from_slice(&req.bytes);
-                    count += req.count;
-                    pending.push_back(Sent { reply: Some(req.reply), count: req.count, at: now });
-                }
-                info.in_flight.fetch_add(count as u64, Ordering::Relaxed);
-                if let Err(e) = send(&mut wr, &out).await {
-                    return Some(e.to_string());
-                }
-                if out.capacity() > WRITE_BATCH * 2 {
-                    out = Vec::with_capacity(16 * 1024);
-                }
+/// Why [`Serving::serve`] returned.
+enum Stop {
+    /// The proxy is shutting down.
+    Shutdown,
+    /// The connection failed: why.
+    Broke(String),
+    /// The primary moved and everything written has been answered: reconnect at once.
+    Moved,
+}
+
+/// What a shared connection's serving borrows from its task.
+struct Serving<'a> {
+    info: &'a NodeInfo,
+    rx: &'a mut mpsc::UnboundedReceiver<Req>,
+    pending: &'a mut VecDeque<Sent>,
+    held: &'a mut Option<Req>,
+    follow: &'a mut Follow,
+}
+
+impl Serving<'_> {
+    /// Writes `first` and whatever else is queued (up to a batch) as one write.
+    async fn write(
+        &mut self,
+        wr: &mut NodeWrite,
+        out: &mut Vec<u8>,
+        first: Req,
+    ) -> Result<(), String> {
+        out.clear();
+        let now = Instant::now();
+        let mut next = Some(first);
+        let mut count = 0;
+        while let Some(req) = next {
+            out.extend_from_slice(&req.bytes);
+            count += req.count;
+            self.pending.push_back(Sent {
+                reply: Some(req.reply),
+                count: req.count,
+                at: now,
+            });
+            next = if out.len() < WRITE_BATCH {
+                self.rx.try_recv().ok()
+            } else {
+                None
+            };
+        }
+        self.info
+            .in_flight
+            .fetch_add(count as u64, Ordering::Relaxed);
+        send(wr, out).await.map_err(|e| e.to_string())?;
+        if out.capacity() > WRITE_BATCH * 2 {
+            *out = Vec::with_capacity(16 * 1024);
+        }
+        Ok(())
+    }
+
+    /// Serves a connected stream until it breaks, the primary moves or the proxy stops.
+    async fn serve(mut self, stream: NodeStream, inbox: &mut Inbox) -> Stop {
+        let info = self.info;
+        let (mut rd, mut wr) = stream.into_split();
+        let mut out: Vec<u8> = Vec::with_capacity(16 * 1024);
+        if let Some(req) = self.held.take() {
+            if let Err(e) = self.write(&mut wr, &mut out, req).await {
+                return Stop::Broke(e);
             }
-            n = rd.read_buf(&mut inbox.buf) => {
-                match n {
-                    Ok(0) => return Some("connection closed by the node".into()),
-                    Err(e) => return Some(e.to_string()),
-                    Ok(_) => {}
-                }
-                last_reply = Instant::now();
-                if let Err(e) = inbox.dispatch(info, pending, last_reply) {
-                    return Some(e);
-                }
+        }
+        let mut last_reply = Instant::now();
+        let mut health = tokio::time::interval(HEALTH_EVERY);
+        health.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        // One timer for the oldest request's deadline, re-armed when it fires before it (a
+        // deadline only moves later as replies come): not a timer registered per loop turn.
+        let timer = sleep_until(Instant::now() + info.command_timeout);
+        tokio::pin!(timer);
+        // The primary moved: nothing more is written, the replies owed are awaited.
+        let mut draining = false;
+        loop {
+            if draining && self.pending.is_empty() {
+                return Stop::Moved;
             }
-            () = &mut timer, if !pending.is_empty() => {
-                let deadline = pending.front().map(|s| s.at + info.command_timeout);
-                match deadline {
-                    // Replies are matched by order: a missing one poisons the connection.
-                    Some(d) if d <= Instant::now() => return Some("command timed out".into()),
-                    Some(d) => timer.as_mut().reset(d),
-                    None => {}
-                }
-            }
-            _ = health.tick() => {
-                if pending.is_empty() && last_reply.elapsed() >= HEALTH_EVERY {
-                    if let Err(e) = send(&mut wr, b"*1\r\n$4\r\nPING\r\n").await {
-                        return Some(e.to_string());
+            tokio::select! {
+                req = self.rx.recv(), if !draining => {
+                    let Some(req) = req else { return Stop::Shutdown };
+                    if self.follow.has_moved() {
+                        *self.held = Some(req);
+                        draining = true;
+                        continue;
                     }
-                    pending.push_back(Sent { reply: None, count: 1, at: Instant::now() });
+                    if let Err(e) = self.write(&mut wr, &mut out, req).await {
+                        return Stop::Broke(e);
+                    }
                 }
+                n = rd.read_buf(&mut inbox.buf) => {
+                    match n {
+                        Ok(0) => return Stop::Broke("connection closed by the node".into()),
+                        Err(e) => return Stop::Broke(e.to_string()),
+                        Ok(_) => {}
+                    }
+                    last_reply = Instant::now();
+                    if let Err(e) = inbox.dispatch(info, self.pending, last_reply) {
+                        return Stop::Broke(e);
+                    }
+                }
+                () = &mut timer, if !self.pending.is_empty() => {
+                    let deadline = self.pending.front().map(|s| s.at + info.command_timeout);
+                    match deadline {
+                        // Replies are matched by order: a missing one poisons the connection.
+                        Some(d) if d <= Instant::now() => {
+                            return Stop::Broke("command timed out".into())
+                        }
+                        Some(d) => timer.as_mut().reset(d),
+                        None => {}
+                    }
+                }
+                _ = health.tick(), if !draining => {
+                    if self.pending.is_empty() && last_reply.elapsed() >= HEALTH_EVERY {
+                        if let Err(e) = send(&mut wr, b"*1\r\n$4\r\nPING\r\n").await {
+                            return Stop::Broke(e.to_string());
+                        }
+                        self.pending.push_back(Sent { reply: None, count: 1, at: Instant::now() });
+                    }
+                }
+                () = self.follow.moved(), if !draining && self.follow.can_move() => draining = true,
             }
         }
     }

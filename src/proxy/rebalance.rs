@@ -146,12 +146,22 @@ impl fmt::Display for Summary {
 }
 
 /// Parses `ID=redis://...,ID=redis://...` (a password containing `,` cannot be given here).
+/// A piece that is a bare URL is a further address (a replica) of the node before it.
 pub fn parse_node_list(s: &str) -> Result<Vec<NodeSpec>, String> {
-    let nodes = s
-        .split(',')
-        .map(str::trim)
-        .filter(|item| !item.is_empty())
-        .map(NodeSpec::parse)
+    let mut items: Vec<String> = Vec::new();
+    for piece in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let url = piece.starts_with("redis://") || piece.starts_with("rediss://");
+        match items.last_mut() {
+            Some(item) if url => {
+                item.push(',');
+                item.push_str(piece);
+            }
+            _ => items.push(piece.to_string()),
+        }
+    }
+    let nodes = items
+        .iter()
+        .map(|item| NodeSpec::parse(item))
         .collect::<Result<Vec<_>, _>>()?;
     if nodes.is_empty() {
         return Err("the node list is empty (expected ID=redis://host:port,...)".into());
@@ -545,8 +555,16 @@ mod tests {
         assert_eq!((n[0].id.as_str(), n[0].port), ("node-a", 1));
         assert_eq!((n[1].id.as_str(), n[1].db), ("node-b", 3));
         assert_eq!(n[1].password.as_deref(), Some("pw"));
+        // A node with a replica: the bare URL belongs to the node before it.
+        let n = parse_node_list("a=redis://h:1,redis://h:9,b=redis://h:2").unwrap();
+        assert_eq!(
+            (n.len(), n[0].alternates.len(), n[0].alternates[0].port),
+            (2, 1, 9)
+        );
+        assert_eq!(n[0].alternates[0].id, "a");
         for bad in [
             "",
+            "redis://h:1,b=redis://h:2",
             " , ",
             "node-a",
             "a=redis://:pw@h:1,a=redis://:pw@h:2",

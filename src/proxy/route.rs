@@ -97,7 +97,10 @@ fn is_local(name: &str) -> bool {
             | "punsubscribe"
             | "ssubscribe"
             | "sunsubscribe"
-    )
+            | "asking"
+            | "readonly"
+            | "readwrite"
+    ) || name.starts_with("cluster|")
 }
 
 fn upper_name(spec: &CommandSpec) -> String {
@@ -447,6 +450,10 @@ mod tests {
             ("WATCH a b", "watch"),
             ("SSUBSCRIBE a", "ssubscribe"),
             ("subscribe a b", "subscribe"),
+            ("CLUSTER SLOTS", "cluster|slots"),
+            ("cluster getkeysinslot 1 2", "cluster|getkeysinslot"),
+            ("READONLY", "readonly"),
+            ("asking", "asking"),
         ] {
             assert_eq!(r(line), Route::Local(name), "{line}");
         }

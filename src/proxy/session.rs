@@ -38,6 +38,8 @@ pub enum Fan {
     First,
     /// SCRIPT EXISTS: 1 only where every node has the script.
     And,
+    /// CLUSTER GETKEYSINSLOT: the nodes' arrays concatenated, cut to this many elements.
+    ConcatUpTo(usize),
 }
 
 pub struct Session {

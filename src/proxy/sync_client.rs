@@ -51,8 +51,45 @@ pub struct SyncConn {
 }
 
 impl SyncConn {
-    /// Connects, then AUTHs and SELECTs as the node's URL says.
+    /// Connects, then AUTHs and SELECTs as the node's URL says. A node listed with
+    /// replicas is reached at the address whose `ROLE` says master: never a replica.
     pub fn connect(node: &NodeSpec, timeout: Duration) -> Result<SyncConn, String> {
+        if node.alternates.is_empty() {
+            return Self::connect_one(node, timeout);
+        }
+        let mut why = Vec::new();
+        for (i, addr) in node.addresses().enumerate() {
+            let n = i + 1;
+            let mut c = match Self::connect_one(addr, timeout) {
+                Ok(c) => c,
+                Err(e) => {
+                    why.push(format!("#{n} {e}"));
+                    continue;
+                }
+            };
+            // ROLE's first element: `master`, `slave` or `sentinel`.
+            match c.call(&[b"ROLE"]) {
+                Ok(Resp::Array(kids)) => match kids.first() {
+                    Some(Resp::Bulk(r)) if r == b"master" => return Ok(c),
+                    Some(Resp::Bulk(r)) => {
+                        why.push(format!("#{n} is a {}", String::from_utf8_lossy(r)))
+                    }
+                    _ => why.push(format!("#{n} gave an odd ROLE reply")),
+                },
+                Ok(Resp::Error(e)) => why.push(format!("#{n} ROLE failed: {e}")),
+                Ok(_) => why.push(format!("#{n} gave an odd ROLE reply")),
+                Err(e) => why.push(format!("#{n} {e}")),
+            }
+        }
+        Err(format!(
+            "node {}: no primary among its {} addresses ({})",
+            node.id,
+            why.len(),
+            why.join("; ")
+        ))
+    }
+
+    fn connect_one(node: &NodeSpec, timeout: Duration) -> Result<SyncConn, String> {
         let name = format!("node {} ({})", node.id, node.redacted_url());
         if node.tls {
             return Err(format!("{name}: this tool does not speak TLS (rediss://)"));

@@ -8,7 +8,7 @@ use super::rand48;
 use super::sha1::sha1_hex;
 use super::shebang::{self, Flags};
 use crate::instance::errors;
-use crate::instance::state::Shared;
+use crate::instance::state::{Shared, Stats};
 use crate::num::dtoa::fpconv;
 use crate::protocol::Reply;
 use bytes::Bytes;
@@ -62,7 +62,7 @@ pub struct Scripts {
     kill: AtomicBool,
     /// Bumped by SCRIPT FLUSH and FUNCTION FLUSH: interpreters are rebuilt when it moves.
     generation: AtomicU64,
-    bodies: Mutex<HashMap<String, Bytes>>,
+    bodies: super::cache::ScriptCache,
     /// `math.random`'s generator state: one per server, as Redis's is process-wide and
     /// never reset between scripts.
     rand: AtomicU64,
@@ -103,11 +103,7 @@ pub fn memory_info(srv: &Shared) -> MemoryInfo {
             functions_bytes: 0,
         };
     };
-    let (cached_scripts, scripts_eval) = {
-        let bodies = s.bodies.lock();
-        let bytes = bodies.iter().map(|(k, v)| (k.len() + v.len()) as u64).sum();
-        (bodies.len(), bytes)
-    };
+    let (cached_scripts, scripts_eval) = s.bodies.usage();
     let libs = s.functions.lock();
     MemoryInfo {
         vm_eval: s.vm_eval.load(Ordering::Relaxed),
@@ -124,7 +120,7 @@ pub fn memory_info(srv: &Shared) -> MemoryInfo {
 impl Scripts {
     fn new() -> Scripts {
         Scripts {
-            bodies: Mutex::new(HashMap::new()),
+            bodies: Default::default(),
             generation: AtomicU64::new(0),
             running_since: AtomicU64::new(0),
             epoch: Instant::now(),
@@ -165,12 +161,12 @@ impl Scripts {
 
     pub fn exists(&self, sha: &[u8]) -> bool {
         let sha = String::from_utf8_lossy(sha).to_ascii_lowercase();
-        self.bodies.lock().contains_key(&sha)
+        self.bodies.contains(&sha)
     }
 
     /// SCRIPT FLUSH: forgets the scripts and recreates the interpreters, as Redis does.
     pub fn flush(&self) {
-        self.bodies.lock().clear();
+        self.bodies.clear();
         self.recreate_interpreters();
     }
 
@@ -254,7 +250,7 @@ pub fn declared_flags(srv: &Shared, args: &[Bytes]) -> Option<Flags> {
         script.clone()
     } else if name.eq_ignore_ascii_case(b"evalsha") || name.eq_ignore_ascii_case(b"evalsha_ro") {
         let sha = String::from_utf8_lossy(script).to_ascii_lowercase();
-        let found = registered(srv).and_then(|s| s.bodies.lock().get(&sha).cloned());
+        let found = registered(srv).and_then(|s| s.bodies.body(&sha));
         found?
     } else if name.eq_ignore_ascii_case(b"fcall") || name.eq_ignore_ascii_case(b"fcall_ro") {
         let (_, f) = registered(srv)?.functions.lock().find(script)?;
@@ -340,6 +336,8 @@ impl Drop for CurrentGuard {
 struct Compiled {
     func: Function,
     flags: Option<Flags>,
+    /// The LRU stamp of a script EVAL added (see `super::cache`).
+    lru: Option<super::cache::Stamp>,
 }
 
 /// A library's functions compiled in one interpreter, with the library id they came from.
@@ -358,6 +356,8 @@ pub(super) struct Interp {
     load_deadline: Rc<Cell<Option<Instant>>>,
     /// By SHA1: looked up on every EVALSHA (ahash; `Rc` so a hit copies no Lua reference).
     funcs: RefCell<HashMap<String, Rc<Compiled>, ahash::RandomState>>,
+    /// The cache's eviction count when `funcs` was last pruned of evicted scripts.
+    evictions_seen: Cell<u64>,
     /// The SCRIPT / FUNCTION FLUSH generation this interpreter was built for: a flush
     /// replaces it with a fresh one (`interp`), as Redis recreates its Lua state.
     generation: u64,
@@ -549,6 +549,7 @@ impl Interp {
             libs: RefCell::new(HashMap::new()),
             load_deadline,
             funcs: RefCell::new(HashMap::default()),
+            evictions_seen: Cell::new(scripts.bodies.evictions()),
             generation,
             gc_count: Cell::new(0),
             gc_mark: Cell::new(0),
@@ -563,30 +564,48 @@ impl Interp {
         })
     }
 
-    /// The compiled function of a script, compiling and caching it on first use.
-    fn function(&self, sha: &str, body: Option<&[u8]>) -> Result<Option<Rc<Compiled>>, Reply> {
+    /// The compiled function of a script, compiling and caching it on first use; `eval`
+    /// when EVAL supplied the body (such scripts are evictable). Also returns how many
+    /// scripts were evicted to make room for it.
+    fn function(
+        &self,
+        sha: &str,
+        body: Option<&[u8]>,
+        eval: bool,
+    ) -> Result<(Option<Rc<Compiled>>, u64), Reply> {
+        let evictions = self.scripts.bodies.evictions();
+        if evictions != self.evictions_seen.get() {
+            // Another script was evicted: its compiled copy goes too (NOSCRIPT after).
+            self.scripts
+                .bodies
+                .retain_cached(&mut self.funcs.borrow_mut());
+            self.evictions_seen.set(evictions);
+        }
         if let Some(f) = self.funcs.borrow().get(sha) {
-            return Ok(Some(f.clone()));
+            return Ok((Some(f.clone()), 0));
         }
         let body = match body {
             Some(b) => Bytes::copy_from_slice(b),
-            None => match self.scripts.bodies.lock().get(sha) {
-                Some(b) => b.clone(),
-                None => return Ok(None),
+            None => match self.scripts.bodies.body(sha) {
+                Some(b) => b,
+                None => return Ok((None, 0)),
             },
         };
         let shebang = shebang::parse(&body).map_err(|e| Reply::error(format!("ERR {e}")))?;
+        let func = self.compile(&body[shebang.len..])?;
+        let (lru, evicted) = self.scripts.bodies.insert(sha, body, eval);
         let f = Rc::new(Compiled {
-            func: self.compile(&body[shebang.len..])?,
+            func,
             flags: shebang.flags,
+            lru,
         });
-        self.scripts
-            .bodies
-            .lock()
-            .entry(sha.to_string())
-            .or_insert(body);
+        if evicted > 0 {
+            self.scripts
+                .bodies
+                .retain_cached(&mut self.funcs.borrow_mut());
+        }
         self.funcs.borrow_mut().insert(sha.to_string(), f.clone());
-        Ok(Some(f))
+        Ok((Some(f), evicted))
     }
 
     fn compile(&self, body: &[u8]) -> Result<Function, Reply> {
@@ -870,7 +889,7 @@ pub fn load(srv: &Arc<Shared>, body: &[u8]) -> Reply {
         Ok(i) => i,
         Err(e) => return Reply::error(format!("ERR {e}")),
     };
-    match it.function(&sha, Some(body)) {
+    match it.function(&sha, Some(body), false) {
         Ok(_) => Reply::bulk(sha),
         Err(e) => e,
     }
@@ -901,8 +920,11 @@ pub fn eval(
     let (sha, func): (&str, _) = match source {
         Source::Body(body) => {
             owned = sha1_hex(body);
-            match it.function(&owned, Some(body)) {
-                Ok(f) => (&owned, f),
+            match it.function(&owned, Some(body), true) {
+                Ok((f, evicted)) => {
+                    Stats::bump(&srv.stats.evicted_scripts, evicted);
+                    (&owned, f)
+                }
                 Err(e) => return e,
             }
         }
@@ -917,8 +939,8 @@ pub fn eval(
             let Ok(sha) = std::str::from_utf8(&lower) else {
                 return errors::err(errors::NOSCRIPT);
             };
-            match it.function(sha, None) {
-                Ok(f) => (sha, f),
+            match it.function(sha, None, false) {
+                Ok((f, _)) => (sha, f),
                 Err(e) => return e,
             }
         }
@@ -931,7 +953,11 @@ pub fn eval(
         Err(e) => return e,
     };
     let split = 3 + keys;
-    match call(host, args, &it, &script.func, split, mode, None) {
+    let ran = call(host, args, &it, &script.func, split, mode, None);
+    if let Some(lru) = &script.lru {
+        it.scripts.bodies.touch(lru);
+    }
+    match ran {
         Ok(Ok(v)) => {
             mark_counted(host, &v);
             lua_to_reply(&v, it.resp3.get())
@@ -1629,8 +1655,7 @@ mod tests {
         assert_eq!(writes(&["EVALSHA", &sha, "0"]), None);
         scripts(&srv)
             .bodies
-            .lock()
-            .insert(sha.clone(), Bytes::from_static(b"#!lua\nreturn 1"));
+            .insert(&sha, Bytes::from_static(b"#!lua\nreturn 1"), false);
         assert_eq!(
             writes(&["EVALSHA", &sha.to_ascii_uppercase(), "0"]),
             Some(true)

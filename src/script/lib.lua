@@ -10,8 +10,9 @@ local lower, find = string.lower, string.find
 local error, type, tostring, select, rawget, rawset, setmetatable =
   error, type, tostring, select, rawget, rawset, setmetatable
 
+-- `os` stays: open_libraries made it Redis 7.4's sandboxed one (os.clock only).
 for _, name in ipairs({'debug', 'print', 'dofile', 'loadfile', 'require', 'module',
-    'getfenv', 'setfenv', 'newproxy', 'package', 'os', 'io'}) do
+    'getfenv', 'setfenv', 'newproxy', 'package', 'io'}) do
   rawset(G, name, nil)
 end
 

@@ -3,6 +3,7 @@
 //! global tables through [`open_libraries`].
 
 pub mod bit;
+pub mod cache;
 pub mod cjson;
 pub mod cmsgpack;
 pub mod convert;
@@ -37,7 +38,27 @@ pub fn open_libraries(lua: &mlua::Lua) -> mlua::Result<()> {
     cmsgpack::open(lua)?;
     bit::open(lua)?;
     structlib::open(lua)?;
-    Ok(())
+    open_os(lua)
+}
+
+/// Redis 7.4's sandboxed `os` library: `os.clock()` only, the process's CPU time in seconds
+/// as C's `clock()` gives it (Lua's `os_clock`; glibc reads the same clock, in whole µs).
+fn open_os(lua: &mlua::Lua) -> mlua::Result<()> {
+    let t = lua.create_table()?;
+    t.set(
+        "clock",
+        lua.create_function(|_, ()| {
+            let mut ts = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
+            let clock = libc::CLOCK_PROCESS_CPUTIME_ID;
+            unsafe { libc::clock_gettime(clock, &mut ts) }; // SAFETY: writes only `ts`.
+            let us = ts.tv_sec * 1_000_000 + ts.tv_nsec / 1000;
+            Ok(us as f64 / 1e6)
+        })?,
+    )?;
+    lua.globals().set("os", t)
 }
 
 /// Where a script of this server stands, as dispatch sees it before a command runs.

@@ -698,6 +698,7 @@ fn over_query_limit(
     if inbuf.len() <= query_limit(srv) {
         return false;
     }
+    crate::instance::state::Stats::bump(&srv.stats.qbuf_limit_disconnections, 1);
     tracing::warn!(
         "Closing client that reached max query buffer length: {} (qbuf initial bytes: {})",
         cmd::client::describe(srv, h),

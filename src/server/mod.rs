@@ -117,10 +117,8 @@ pub fn start_with(
             .store(a.port() as u64, std::sync::atomic::Ordering::Relaxed);
         let _ = shared.config.set_initial("port", &a.port().to_string());
     }
-    for l in listeners.tcp {
-        tokio::spawn(accept_loop(shared.clone(), l));
-    }
-    tokio::spawn(tls_listeners(shared.clone(), listeners.tls));
+    tokio::spawn(relisten(shared.clone(), listeners.tcp, false));
+    tokio::spawn(relisten(shared.clone(), listeners.tls, true));
     tokio::spawn(active_expiry(shared.clone()));
     tokio::spawn(eviction_timer(shared.clone()));
     Ok(Running {
@@ -192,9 +190,21 @@ fn open_durable(srv: &Arc<Shared>) -> std::io::Result<()> {
     Ok(())
 }
 
-async fn accept_loop(srv: Arc<Shared>, listener: TcpListener) {
+/// Plain clients: accepted and served until CONFIG SET port replaces the listener.
+async fn accept_loop(
+    srv: Arc<Shared>,
+    listener: TcpListener,
+    gen: u64,
+    mut stop: tokio::sync::watch::Receiver<u64>,
+) {
+    use std::sync::atomic::Ordering;
     loop {
-        let (stream, peer) = match listener.accept().await {
+        let accepted = tokio::select! {
+            r = listener.accept() => r,
+            // Replaced by CONFIG SET port: the listener closes with this loop.
+            _ = stop.changed() => return,
+        };
+        let (stream, peer) = match accepted {
             Ok(x) => x,
             Err(e) => {
                 // EMFILE and friends: back off instead of spinning.
@@ -203,16 +213,25 @@ async fn accept_loop(srv: Arc<Shared>, listener: TcpListener) {
                 continue;
             }
         };
+        if srv.tcp_listen.generation.load(Ordering::Acquire) != gen {
+            return;
+        }
         let _ = stream.set_nodelay(true);
         tokio::spawn(conn::serve(srv.clone(), stream, peer));
     }
 }
 
-/// Runs the TLS listeners: those bound at start, then whichever CONFIG SET tls-port binds
-/// (each set replaces the previous one, whose accept loops end: their sockets close).
-async fn tls_listeners(srv: Arc<Shared>, first: Vec<TcpListener>) {
+/// Runs one kind of listener (plain or TLS): those bound at start, then whichever CONFIG
+/// SET port / tls-port binds (each set replaces the previous one, whose accept loops end:
+/// their sockets close).
+async fn relisten(srv: Arc<Shared>, first: Vec<TcpListener>, tls: bool) {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let _ = srv.tls_rebind.set(tx);
+    let kind = if tls {
+        &srv.tls_listen
+    } else {
+        &srv.tcp_listen
+    };
+    let _ = kind.tx.set(tx);
     let handshaking = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let (generation, _) = tokio::sync::watch::channel(0u64);
     let mut current = first;
@@ -220,8 +239,12 @@ async fn tls_listeners(srv: Arc<Shared>, first: Vec<TcpListener>) {
     loop {
         for l in current.drain(..) {
             let stop = generation.subscribe();
-            let h = handshaking.clone();
-            tokio::spawn(accept_tls_loop(srv.clone(), l, h, gen, stop));
+            if tls {
+                let h = handshaking.clone();
+                tokio::spawn(accept_tls_loop(srv.clone(), l, h, gen, stop));
+            } else {
+                tokio::spawn(accept_loop(srv.clone(), l, gen, stop));
+            }
         }
         let Some((next_gen, next)) = rx.recv().await else {
             return;
@@ -231,7 +254,7 @@ async fn tls_listeners(srv: Arc<Shared>, first: Vec<TcpListener>) {
         for l in next {
             match TcpListener::from_std(l) {
                 Ok(l) => current.push(l),
-                Err(e) => tracing::warn!("TLS listener: {e}"),
+                Err(e) => tracing::warn!("listener: {e}"),
             }
         }
     }
@@ -264,7 +287,7 @@ async fn accept_tls_loop(
                 continue;
             }
         };
-        if srv.tls_generation.load(Ordering::Acquire) != gen {
+        if srv.tls_listen.generation.load(Ordering::Acquire) != gen {
             return;
         }
         let Some(cfg) = srv.tls.read().clone() else {

@@ -254,6 +254,14 @@ impl TestServerBuilder {
         );
         self
     }
+    /// Emulated cluster mode (`--cluster-mode emulated`): the server answers CLUSTER SLOTS,
+    /// SHARDS, NODES… as a one-node Redis Cluster owning all 16 384 slots at this server's
+    /// address, and refuses cross-slot requests with `-CROSSSLOT`, so cluster-mode clients
+    /// (redis-py `RedisCluster`, ioredis `Cluster`, go-redis `ClusterClient`) can be tested
+    /// against one in-process server.
+    pub fn cluster_emulated(self) -> Self {
+        self.param(crate::instance::state::CLUSTER_MODE_PARAM, "emulated")
+    }
     /// Any redis.conf parameter, as at start-up.
     pub fn param(mut self, name: &str, value: &str) -> Self {
         self.config

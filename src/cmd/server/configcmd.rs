@@ -54,6 +54,19 @@ pub(super) fn config_set(cx: &mut Cx) -> Reply {
         .collect();
     let get = |n: &str| cx.srv.config.get(n).unwrap_or_default();
     let before: Vec<(&str, String)> = tls_names.iter().map(|n| (*n, get(n))).collect();
+    // Every parameter's value before, for the rollback when an apply fails (Redis restores
+    // them all: introspection.tcl "CONFIG SET rollback on apply error").
+    let all_before: Vec<(String, String)> = pairs
+        .iter()
+        .map(|(k, _)| String::from_utf8_lossy(k).to_ascii_lowercase())
+        .filter_map(|k| cx.srv.config.get(&k).map(|v| (k, v)))
+        .collect();
+    let rollback = |srv: &Shared| {
+        for (n, v) in &all_before {
+            let _ = srv.config.set_initial(n, v);
+        }
+    };
+    let port_before = cx.srv.port.load(Ordering::Relaxed);
     match cx.srv.config.set_many(&pairs) {
         Ok(()) => {
             // `requirepass` is the default user's password (Redis
@@ -75,6 +88,7 @@ pub(super) fn config_set(cx: &mut Cx) -> Reply {
                     for (n, v) in &before {
                         let _ = cx.srv.config.set_initial(n, v);
                     }
+                    rollback(cx.srv);
                     let name = if old_port.is_some() {
                         "tls-port"
                     } else {
@@ -82,6 +96,14 @@ pub(super) fn config_set(cx: &mut Cx) -> Reply {
                     };
                     return Reply::error(format!(
                         "ERR CONFIG SET failed (possibly related to argument '{name}') - {why}"
+                    ));
+                }
+            }
+            if pairs.iter().any(|(k, _)| k.eq_ignore_ascii_case(b"port")) {
+                if let Err(why) = apply_port(cx.srv, port_before) {
+                    rollback(cx.srv);
+                    return Reply::error(format!(
+                        "ERR CONFIG SET failed (possibly related to argument 'port') - {why}"
                     ));
                 }
             }
@@ -125,7 +147,7 @@ fn apply_tls(srv: &Shared, old_port: Option<u16>) -> Result<(), &'static str> {
         if moved {
             // TLS off: the listeners close, new connections are refused.
             *srv.tls.write() = None;
-            hand_over(srv, Vec::new());
+            srv.tls_listen.hand_over(Vec::new());
         }
         return Ok(());
     }
@@ -134,28 +156,45 @@ fn apply_tls(srv: &Shared, old_port: Option<u16>) -> Result<(), &'static str> {
         "Unable to update TLS configuration. Check server logs."
     })?;
     if moved {
-        let listeners = bind_tls(srv, port).map_err(|e| {
+        let listeners = bind_on(srv, port).map_err(|e| {
             tracing::warn!("Could not create the TLS listening socket on port {port}: {e}");
             "Unable to listen on this port. Check server logs."
         })?;
         *srv.tls.write() = Some(cfg);
-        hand_over(srv, listeners);
+        srv.tls_listen.hand_over(listeners);
     } else {
         *srv.tls.write() = Some(cfg);
     }
     Ok(())
 }
 
-/// Gives the server its new TLS listeners; the old ones stop accepting from now on.
-fn hand_over(srv: &Shared, listeners: Vec<std::net::TcpListener>) {
-    let gen = srv.tls_generation.fetch_add(1, Ordering::AcqRel) + 1;
-    if let Some(tx) = srv.tls_rebind.get() {
-        let _ = tx.send((gen, listeners));
+/// CONFIG SET port (Redis `changeListenPort`): the plain listeners move to the new port on
+/// every bind address, or close with port 0; a port that cannot be bound leaves them as
+/// they were (the caller rolls the parameters back). Connections already open stay.
+fn apply_port(srv: &Shared, old: u64) -> Result<(), &'static str> {
+    let port: u16 = srv
+        .config
+        .get("port")
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0);
+    if u64::from(port) == old {
+        return Ok(());
     }
+    let listeners = if port == 0 {
+        Vec::new()
+    } else {
+        bind_on(srv, port).map_err(|e| {
+            tracing::warn!("Could not create server TCP listening socket *:{port}: {e}");
+            "Unable to listen on this port. Check server logs."
+        })?
+    };
+    srv.tcp_listen.hand_over(listeners);
+    srv.port.store(u64::from(port), Ordering::Relaxed);
+    Ok(())
 }
 
 /// Binds `port` on the server's addresses, as its listeners were bound at start.
-fn bind_tls(srv: &Shared, mut port: u16) -> std::io::Result<Vec<std::net::TcpListener>> {
+fn bind_on(srv: &Shared, mut port: u16) -> std::io::Result<Vec<std::net::TcpListener>> {
     use socket2::{Domain, Socket, Type};
     let mut out = Vec::new();
     for host in &srv.startup.bind {
@@ -195,6 +234,7 @@ pub(super) fn config_resetstat(cx: &mut Cx) -> Reply {
         c.store(0, Ordering::Relaxed);
     }
     srv.ks.lazyfree.reset_stats();
+    srv.pubsub.obuf_disconnections.store(0, Ordering::Relaxed);
     Reply::OK
 }
 

@@ -95,7 +95,7 @@ fn push(l: &mut Lines, k: &str, v: impl ToString) {
 fn section(cx: &mut Cx, name: &str, l: &mut Lines) {
     match name {
         "server" => server(cx.srv, l),
-        "clients" => clients(cx.srv, l),
+        "clients" => clients(cx, l),
         "memory" => memory(cx, l),
         "persistence" => persistence(cx.srv, l),
         "stats" => stats(cx.srv, l),
@@ -107,7 +107,7 @@ fn section(cx: &mut Cx, name: &str, l: &mut Lines) {
                 push(l, &format!("errorstat_{code}"), format!("count={n}"));
             }
         }
-        "cluster" => push(l, "cluster_enabled", 0),
+        "cluster" => push(l, "cluster_enabled", u8::from(cx.srv.cluster_emulated)),
         "keyspace" => keyspace(cx, l),
         "latencystats" => super::latency::info_section(cx.srv, l),
         // No modules.
@@ -123,7 +123,12 @@ fn server(srv: &Shared, l: &mut Lines) {
     push(l, "redis_git_sha1", "00000000");
     push(l, "redis_git_dirty", 0);
     push(l, "redis_build_id", "0");
-    push(l, "redis_mode", "standalone");
+    let mode = if srv.cluster_emulated {
+        "cluster"
+    } else {
+        "standalone"
+    };
+    push(l, "redis_mode", mode);
     push(l, "os", os_name());
     push(l, "arch_bits", usize::BITS);
     push(l, "monotonic_clock", "POSIX clock_gettime");
@@ -180,18 +185,28 @@ fn server(srv: &Shared, l: &mut Lines) {
     );
 }
 
-fn clients(srv: &Shared, l: &mut Lines) {
+fn clients(cx: &mut Cx, l: &mut Lines) {
+    let srv = cx.srv;
     let all = srv.clients.all();
     // The largest input (query buffer allocation and arguments) and output buffers of the
     // last 8 seconds, as Redis reports them, and of now.
     let (mut max_in, mut max_out) = srv.peaks.recent(srv.uptime_secs());
-    let (mut blocked, mut in_timeout) = (0, 0);
+    let (mut blocked, mut in_timeout, mut pubsub, mut watching) = (0, 0, 0, 0);
     for h in &all {
         max_in = max_in.max(h.mem.input_usage());
         max_out = max_out.max(h.mem.output_usage());
         let info = h.info.lock();
         blocked += usize::from(info.blocked);
         in_timeout += usize::from(info.blocked && info.block_timeout);
+        pubsub += usize::from(info.sub + info.psub + info.ssub > 0);
+        watching += usize::from(info.watch > 0);
+    }
+    // Distinct watched keys over every db (INFO holds the whole keyspace).
+    let mut watched_keys = 0;
+    for db in 0..srv.ks.databases() {
+        for s in 0..SHARDS {
+            watched_keys += cx.ks.shard_at(db, s).watched_len();
+        }
     }
     push(l, "connected_clients", all.len());
     push(l, "cluster_connections", 0);
@@ -200,7 +215,11 @@ fn clients(srv: &Shared, l: &mut Lines) {
     push(l, "client_recent_max_output_buffer", max_out);
     push(l, "blocked_clients", blocked);
     push(l, "tracking_clients", srv.tracking.stats().0);
+    // pubsub_clients, watching_clients and total_watched_keys: Redis 7.4.
+    push(l, "pubsub_clients", pubsub);
+    push(l, "watching_clients", watching);
     push(l, "clients_in_timeout_table", in_timeout);
+    push(l, "total_watched_keys", watched_keys);
     let (keys, on_nokey) = srv.blocking.key_counts();
     push(l, "total_blocking_keys", keys);
     push(l, "total_blocking_keys_on_nokey", on_nokey);
@@ -419,6 +438,7 @@ fn stats(srv: &Shared, l: &mut Lines) {
     push(l, "expire_cycle_cpu_milliseconds", s.expire_cycle.ms());
     push(l, "evicted_keys", get(&ks.evicted));
     push(l, "evicted_clients", get(&srv.client_eviction.evicted));
+    push(l, "evicted_scripts", get(&s.evicted_scripts));
     // Milliseconds over maxmemory, the current episode included in the total (Redis).
     let since = get(&ks.eviction_exceeded_since_us);
     let current = super::super::refusals::exceeded_us(since);
@@ -463,6 +483,16 @@ fn stats(srv: &Shared, l: &mut Lines) {
     // `io-threads` is 1: no reads or writes are handed to I/O threads.
     push(l, "io_threaded_reads_processed", 0);
     push(l, "io_threaded_writes_processed", 0);
+    push(
+        l,
+        "client_query_buffer_limit_disconnections",
+        get(&s.qbuf_limit_disconnections),
+    );
+    push(
+        l,
+        "client_output_buffer_limit_disconnections",
+        get(&srv.pubsub.obuf_disconnections),
+    );
     // ACL denials (failed AUTH / HELLO AUTH, and NOPERM refusals).
     let d = &srv.acl.denials;
     push(l, "acl_access_denied_auth", get(&d.auth));
@@ -531,12 +561,13 @@ fn commandstats(srv: &Shared, l: &mut Lines) {
 fn keyspace(cx: &mut Cx, l: &mut Lines) {
     // INFO holds the whole keyspace (Lock::All), so shards are read through its view.
     for db in 0..cx.srv.ks.databases() {
-        let (mut keys, mut expires, mut sum) = (0, 0, 0u128);
+        let (mut keys, mut expires, mut sum, mut hashes) = (0, 0, 0u128, 0);
         for s in 0..SHARDS {
             let sh = cx.ks.shard_at(db, s);
             keys += sh.len();
             expires += sh.expires_len();
             sum += sh.deadline_sum();
+            hashes += sh.field_expiry_len();
         }
         if keys > 0 {
             // The mean remaining TTL in ms (0 with no volatile key, as Redis), from the
@@ -547,10 +578,12 @@ fn keyspace(cx: &mut Cx, l: &mut Lines) {
             } else {
                 (sum / expires as u128).saturating_sub(now)
             };
+            // subexpiry (7.4): hashes with field deadlines, the active field expiry's
+            // worklist as Redis counts its `hexpires`.
             push(
                 l,
                 &format!("db{db}"),
-                format!("keys={keys},expires={expires},avg_ttl={avg_ttl}"),
+                format!("keys={keys},expires={expires},avg_ttl={avg_ttl},subexpiry={hashes}"),
             );
         }
     }

@@ -89,10 +89,14 @@ pub fn apply(srv: &Shared, rows: &[(usize, Bytes, Saved)], ks: &mut Access) -> u
     n
 }
 
-/// A clean shutdown's save: waits up to a few seconds for the keyspace (a runaway script
+/// A clean shutdown's save (not after SHUTDOWN NOSAVE): waits up to a few seconds for the keyspace (a runaway script
 /// may hold it; then the last save's data stay).
 pub fn save_at_shutdown(srv: &Shared) {
-    if srv.persist.get().is_none() {
+    if srv.persist.get().is_none()
+        || srv
+            .shutdown_nosave
+            .load(std::sync::atomic::Ordering::Acquire)
+    {
         return;
     }
     let now = srv.clock.now_ms();

@@ -193,6 +193,8 @@ fn scan_options(rest: &[Bytes]) -> Result<(Option<&[u8]>, usize), Reply> {
             let p = &rest[i + 1][..];
             pattern = (p != b"*").then_some(p);
             i += 2;
+        } else if opt(&rest[i], "novalues") {
+            return Err(errors::err(errors::NOVALUES_HSCAN_ONLY));
         } else {
             return Err(errors::syntax());
         }
