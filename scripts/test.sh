@@ -66,13 +66,15 @@ else
 fi
 export RESPITE_VALKEY_SERVER
 
-# redis-py with its client-side cache (>= 5.1) for tests/tracking_redis_py.rs, in the venv
-# examples/run.sh uses too.
+# redis-py with its client-side cache (>= 5.1) for tests/tracking_redis_py.rs, and the
+# Prometheus project's Python client (its text parser checks the proxy's /metrics in
+# tests/proxy.rs), in the venv examples/run.sh uses too.
 if [ -z "${RESPITE_PYTHON:-}" ]; then
     pyvenv="$root/target/examples-venv"
-    if ! "$pyvenv/bin/python" -c 'import redis.cache' 2>/dev/null; then
+    if ! "$pyvenv/bin/python" -c 'import redis.cache, prometheus_client' 2>/dev/null; then
         [ -x "$pyvenv/bin/pip" ] || python3 -m venv "$pyvenv"
-        "$pyvenv/bin/pip" install --quiet --disable-pip-version-check --retries 5 'redis>=5.2' pytest
+        "$pyvenv/bin/pip" install --quiet --disable-pip-version-check --retries 5 'redis>=5.2' pytest \
+            'prometheus-client>=0.20'
     fi
 fi
 

@@ -157,6 +157,9 @@ struct ProxyArgs {
     /// TLS clients on this port too (0 = none), with the tls-* settings below.
     #[arg(long)]
     tls_port: Option<u16>,
+    /// Prometheus text exposition on HTTP GET /metrics on this port (off by default).
+    #[arg(long)]
+    metrics_port: Option<u16>,
     #[arg(long)]
     tls_cert_file: Option<String>,
     #[arg(long)]
@@ -251,6 +254,9 @@ fn proxy_config(a: ProxyArgs) -> Result<respite::proxy::config::ProxyConfig, Str
     }
     if let Some(p) = a.tls_port {
         cfg.tls_port = p;
+    }
+    if a.metrics_port.is_some() {
+        cfg.metrics_port = a.metrics_port;
     }
     for (field, v) in [
         (&mut cfg.tls.cert_file, a.tls_cert_file),

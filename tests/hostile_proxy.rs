@@ -1,10 +1,12 @@
 //! The proxy under hostile or careless clients (audit 2026-12, findings 11, 12, 14, 16):
 //! idle clients holding node connections, huge replies, unbounded input, too many clients,
 //! idle timeouts, the dedicated-connection queue, and subscriptions that must behave as
-//! with one Redis. Every test runs against real redis-server nodes on free loopback ports
-//! (killed on drop) behind an in-process `ProxyServer`.
+//! with one Redis. Every test runs against real nodes on free loopback ports (killed on
+//! drop) behind an in-process `ProxyServer`: redis-server 7, valkey-server 8.1 and respite
+//! fleets (the modules at the end).
 
 mod common;
+#[macro_use]
 mod proxy_fleet;
 
 use common::{wait_until, Wire as Raw};
@@ -13,26 +15,25 @@ use respite::proxy::config::ProxyConfig;
 use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
-/// `n` (one or two) redis-server nodes without passwords, named `n0`, `n1`, behind a proxy
+/// `n` (one or two) nodes of `kind` without passwords, named `n0`, `n1`, behind a proxy
 /// with a generous command timeout, adjusted by `tweak`.
-fn fleet(n: usize, tweak: impl FnOnce(&mut ProxyConfig)) -> Fleet {
-    Fleet::open(NodeKind::Redis, &["n0", "n1"][..n], false, |cfg| {
+fn fleet(kind: NodeKind, n: usize, tweak: impl FnOnce(&mut ProxyConfig)) -> Fleet {
+    Fleet::open(kind, &["n0", "n1"][..n], false, |cfg| {
         cfg.command_timeout = Duration::from_secs(10);
         tweak(cfg)
     })
 }
 
-/// A lone redis-server node without a password.
-fn lone_node() -> Node {
-    Node::start(NodeKind::Redis, "")
+/// A lone node of `kind` without a password.
+fn lone_node(kind: NodeKind) -> Node {
+    Node::start(kind, "")
 }
 
 /// 64 idle WATCH clients, 64 BLPOP 0 clients, 64 subscribers and 64 pattern subscribers,
 /// all at defaults: the next client's BLPOP, EXEC, SUBSCRIBE and PSUBSCRIBE still work, and
 /// each node sees one subscriber connection, not one per client.
-#[test]
-fn audit_11_idle_watch_blpop_and_subscribers_do_not_starve_others() {
-    let f = fleet(2, |_| {});
+fn audit_11_idle_watch_blpop_and_subscribers_do_not_starve_others(kind: NodeKind) {
+    let f = fleet(kind, 2, |_| {});
     let mut held = Vec::new();
     for i in 0..64 {
         let mut c = f.raw();
@@ -126,9 +127,8 @@ fn audit_11_idle_watch_blpop_and_subscribers_do_not_starve_others() {
 
 /// A 70 MiB value goes through the proxy both ways; a reply over `proto-max-bulk-len` is
 /// replaced by an error naming the limit, and the connection goes on.
-#[test]
-fn audit_12_a_70_mib_value_goes_through_the_proxy() {
-    let f = fleet(1, |_| {});
+fn audit_12_a_70_mib_value_goes_through_the_proxy(kind: NodeKind) {
+    let f = fleet(kind, 1, |_| {});
     let big = String::from_utf8((0..70 << 20).map(|i| b'a' + (i % 26) as u8).collect()).unwrap();
     let mut c = f.raw();
     assert_eq!(c.call(&["SET", "big", &big]), "+OK ");
@@ -140,7 +140,7 @@ fn audit_12_a_70_mib_value_goes_through_the_proxy() {
     assert_eq!(c.call(&["STRLEN", "big"]), format!(":{} ", 70 << 20));
 
     // A proxy allowing 2 MB replies refuses a 3 MB one with an error, and stays usable.
-    let small = fleet(1, |cfg| cfg.proto_max_bulk_len = 2 << 20);
+    let small = fleet(kind, 1, |cfg| cfg.proto_max_bulk_len = 2 << 20);
     let three: String = "x".repeat(3 << 20);
     assert_eq!(small.nodes[0].raw().call(&["SET", "v", &three]), "+OK ");
     let mut c = small.raw();
@@ -177,9 +177,8 @@ fn big_frame(total: usize) -> Vec<u8> {
 /// `client-query-buffer-limit` bounds a client's input, also a frame made of many bulks
 /// each under the bulk limit and a blocked client's pipelined input; `maxclients` refuses
 /// the client after the last with Redis's error.
-#[test]
-fn audit_14_query_buffer_limit_and_maxclients() {
-    let f = fleet(1, |cfg| {
+fn audit_14_query_buffer_limit_and_maxclients(kind: NodeKind) {
+    let f = fleet(kind, 1, |cfg| {
         cfg.client_query_buffer_limit = 1 << 20;
         cfg.maxclients = 4;
     });
@@ -239,9 +238,8 @@ fn audit_14_query_buffer_limit_and_maxclients() {
 
 /// AUTH through the proxy after the constant-time comparison: only the exact password of
 /// the default user is accepted (no prefix, no extension, no other user).
-#[test]
-fn audit_16_proxy_auth_is_still_correct() {
-    let f = fleet(1, |cfg| cfg.requirepass = Some("s3cret-pw".into()));
+fn audit_16_proxy_auth_is_still_correct(kind: NodeKind) {
+    let f = fleet(kind, 1, |cfg| cfg.requirepass = Some("s3cret-pw".into()));
     let mut c = f.raw();
     assert!(c.call(&["GET", "k"]).starts_with("-NOAUTH "));
     let wrong = "-WRONGPASS invalid username-password pair or user is disabled. ";
@@ -274,9 +272,8 @@ fn audit_16_proxy_auth_is_still_correct() {
 
 /// `timeout`: an idle client is closed (one in MULTI too), a subscriber and a blocked
 /// client are not, as in Redis.
-#[test]
-fn idle_timeout_closes_idle_clients_but_not_subscribers_or_blocked() {
-    let f = fleet(1, |cfg| cfg.timeout = Duration::from_secs(1));
+fn idle_timeout_closes_idle_clients_but_not_subscribers_or_blocked(kind: NodeKind) {
+    let f = fleet(kind, 1, |cfg| cfg.timeout = Duration::from_secs(1));
     let mut idle = f.raw();
     assert_eq!(idle.call(&["PING"]), "+PONG ");
     let mut multi = f.raw();
@@ -297,7 +294,7 @@ fn idle_timeout_closes_idle_clients_but_not_subscribers_or_blocked() {
     assert_eq!(c.call(&["LPUSH", "q", "v"]), ":1 ");
     assert_eq!(blocked.frame(), "*2 $1 q $1 v ");
     // Timeout 0 (the default) never closes anyone.
-    let g = fleet(1, |_| {});
+    let g = fleet(kind, 1, |_| {});
     let mut d = g.raw();
     assert_eq!(d.call(&["PING"]), "+PONG ");
     std::thread::sleep(Duration::from_secs(2));
@@ -306,9 +303,8 @@ fn idle_timeout_closes_idle_clients_but_not_subscribers_or_blocked() {
 
 /// With every dedicated connection taken, blocking and transaction clients queue for one:
 /// served when one frees, an error naming the settings when none frees in time.
-#[test]
-fn blocking_and_transaction_clients_queue_for_a_dedicated_connection() {
-    let f = fleet(1, |cfg| {
+fn blocking_and_transaction_clients_queue_for_a_dedicated_connection(kind: NodeKind) {
+    let f = fleet(kind, 1, |cfg| {
         cfg.max_dedicated_per_node = 1;
         cfg.dedicated_wait = Duration::from_secs(20);
     });
@@ -332,7 +328,7 @@ fn blocking_and_transaction_clients_queue_for_a_dedicated_connection() {
     assert_eq!(t.frame(), "*1 :1 ");
 
     // Nobody frees it: the wait ends with an error that names the limits.
-    let g = fleet(1, |cfg| {
+    let g = fleet(kind, 1, |cfg| {
         cfg.max_dedicated_per_node = 1;
         cfg.dedicated_wait = Duration::from_millis(300);
     });
@@ -355,10 +351,9 @@ fn blocking_and_transaction_clients_queue_for_a_dedicated_connection() {
 
 /// The frames a subscriber sees, through the proxy (two nodes) and straight from one
 /// redis-server, for the same commands: identical, in RESP2 and RESP3.
-#[test]
-fn subscription_replies_match_one_redis() {
-    let f = fleet(2, |_| {});
-    let single = lone_node();
+fn subscription_replies_match_one_redis(kind: NodeKind) {
+    let f = fleet(kind, 2, |_| {});
+    let single = lone_node(kind);
     // Channels on both nodes of the fleet.
     let (a, b) = (f.key_on(0, "a"), f.key_on(1, "b"));
     for resp3 in [false, true] {
@@ -415,9 +410,8 @@ fn same_frames(pair: &mut [&mut Raw; 2], n: usize, what: &str) {
 
 /// A node that restarts: the proxy subscribes it again, and the subscriber (never
 /// disconnected) gets messages published after that.
-#[test]
-fn subscriptions_survive_a_node_restart() {
-    let mut f = fleet(2, |_| {});
+fn subscriptions_survive_a_node_restart(kind: NodeKind) {
+    let mut f = fleet(kind, 2, |_| {});
     let ch = f.key_on(0, "ch");
     let mut sub = f.raw();
     assert_eq!(
@@ -459,10 +453,9 @@ fn subscriptions_survive_a_node_restart() {
 
 /// PUBLISH counts every subscribed client, as one Redis does, although the node sees the
 /// proxy's one subscriber connection per name.
-#[test]
-fn publish_counts_every_subscriber_of_the_proxy() {
-    let f = fleet(2, |_| {});
-    let single = lone_node();
+fn publish_counts_every_subscriber_of_the_proxy(kind: NodeKind) {
+    let f = fleet(kind, 2, |_| {});
+    let single = lone_node(kind);
     let ch = f.key_on(1, "ch");
     let s = f.key_on(0, "s");
     let mut via: Vec<Raw> = Vec::new();
@@ -507,9 +500,8 @@ fn publish_counts_every_subscriber_of_the_proxy() {
 /// Many clients subscribing and unsubscribing the same few channels and patterns at once
 /// (the hub's first-in / last-out paths racing): afterwards every client gets exactly the
 /// messages of what it holds, and PUBLISH counts them.
-#[test]
-fn concurrent_subscribers_share_the_hub_consistently() {
-    let f = fleet(2, |_| {});
+fn concurrent_subscribers_share_the_hub_consistently(kind: NodeKind) {
+    let f = fleet(kind, 2, |_| {});
     let chans: Vec<String> = (0..4).map(|i| f.key_on(i % 2, &format!("c{i}"))).collect();
     let addr = f.proxy.addr();
     let workers: Vec<_> = (0..12)
@@ -608,9 +600,8 @@ fn concurrent_subscribers_share_the_hub_consistently() {
 /// A subscriber that stops reading is dropped once 32 MB of messages wait for it (Redis's
 /// pubsub output limit), even while the proxy's writes to it are stuck; the others on the
 /// same channel get everything.
-#[test]
-fn a_subscriber_that_does_not_read_is_dropped_at_its_limit() {
-    let f = fleet(1, |_| {});
+fn a_subscriber_that_does_not_read_is_dropped_at_its_limit(kind: NodeKind) {
+    let f = fleet(kind, 1, |_| {});
     let mut stuck = f.raw();
     assert_eq!(
         stuck.call(&["SUBSCRIBE", "ch"]),
@@ -649,4 +640,52 @@ fn a_subscriber_that_does_not_read_is_dropped_at_its_limit() {
             Ok(_) => assert!(Instant::now() < until, "still open"),
         }
     }
+}
+
+mod redis_nodes {
+    for_kinds!(Redis:
+        audit_11_idle_watch_blpop_and_subscribers_do_not_starve_others,
+        audit_12_a_70_mib_value_goes_through_the_proxy,
+        audit_14_query_buffer_limit_and_maxclients,
+        audit_16_proxy_auth_is_still_correct,
+        idle_timeout_closes_idle_clients_but_not_subscribers_or_blocked,
+        blocking_and_transaction_clients_queue_for_a_dedicated_connection,
+        subscription_replies_match_one_redis,
+        subscriptions_survive_a_node_restart,
+        publish_counts_every_subscriber_of_the_proxy,
+        concurrent_subscribers_share_the_hub_consistently,
+        a_subscriber_that_does_not_read_is_dropped_at_its_limit,
+    );
+}
+
+mod valkey_nodes {
+    for_kinds!(Valkey:
+        audit_11_idle_watch_blpop_and_subscribers_do_not_starve_others,
+        audit_12_a_70_mib_value_goes_through_the_proxy,
+        audit_14_query_buffer_limit_and_maxclients,
+        audit_16_proxy_auth_is_still_correct,
+        idle_timeout_closes_idle_clients_but_not_subscribers_or_blocked,
+        blocking_and_transaction_clients_queue_for_a_dedicated_connection,
+        subscription_replies_match_one_redis,
+        subscriptions_survive_a_node_restart,
+        publish_counts_every_subscriber_of_the_proxy,
+        concurrent_subscribers_share_the_hub_consistently,
+        a_subscriber_that_does_not_read_is_dropped_at_its_limit,
+    );
+}
+
+mod respite_nodes {
+    for_kinds!(Respite:
+        audit_11_idle_watch_blpop_and_subscribers_do_not_starve_others,
+        audit_12_a_70_mib_value_goes_through_the_proxy,
+        audit_14_query_buffer_limit_and_maxclients,
+        audit_16_proxy_auth_is_still_correct,
+        idle_timeout_closes_idle_clients_but_not_subscribers_or_blocked,
+        blocking_and_transaction_clients_queue_for_a_dedicated_connection,
+        subscription_replies_match_one_redis,
+        subscriptions_survive_a_node_restart,
+        publish_counts_every_subscriber_of_the_proxy,
+        concurrent_subscribers_share_the_hub_consistently,
+        a_subscriber_that_does_not_read_is_dropped_at_its_limit,
+    );
 }

@@ -1,8 +1,8 @@
 //! The sharding proxy in front of real nodes (DESIGN.md §7, SCENARIOS.md S9). Each test
 //! starts its own three password-protected nodes on free loopback ports (killed on drop) and
 //! an in-process `ProxyServer`, and drives it with redis-rs. Every test runs against a fleet
-//! of redis-server nodes and (where respite supports what it needs) a fleet of respite
-//! nodes: see the `redis_nodes` / `respite_nodes` modules at the end.
+//! of redis-server 7 nodes, one of valkey-server 8.1 nodes and one of respite nodes: see the
+//! `redis_nodes` / `valkey_nodes` / `respite_nodes` modules at the end.
 
 mod common;
 #[macro_use]
@@ -460,6 +460,15 @@ fn transactions_on_one_tag(kind: NodeKind) {
     assert_eq!(q::<i64>(&mut c, &["EXISTS", &a]).unwrap(), 0);
 }
 
+/// A numeric field of node `n`'s `INFO nodes` line, asked on `c` (a new connection would
+/// show in `connected_clients` until the proxy sees it closed).
+fn node_num(c: &mut Connection, n: usize, name: &str) -> u64 {
+    let info: String = q(c, &["INFO", "nodes"]).unwrap();
+    info_fields(&info, &format!("node{n}:"))[name]
+        .parse()
+        .unwrap()
+}
+
 fn a_dead_node_fails_only_its_keys_and_comes_back(kind: NodeKind) {
     let mut f = Fleet::start(kind);
     let mut c = f.client();
@@ -474,6 +483,19 @@ fn a_dead_node_fails_only_its_keys_and_comes_back(kind: NodeKind) {
     assert!(!e.contains("s3cret"), "{e}");
     for i in [0, 2] {
         assert_eq!(q::<String>(&mut c, &["GET", &keys[i]]).unwrap(), "v");
+    }
+    // The failed GET is the node's transport error, not an error reply.
+    assert!(node_num(&mut c, 1, "transport_errors") >= 1);
+    assert_eq!(node_num(&mut c, 1, "error_replies"), 0);
+    assert!(node_num(&mut c, 1, "failures") >= 1);
+    for i in [0, 2] {
+        assert_eq!(
+            (
+                node_num(&mut c, i, "transport_errors"),
+                node_num(&mut c, i, "failures")
+            ),
+            (0, 0)
+        );
     }
     // Fleet-wide commands name the node too; INFO shows it down without its password.
     let e = err_text(q::<()>(&mut c, &["DBSIZE"]).unwrap_err());
@@ -509,6 +531,27 @@ fn a_dead_node_fails_only_its_keys_and_comes_back(kind: NodeKind) {
     }
     q::<()>(&mut c, &["SET", &keys[1], "again"]).unwrap();
     assert_eq!(q::<String>(&mut c, &["GET", &keys[1]]).unwrap(), "again");
+    // The restart shows as reconnects of that node only.
+    assert!(node_num(&mut c, 1, "reconnects") >= 1);
+    assert_eq!(
+        (
+            node_num(&mut c, 0, "reconnects"),
+            node_num(&mut c, 2, "reconnects")
+        ),
+        (0, 0)
+    );
+    let stats: String = q(&mut c, &["INFO", "stats"]).unwrap();
+    let total = |name: &str| {
+        stats
+            .lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+            .unwrap_or_else(|| panic!("no {name} in {stats}"))
+            .parse::<u64>()
+            .unwrap()
+    };
+    // Node 1's other shared connections may still be reconnecting: no exact total.
+    assert!(total("total_node_reconnects") >= 1);
+    assert!(total("total_node_transport_errors") >= 1);
 }
 
 fn resp3_clients_and_auth(kind: NodeKind) {
@@ -812,7 +855,47 @@ fn node_stats_in_info(kind: NodeKind) {
         assert_eq!(num("shared_up"), num("shared"), "{info}");
         assert_eq!(num("dedicated"), 0, "{info}");
         assert_eq!(num("failures"), 0, "{info}");
+        assert_eq!(num("reconnects"), 0, "{info}");
+        // The INCR's error is a reply of the node, not a transport failure.
+        assert_eq!(num("error_replies"), (i == 1) as u64, "{info}");
+        assert_eq!(num("transport_errors"), 0, "{info}");
+        // Every reply came: nothing is outstanding.
+        assert_eq!(num("in_flight"), 0, "{info}");
     }
+    // Per command, as Redis's INFO latencystats; per node the same. Neither is in the
+    // default INFO, as in Redis.
+    let lat: String = q(&mut c, &["INFO", "latencystats", "nodelatencystats"]).unwrap();
+    let mut sections = lat.split("\r\n\r\n");
+    let (cmds, nodes) = (sections.next().unwrap(), sections.next().unwrap());
+    assert!(cmds.starts_with("# Latencystats\r\n"), "{lat}");
+    assert!(nodes.starts_with("# Nodelatencystats\r\n"), "{lat}");
+    let percentiles = |text: &str, name: &str| -> [f64; 3] {
+        let f = info_fields(text, &format!("latency_percentiles_usec_{name}:"));
+        assert_eq!(f.len(), 3, "{text}");
+        let v = ["p50", "p99", "p99.9"].map(|p| {
+            let v = &f[p];
+            // Redis prints microseconds with three decimals.
+            assert!(
+                v.split_once('.').is_some_and(|(_, d)| d.len() == 3),
+                "{text}"
+            );
+            v.parse::<f64>().unwrap()
+        });
+        assert!(v[0] > 0.0 && v[0] <= v[1] && v[1] <= v[2], "{text}");
+        v
+    };
+    for cmd in ["set", "get", "incr"] {
+        percentiles(cmds, cmd);
+    }
+    assert!(!cmds.contains("_echo:"), "{cmds}");
+    for id in IDS {
+        percentiles(nodes, id);
+    }
+    let default: String = q(&mut c, &["INFO"]).unwrap();
+    assert!(!default.contains("atencystats"), "{default}");
+    let everything: String = q(&mut c, &["INFO", "everything"]).unwrap();
+    assert!(everything.contains("# Latencystats\r\nlatency_percentiles_usec_"));
+    assert!(everything.contains("# Nodelatencystats\r\nlatency_percentiles_usec_"));
     let stats: String = q(&mut c, &["INFO", "stats"]).unwrap();
     assert!(!stats.contains("# Nodes"), "{stats}");
     let total = stats
@@ -848,6 +931,348 @@ fn node_stats_in_info(kind: NodeKind) {
     assert_eq!(t.join().unwrap(), Some((k, "x".to_string())));
 }
 
+/// An HTTP GET of `path` on `addr`: (status line, headers, body).
+fn http_get(addr: std::net::SocketAddr, path: &str) -> (String, String, String) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(common::HANG_GUARD)).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: test\r\nAccept: */*\r\n\r\n"
+    )
+    .unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap();
+    let (status, headers) = head.split_once("\r\n").unwrap_or((head, ""));
+    let len = headers
+        .lines()
+        .find_map(|h| h.strip_prefix("Content-Length: "))
+        .unwrap();
+    assert_eq!(len.parse::<usize>().unwrap(), body.len(), "{headers}");
+    (status.into(), headers.into(), body.into())
+}
+
+type Labels = Vec<(String, String)>;
+
+/// One sample of a Prometheus text exposition.
+#[derive(Debug)]
+struct Sample {
+    name: String,
+    labels: Labels,
+    value: f64,
+}
+
+impl Sample {
+    fn label(&self, k: &str) -> Option<&str> {
+        self.labels
+            .iter()
+            .find(|(n, _)| n == k)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Parses (and checks) the Prometheus text format 0.0.4: HELP/TYPE lines, then samples
+/// `name{label="value",…} number`; every sample belongs to a family whose TYPE came
+/// before it; histograms' buckets are cumulative and end in `+Inf` equal to `_count`.
+fn parse_prometheus(text: &str) -> Vec<Sample> {
+    let is_name = |n: &str| {
+        !n.is_empty()
+            && !n.starts_with(|c: char| c.is_ascii_digit())
+            && n.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
+    };
+    let mut types: HashMap<String, String> = HashMap::new();
+    let mut samples = Vec::new();
+    assert!(text.ends_with('\n'), "{text}");
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("# ") {
+            let mut w = rest.splitn(3, ' ');
+            let (kind, name, arg) = (w.next().unwrap(), w.next().unwrap(), w.next());
+            assert!(is_name(name), "{line}");
+            match kind {
+                "HELP" => assert!(arg.is_some_and(|h| !h.is_empty()), "{line}"),
+                "TYPE" => {
+                    let t = arg.unwrap();
+                    assert!(
+                        ["counter", "gauge", "histogram", "summary", "untyped"].contains(&t),
+                        "{line}"
+                    );
+                    assert!(types.insert(name.into(), t.into()).is_none(), "{line}");
+                }
+                _ => panic!("{line}"),
+            }
+            continue;
+        }
+        let (series, value) = line.rsplit_once(' ').unwrap();
+        let value: f64 = match value {
+            "+Inf" => f64::INFINITY,
+            v => v.parse().unwrap_or_else(|_| panic!("{line}")),
+        };
+        let (name, labels) = match series.split_once('{') {
+            None => (series, Vec::new()),
+            Some((name, rest)) => {
+                let body = rest.strip_suffix('}').unwrap_or_else(|| panic!("{line}"));
+                let labels = body
+                    .split("\",")
+                    .map(|kv| {
+                        let (k, v) = kv.split_once("=\"").unwrap_or_else(|| panic!("{line}"));
+                        assert!(is_name(k), "{line}");
+                        (k.to_string(), v.trim_end_matches('"').to_string())
+                    })
+                    .collect();
+                (name, labels)
+            }
+        };
+        assert!(is_name(name), "{line}");
+        let family = ["_bucket", "_sum", "_count"]
+            .iter()
+            .find_map(|s| {
+                name.strip_suffix(s)
+                    .filter(|f| types.get(*f).is_some_and(|t| t == "histogram"))
+            })
+            .unwrap_or(name);
+        let t = types
+            .get(family)
+            .unwrap_or_else(|| panic!("no TYPE for {line}"));
+        if t == "counter" {
+            assert!(name.ends_with("_total") && value >= 0.0, "{line}");
+        }
+        samples.push(Sample {
+            name: name.into(),
+            labels,
+            value,
+        });
+    }
+    // Histograms: per series, cumulative buckets ending in +Inf = _count.
+    for (family, _) in types.iter().filter(|(_, t)| *t == "histogram") {
+        let bucket = format!("{family}_bucket");
+        // Labels without `le` → (le, cumulative count) in order.
+        let mut series: HashMap<Labels, Vec<(f64, f64)>> = HashMap::new();
+        for s in samples.iter().filter(|s| s.name == bucket) {
+            let le: f64 = match s.label("le").unwrap() {
+                "+Inf" => f64::INFINITY,
+                v => v.parse().unwrap(),
+            };
+            let key = s
+                .labels
+                .iter()
+                .filter(|(k, _)| k != "le")
+                .cloned()
+                .collect();
+            series.entry(key).or_default().push((le, s.value));
+        }
+        for (key, buckets) in series {
+            assert!(
+                buckets
+                    .windows(2)
+                    .all(|w| w[0].0 < w[1].0 && w[0].1 <= w[1].1),
+                "{family} {key:?}: {buckets:?}"
+            );
+            let (last_le, last) = *buckets.last().unwrap();
+            assert_eq!(last_le, f64::INFINITY);
+            let count = samples
+                .iter()
+                .find(|s| s.name == format!("{family}_count") && s.labels == key)
+                .unwrap();
+            assert_eq!(count.value, last, "{family} {key:?}");
+        }
+    }
+    samples
+}
+
+/// `--metrics-port`: Prometheus text on GET /metrics with the proxy's counters, per
+/// command and per node latency histograms and node counters, moving with the traffic;
+/// other paths are 404.
+#[test]
+fn metrics_endpoint_serves_prometheus_text() {
+    let f = Fleet::start_with(NodeKind::Redis, |cfg| cfg.metrics_port = Some(0));
+    let addr = f.proxy.metrics_addr().unwrap();
+    let mut c = f.client();
+    let keys: Vec<String> = (0..3).map(|n| f.key_on(n, "m")).collect();
+    for k in &keys {
+        q::<()>(&mut c, &["SET", k, "v"]).unwrap();
+        q::<String>(&mut c, &["GET", k]).unwrap();
+    }
+    assert!(q::<i64>(&mut c, &["INCR", &keys[1]]).is_err());
+    let (status, headers, body) = http_get(addr, "/metrics");
+    assert_eq!(status, "HTTP/1.1 200 OK", "{body}");
+    assert!(
+        headers.contains("Content-Type: text/plain; version=0.0.4"),
+        "{headers}"
+    );
+    let samples = parse_prometheus(&body);
+    let value = |name: &str, labels: &[(&str, &str)]| -> f64 {
+        samples
+            .iter()
+            .find(|s| s.name == name && labels.iter().all(|(k, v)| s.label(k) == Some(*v)))
+            .unwrap_or_else(|| panic!("no {name} {labels:?} in {body}"))
+            .value
+    };
+    assert!(value("respite_proxy_commands_processed_total", &[]) >= 7.0);
+    assert_eq!(value("respite_proxy_connected_clients", &[]), 1.0);
+    assert!(value("respite_proxy_connections_received_total", &[]) >= 1.0);
+    assert_eq!(value("respite_proxy_rejected_connections_total", &[]), 0.0);
+    for cmd in ["get", "set"] {
+        let count = value(
+            "respite_proxy_command_latency_seconds_count",
+            &[("cmd", cmd)],
+        );
+        assert_eq!(count, 3.0, "{cmd}");
+        assert!(value("respite_proxy_command_latency_seconds_sum", &[("cmd", cmd)]) > 0.0);
+        assert_eq!(
+            value(
+                "respite_proxy_command_latency_seconds_bucket",
+                &[("cmd", cmd), ("le", "+Inf")]
+            ),
+            3.0
+        );
+    }
+    for (i, id) in IDS.iter().enumerate() {
+        let node = [("node", *id)];
+        assert!(value("respite_proxy_node_requests_total", &node) >= 2.0);
+        assert_eq!(
+            value("respite_proxy_node_error_replies_total", &node),
+            (i == 1) as u8 as f64
+        );
+        assert_eq!(
+            value("respite_proxy_node_transport_errors_total", &node),
+            0.0
+        );
+        assert_eq!(
+            value("respite_proxy_node_connection_failures_total", &node),
+            0.0
+        );
+        assert_eq!(value("respite_proxy_node_reconnects_total", &node), 0.0);
+        assert_eq!(value("respite_proxy_node_in_flight_requests", &node), 0.0);
+        assert_eq!(
+            value("respite_proxy_node_dedicated_connections", &node),
+            0.0
+        );
+        assert_eq!(value("respite_proxy_node_up", &node), 1.0);
+        assert!(value("respite_proxy_node_latency_seconds_count", &node) >= 2.0);
+    }
+    // Counters move between scrapes. A queued command has no latency of its own (as in
+    // Redis, where it runs at EXEC): SET stays at 3.
+    for _ in 0..5 {
+        q::<String>(&mut c, &["GET", &keys[0]]).unwrap();
+    }
+    let mut tx = redis::pipe();
+    tx.atomic().cmd("SET").arg(&keys[0]).arg("w");
+    let () = tx.query(&mut c).unwrap();
+    let (_, _, again) = http_get(addr, "/metrics?x=1");
+    let again = parse_prometheus(&again);
+    let count = |cmd: &str| {
+        again
+            .iter()
+            .find(|s| {
+                s.name == "respite_proxy_command_latency_seconds_count"
+                    && s.label("cmd") == Some(cmd)
+            })
+            .map(|s| s.value)
+    };
+    assert_eq!(
+        ["get", "set", "multi", "exec"].map(count),
+        [Some(8.0), Some(3.0), Some(1.0), Some(1.0)]
+    );
+    let (status, _, _) = http_get(addr, "/");
+    assert_eq!(status, "HTTP/1.1 404 Not Found");
+}
+
+/// A python with the Prometheus project's client (`prometheus_client`): `$RESPITE_PYTHON`,
+/// else `examples-venv` in the repository's or the cargo target directory
+/// (`scripts/test.sh` installs it there).
+fn python_with_prometheus_client() -> std::path::PathBuf {
+    if let Some(p) = std::env::var_os("RESPITE_PYTHON") {
+        return p.into();
+    }
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target");
+    // The test binary is `<target>/debug/deps/<name>`.
+    let exe = std::env::current_exe().unwrap();
+    let target = exe.ancestors().nth(3).map(std::path::Path::to_path_buf);
+    [Some(repo), target]
+        .into_iter()
+        .flatten()
+        .map(|d| d.join("examples-venv/bin/python"))
+        .find(|py| {
+            Command::new(py)
+                .args(["-c", "import prometheus_client"])
+                .status()
+                .is_ok_and(|s| s.success())
+        })
+        .expect(
+            "no python with prometheus_client: set RESPITE_PYTHON, or run scripts/test.sh \
+             (it installs prometheus-client into target/examples-venv)",
+        )
+}
+
+/// The Prometheus project's own parser (Python `prometheus_client`) reads `/metrics`: every
+/// family with its type and samples, as a scraper would.
+#[test]
+fn metrics_text_parses_with_the_prometheus_python_client() {
+    let f = Fleet::start_with(NodeKind::Redis, |cfg| cfg.metrics_port = Some(0));
+    let mut c = f.client();
+    let k = f.key_on(2, "py");
+    q::<()>(&mut c, &["SET", &k, "v"]).unwrap();
+    q::<String>(&mut c, &["GET", &k]).unwrap();
+    let (_, _, body) = http_get(f.proxy.metrics_addr().unwrap(), "/metrics");
+    let script = r#"
+import sys
+from prometheus_client.parser import text_string_to_metric_families
+for fam in text_string_to_metric_families(sys.stdin.read()):
+    for s in fam.samples:
+        labels = ",".join(f"{k}={v}" for k, v in sorted(s.labels.items()))
+        print(fam.type, fam.name, s.name, labels, float(s.value))
+"#;
+    let mut child = Command::new(python_with_prometheus_client())
+        .args(["-c", script])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(body.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stderr}\n{body}");
+    let has = |line: &str| stdout.lines().any(|l| l == line);
+    for line in [
+        "gauge respite_proxy_connected_clients respite_proxy_connected_clients  1.0",
+        "histogram respite_proxy_command_latency_seconds respite_proxy_command_latency_seconds_count cmd=get 1.0",
+        "histogram respite_proxy_command_latency_seconds respite_proxy_command_latency_seconds_bucket cmd=set,le=+Inf 1.0",
+        "counter respite_proxy_node_requests respite_proxy_node_requests_total node=node-c 2.0",
+        "counter respite_proxy_node_reconnects respite_proxy_node_reconnects_total node=node-a 0.0",
+        "gauge respite_proxy_node_in_flight_requests respite_proxy_node_in_flight_requests node=node-b 0.0",
+        "gauge respite_proxy_node_up respite_proxy_node_up node=node-a 1.0",
+    ] {
+        assert!(has(line), "no {line:?} in\n{stdout}");
+    }
+    for fam in [
+        "counter respite_proxy_commands_processed ",
+        "counter respite_proxy_connections_received ",
+        "counter respite_proxy_rejected_connections ",
+        "counter respite_proxy_node_error_replies ",
+        "counter respite_proxy_node_transport_errors ",
+        "counter respite_proxy_node_connection_failures ",
+        "gauge respite_proxy_node_dedicated_connections ",
+        "histogram respite_proxy_node_latency_seconds ",
+    ] {
+        assert!(
+            stdout.lines().any(|l| l.starts_with(fam)),
+            "no {fam} in\n{stdout}"
+        );
+    }
+}
+
 /// `respite proxy --config FILE` (the real binary): nodes and password from the file, the
 /// port from a flag that overrides the file's; a bad file fails without echoing secrets.
 #[test]
@@ -855,8 +1280,10 @@ fn the_proxy_binary_reads_a_config_file() {
     let f = Fleet::start(NodeKind::Redis);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("proxy.conf");
-    let mut text =
-        String::from("# test fleet\nport 7999\nbind 127.0.0.1\nrequirepass \"proxy pw\"\n");
+    let metrics_port = common::free_port();
+    let mut text = format!(
+        "# test fleet\nport 7999\nbind 127.0.0.1\nrequirepass \"proxy pw\"\nmetrics-port {metrics_port}\n"
+    );
     for (n, id) in f.nodes.iter().zip(IDS) {
         text.push_str(&format!(
             "node {id} redis://:{}@127.0.0.1:{}  # {id}\n",
@@ -875,6 +1302,17 @@ fn the_proxy_binary_reads_a_config_file() {
             let direct: Option<String> = q(&mut f.nodes[n].conn(), &["GET", &k])?;
             assert_eq!(direct.as_deref(), Some("v"));
         }
+        // The file's metrics-port serves /metrics.
+        let (status, _, body) = http_get(([127, 0, 0, 1], metrics_port).into(), "/metrics");
+        assert_eq!(status, "HTTP/1.1 200 OK");
+        let sets = parse_prometheus(&body)
+            .into_iter()
+            .find(|s| {
+                s.name == "respite_proxy_command_latency_seconds_count"
+                    && s.label("cmd") == Some("set")
+            })
+            .map(|s| s.value);
+        assert_eq!(sets, Some(3.0), "{body}");
         Ok(())
     };
     let result = run();
@@ -899,6 +1337,26 @@ fn the_proxy_binary_reads_a_config_file() {
 
 mod redis_nodes {
     for_kinds!(Redis:
+        single_key_commands_and_placement,
+        split_commands_merge_in_order,
+        mixed_pipelines_keep_each_nodes_order,
+        crossslot_refusals_write_nothing,
+        scan_keys_dbsize_flushall_cover_the_fleet,
+        scripts_load_everywhere_and_survive_noscript,
+        blocking_commands_do_not_stall_others,
+        transactions_on_one_tag,
+        a_dead_node_fails_only_its_keys_and_comes_back,
+        resp3_clients_and_auth,
+        subscriptions_follow_channel_owners,
+        a_hung_node_times_out_and_a_late_node_joins,
+        rate_limit_and_fencing_scripts_under_concurrency,
+        a_client_gone_while_blocked_leaves_no_ghost_and_bad_input_is_contained,
+        node_stats_in_info,
+    );
+}
+
+mod valkey_nodes {
+    for_kinds!(Valkey:
         single_key_commands_and_placement,
         split_commands_merge_in_order,
         mixed_pipelines_keep_each_nodes_order,

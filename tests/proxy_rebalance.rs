@@ -1,5 +1,6 @@
-//! `respite rebalance` against real redis-server nodes: keys of every type move exactly when
-//! their owner changes, with values and TTLs, resumably and idempotently.
+//! `respite rebalance` against real redis-server nodes (and fleets of respite and of
+//! valkey-server 8.1): keys of every type move exactly when their owner changes, with values
+//! and TTLs, resumably and idempotently.
 
 mod common;
 
@@ -30,6 +31,11 @@ impl Node {
     /// A respite server instead (memory engine).
     fn start_respite() -> Node {
         Node::of(ServerProcess::respite(&[]), None)
+    }
+
+    /// A valkey-server 8.1 instead.
+    fn start_valkey() -> Node {
+        Node::of(ServerProcess::valkey(), None)
     }
 
     fn of(process: ServerProcess, password: Option<&'static str>) -> Node {
@@ -329,7 +335,17 @@ fn growing_three_nodes_to_four_moves_a_quarter_resumably() {
 /// every key moves with its exact payload and TTL.
 #[test]
 fn a_respite_fleet_grows_three_to_four() {
-    let servers: Vec<Node> = (0..4).map(|_| Node::start_respite()).collect();
+    grows_three_to_four(Node::start_respite)
+}
+
+/// So does a fleet of valkey-server 8.1 nodes.
+#[test]
+fn a_valkey_fleet_grows_three_to_four() {
+    grows_three_to_four(Node::start_valkey)
+}
+
+fn grows_three_to_four(start: fn() -> Node) {
+    let servers: Vec<Node> = (0..4).map(|_| start()).collect();
     let members = four_members(&servers);
     let all: Vec<&Member> = members.iter().collect();
     let (old, new) = (&all[..3], &all[..]);

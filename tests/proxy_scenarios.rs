@@ -1,6 +1,6 @@
-//! SCENARIOS.md S1–S6 through `respite proxy` (S9) with redis-rs, against a fleet of three
-//! redis-server nodes and a fleet of three respite nodes. Keys of one hash tag are checked
-//! directly on the node the placement names.
+//! SCENARIOS.md S1–S6 through `respite proxy` (S9) with redis-rs, against fleets of three
+//! redis-server 7, three valkey-server 8.1 and three respite nodes. Keys of one hash tag are
+//! checked directly on the node the placement names.
 
 mod common;
 use common::s6::{self, checkpoint, Group};
@@ -589,6 +589,11 @@ fn s6_two_phase(kind: NodeKind) {
 
 mod redis_nodes {
     for_kinds!(Redis: s1_expiring_state, s2_rate_limiters, s3_locks, s4_semaphores,
+        s5_work_queues, s6_two_phase);
+}
+
+mod valkey_nodes {
+    for_kinds!(Valkey: s1_expiring_state, s2_rate_limiters, s3_locks, s4_semaphores,
         s5_work_queues, s6_two_phase);
 }
 

@@ -22,6 +22,8 @@ use bytes::{Buf, Bytes, BytesMut};
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+// TSC-based: clock_gettime is dear in a VM (clock.rs).
+use crate::clock::Instant;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -105,6 +107,11 @@ pub struct Client<R> {
     inflight: Vec<Inflight>,
     /// Nodes with something in `outgoing`.
     dirty: Vec<usize>,
+    /// Per pending reply, in order: the command's id and when it came, for its latency
+    /// (none for a refused command).
+    timing: VecDeque<Option<(usize, Instant)>>,
+    /// When the last read completed: the arrival of the commands parsed from it.
+    arrived: Instant,
 }
 
 fn err(text: &str) -> Pending {
@@ -163,6 +170,8 @@ where
         outgoing: (0..p.nodes.len()).map(|_| Outgoing::default()).collect(),
         inflight: (0..p.nodes.len()).map(|_| Inflight::default()).collect(),
         dirty: Vec::new(),
+        timing: VecDeque::new(),
+        arrived: Instant::now(),
     };
     let _ = c.run(&mut wr).await;
     if c.linger {
@@ -224,6 +233,7 @@ impl<R: AsyncRead + Unpin + Send> Client<R> {
                     if !self.read_more(wr).await? {
                         return Ok(());
                     }
+                    self.arrived = Instant::now();
                 }
                 Err(e) => {
                     self.drain(&mut pend, &mut out, wr).await?;
@@ -392,11 +402,20 @@ impl<R: AsyncRead + Unpin + Send> Client<R> {
     ) -> std::io::Result<()> {
         self.send_batches();
         let max = self.s.p.cfg.proto_max_bulk_len;
+        // Read again only after waiting: the replies of one node chunk are ready together.
+        let mut now = Instant::now();
         for p in pend.drain(..) {
+            let timing = self.timing.pop_front().flatten();
             let mut bytes = match p {
                 Pending::Batched(node) => {
                     let inf = &mut self.inflight[node];
-                    match inf.next_len().await {
+                    let fresh = inf.left == 0;
+                    let len = inf.next_len().await;
+                    if fresh {
+                        now = Instant::now();
+                    }
+                    record_latency(&self.s.p, timing, now);
+                    match len {
                         // The common case: copied out of the node's chunk as it is.
                         Some(n) if n <= max && n < FLUSH_AT => {
                             out.extend_from_slice(&inf.cur.frames[..n]);
@@ -411,7 +430,12 @@ impl<R: AsyncRead + Unpin + Send> Client<R> {
                         None => inf.failure(),
                     }
                 }
-                p => resolve(p).await,
+                p => {
+                    let bytes = resolve(p).await;
+                    now = Instant::now();
+                    record_latency(&self.s.p, timing, now);
+                    bytes
+                }
             };
             if bytes.len() > max {
                 // Node replies are held whole: the limit bounds what one reply may cost.
@@ -445,7 +469,9 @@ impl<R: AsyncRead + Unpin + Send> Client<R> {
         out: &mut BytesMut,
         wr: &mut W,
     ) -> std::io::Result<()> {
-        let r = route::route(&args, &self.s.p.placement);
+        let (cmd, r) = route::route_cmd(&args, &self.s.p.placement);
+        // Exactly one reply is pushed to `pend` below for this command.
+        self.timing.push_back(cmd.map(|id| (id, self.arrived)));
         if let Route::Reject(e) = &r {
             if let Some(m) = &mut self.multi {
                 m.dirty = true;
@@ -458,10 +484,12 @@ impl<R: AsyncRead + Unpin + Send> Client<R> {
             _ => "",
         };
         if !self.s.authed && !matches!(name, "auth" | "hello" | "quit" | "reset") {
+            self.untimed();
             pend.push(err("NOAUTH Authentication required."));
             return Ok(());
         }
         if !self.s.resp3 && self.pubsub.active() && !pubsub::allowed_when_subscribed(name) {
+            self.untimed();
             pend.push(err(&format!(
                 "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
                 String::from_utf8_lossy(&args[0]).to_ascii_lowercase()
@@ -474,6 +502,8 @@ impl<R: AsyncRead + Unpin + Send> Client<R> {
                 "exec" | "discard" | "multi" | "watch" | "quit" | "reset"
             )
         {
+            // Its latency is EXEC's, as in Redis (where a queued command runs at EXEC).
+            self.untimed();
             let reply = self.queue(args, r);
             pend.push(reply);
             return Ok(());
@@ -540,6 +570,13 @@ impl<R: AsyncRead + Unpin + Send> Client<R> {
         };
         pend.push(reply);
         Ok(())
+    }
+
+    /// The command being handled was refused or only queued: Redis keeps no latency for it.
+    fn untimed(&mut self) {
+        if let Some(t) = self.timing.back_mut() {
+            *t = None;
+        }
     }
 
     fn split(&self, kind: Split, parts: Vec<route::Part>) -> Pending {
@@ -846,6 +883,14 @@ impl<R: AsyncRead + Unpin + Send> Client<R> {
         }
         n.release(d);
         last
+    }
+}
+
+/// A command's latency, from its arrival to its reply being ready (`now`).
+fn record_latency(p: &Proxy, timing: Option<(usize, Instant)>, now: Instant) {
+    if let Some((id, at)) = timing {
+        p.command_latency
+            .record(id, now.saturating_duration_since(at));
     }
 }
 

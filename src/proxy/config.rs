@@ -248,6 +248,9 @@ pub struct ProxyConfig {
     pub threads: usize,
     /// Redis's `tls-port` (0 = none): TLS clients, with the listener settings of `tls`.
     pub tls_port: u16,
+    /// Prometheus `GET /metrics` over plain HTTP on this port of the bind addresses (none:
+    /// off; 0: a free port, see `ProxyServer::metrics_addr`).
+    pub metrics_port: Option<u16>,
     /// The TLS listener's settings (Redis's `tls-*` names); its `tls-ca-cert-file` also
     /// checks the certificates of `rediss://` nodes.
     pub tls: crate::tls::Settings,
@@ -283,6 +286,7 @@ impl Default for ProxyConfig {
             proto_max_bulk_len: 512 << 20,
             threads: 1,
             tls_port: 0,
+            metrics_port: None,
             tls: crate::tls::Settings {
                 session_caching: true,
                 session_cache_size: 20480,

@@ -16,6 +16,7 @@
 //! maxclients 10000
 //! client-query-buffer-limit 1gb
 //! proto-max-bulk-len 512mb
+//! metrics-port 9121           # Prometheus text on GET /metrics (HTTP; off by default)
 //! announce-ip 10.0.0.9        # the address CLUSTER SLOTS/NODES give cluster clients
 //! announce-port 7000
 //! tls-port 7001               # TLS clients too, with Redis's tls-* directives:
@@ -131,6 +132,12 @@ pub fn parse(text: &str, cfg: &mut ProxyConfig) -> Result<(), String> {
                 cfg.tls_port = u16::try_from(number("port")?)
                     .map_err(|_| format!("line {n}: tls-port out of range"))?
             }
+            "metrics-port" => {
+                cfg.metrics_port = Some(
+                    u16::try_from(number("port")?)
+                        .map_err(|_| format!("line {n}: metrics-port out of range"))?,
+                )
+            }
             "tls-cert-file" => cfg.tls.cert_file = one("path")?.to_string(),
             "tls-key-file" => cfg.tls.key_file = one("path")?.to_string(),
             "tls-ca-cert-file" => cfg.tls.ca_cert_file = one("path")?.to_string(),
@@ -164,6 +171,7 @@ mod tests {
     fn tls_directives() {
         let cfg = parsed(
             "tls-port 7001\n\
+             metrics-port 9121\n\
              tls-cert-file /c.crt\n\
              tls-key-file /c.key\n\
              tls-ca-cert-file \"/ca dir/ca.crt\"\n\
@@ -176,6 +184,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(cfg.tls_port, 7001);
+        assert_eq!(cfg.metrics_port, Some(9121));
         assert_eq!(cfg.tls.cert_file, "/c.crt");
         assert_eq!(cfg.tls.ca_cert_file, "/ca dir/ca.crt");
         assert_eq!(cfg.tls.auth_clients, crate::tls::AuthClients::Optional);

@@ -127,11 +127,19 @@ pub struct NodeInfo {
     pub(super) connect_timeout: Duration,
     pub(super) command_timeout: Duration,
     pub requests: AtomicU64,
+    /// Failed requests: error replies (`-ERR…`, counted in `error_replies` too) and
+    /// requests failed by the proxy (node down, connection broken, timed out).
     pub errors: AtomicU64,
+    /// Error replies from the node on shared connections.
+    pub error_replies: AtomicU64,
     /// Round trips on shared connections (write of the batch → its reply).
     pub latency: Histogram,
     /// Connection failures (each one is followed by a reconnect attempt).
     pub failures: AtomicU64,
+    /// Shared connections established again after a failure.
+    pub reconnects: AtomicU64,
+    /// Requests written on shared connections whose replies have not come yet.
+    pub in_flight: AtomicU64,
     last_error: Mutex<String>,
     /// Bumped whenever a connection to the node fails: idle dedicated connections made
     /// before are not reused.
@@ -202,8 +210,11 @@ impl NodeInfo {
             command_timeout: cfg.command_timeout,
             requests: AtomicU64::new(0),
             errors: AtomicU64::new(0),
+            error_replies: AtomicU64::new(0),
             latency: Histogram::default(),
             failures: AtomicU64::new(0),
+            reconnects: AtomicU64::new(0),
+            in_flight: AtomicU64::new(0),
             last_error: Mutex::new(String::new()),
             generation: AtomicU64::new(0),
             tls: cfg.node_tls.clone(),

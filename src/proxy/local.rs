@@ -217,11 +217,13 @@ fn info(c: &Session, args: &[Bytes]) -> Pending {
         .iter()
         .map(|a| String::from_utf8_lossy(a).to_ascii_lowercase())
         .collect();
-    let all = wanted.is_empty()
-        || wanted
-            .iter()
-            .any(|w| matches!(w.as_str(), "all" | "everything" | "default"));
-    let want = |s: &str| all || wanted.iter().any(|w| w == s);
+    let all = wanted
+        .iter()
+        .any(|w| matches!(w.as_str(), "all" | "everything"));
+    let default = wanted.is_empty() || wanted.iter().any(|w| w == "default");
+    // As in Redis, the latency sections are not among the default ones.
+    let want =
+        |s: &str| all || (default && !s.ends_with("latencystats")) || wanted.iter().any(|w| w == s);
     let mut text = String::new();
     if want("server") {
         text.push_str(&format!(
@@ -249,12 +251,16 @@ fn info(c: &Session, args: &[Bytes]) -> Pending {
         }
         let sum = |f: fn(&super::node::Node) -> u64| p.nodes.iter().map(f).sum::<u64>();
         text.push_str(&format!(
-            "# Stats\r\ntotal_connections_received:{}\r\nrejected_connections:{}\r\ntotal_commands_processed:{}\r\ntotal_node_requests:{}\r\ntotal_node_errors:{}\r\n",
+            "# Stats\r\ntotal_connections_received:{}\r\nrejected_connections:{}\r\ntotal_commands_processed:{}\r\ntotal_node_requests:{}\r\ntotal_node_errors:{}\r\ntotal_node_error_replies:{}\r\ntotal_node_transport_errors:{}\r\ntotal_node_reconnects:{}\r\nnode_requests_in_flight:{}\r\n",
             p.total_connections.load(Ordering::Relaxed),
             p.rejected_connections.load(Ordering::Relaxed),
             p.commands.load(Ordering::Relaxed),
             sum(|n| n.info.requests.load(Ordering::Relaxed)),
             sum(|n| n.info.errors.load(Ordering::Relaxed)),
+            sum(|n| n.info.error_replies.load(Ordering::Relaxed)),
+            sum(|n| super::metrics::transport_errors(&n.info)),
+            sum(|n| n.info.reconnects.load(Ordering::Relaxed)),
+            sum(|n| n.info.in_flight.load(Ordering::Relaxed)),
         ));
         for n in &p.nodes {
             let [p50, p99, p999] = n.info.latency.quantiles([0.5, 0.99, 0.999]);
@@ -287,19 +293,52 @@ fn info(c: &Session, args: &[Bytes]) -> Pending {
                 })
                 .collect();
             text.push_str(&format!(
-                "node{i}:id={},url={},state={},requests={},errors={},p50_us={p50},p99_us={p99},p999_us={p999},shared_up={up},shared={conns},dedicated={},subscriptions={},failures={},primary={},failovers={},last_error={last_error}\r\n",
+                "node{i}:id={},url={},state={},requests={},errors={},error_replies={},transport_errors={},in_flight={},p50_us={p50},p99_us={p99},p999_us={p999},shared_up={up},shared={conns},dedicated={},subscriptions={},failures={},reconnects={},primary={},failovers={},last_error={last_error}\r\n",
                 n.id(),
                 // A node with replicas: its addresses joined by `+` (`,` splits fields).
                 n.info.spec.redacted_urls().replace(',', "+"),
                 super::node::state_name(n),
                 n.info.requests.load(Ordering::Relaxed),
                 n.info.errors.load(Ordering::Relaxed),
+                n.info.error_replies.load(Ordering::Relaxed),
+                super::metrics::transport_errors(&n.info),
+                n.info.in_flight.load(Ordering::Relaxed),
                 n.dedicated_in_use(),
                 n.hub.names(),
                 n.info.failures.load(Ordering::Relaxed),
+                n.info.reconnects.load(Ordering::Relaxed),
                 n.info.primary_addr(),
                 n.info.failovers.load(Ordering::Relaxed),
             ));
+        }
+    }
+    // Redis's `INFO latencystats` lines: arrival → reply ready, per command with samples.
+    if want("latencystats") {
+        if !text.is_empty() {
+            text.push_str("\r\n");
+        }
+        text.push_str("# Latencystats\r\n");
+        for (name, h) in p.command_latency.used() {
+            text.push_str(&format!(
+                "latency_percentiles_usec_{name}:{}\r\n",
+                h.percentiles_line()
+            ));
+        }
+    }
+    // The same per node: round trips on its shared connections.
+    if want("nodelatencystats") {
+        if !text.is_empty() {
+            text.push_str("\r\n");
+        }
+        text.push_str("# Nodelatencystats\r\n");
+        for n in &p.nodes {
+            if n.info.latency.count() > 0 {
+                text.push_str(&format!(
+                    "latency_percentiles_usec_{}:{}\r\n",
+                    n.id(),
+                    n.info.latency.percentiles_line()
+                ));
+            }
         }
     }
     reply(c, &Reply::Verbatim(Bytes::from(text)))

@@ -13,7 +13,8 @@
 //! - [`cluster`]: CLUSTER for cluster-mode clients (the proxy as one node owning every slot).
 //! - [`pubsub`], [`hub`]: a client's subscriptions; each node's one subscriber connection,
 //!   multiplexing every client's subscriptions.
-//! - [`stats`]: per-node latency histograms for INFO.
+//! - [`stats`]: per-node and per-command latency histograms for INFO and `/metrics`;
+//!   [`metrics`]: the Prometheus endpoint (`--metrics-port`).
 
 pub mod client;
 pub mod cluster;
@@ -23,6 +24,7 @@ pub mod failover;
 pub mod hub;
 pub mod link;
 pub mod local;
+pub mod metrics;
 pub mod node;
 pub mod pubsub;
 pub mod rebalance;
@@ -61,6 +63,8 @@ pub struct Proxy {
     /// Connections refused by `maxclients`.
     pub rejected_connections: AtomicU64,
     pub commands: AtomicU64,
+    /// Per command: arrival → reply ready (INFO latencystats, `/metrics`).
+    pub command_latency: stats::CommandLatency,
     pub port: AtomicU16,
     pub started: Instant,
     /// The users clients authenticate as: `default` with `requirepass`, plus those of
@@ -90,6 +94,7 @@ impl Proxy {
             total_connections: AtomicU64::new(0),
             rejected_connections: AtomicU64::new(0),
             commands: AtomicU64::new(0),
+            command_latency: stats::CommandLatency::default(),
             port: AtomicU16::new(0),
             started: Instant::now(),
             users,
@@ -141,10 +146,27 @@ async fn bind(cfg: &ProxyConfig, mut port: u16) -> io::Result<Vec<TcpListener>> 
     Ok(out)
 }
 
-/// Starts the proxy on the current runtime; returns its first address.
-async fn start(cfg: ProxyConfig) -> io::Result<(SocketAddr, Arc<Proxy>)> {
+/// Where a started proxy listens.
+#[derive(Clone, Copy, Debug)]
+pub struct Addrs {
+    /// The first client address.
+    pub clients: SocketAddr,
+    /// `/metrics`, when `metrics_port` is set.
+    pub metrics: Option<SocketAddr>,
+}
+
+/// Starts the proxy on the current runtime; returns its addresses.
+async fn start(cfg: ProxyConfig) -> io::Result<(Addrs, Arc<Proxy>)> {
     let listeners = bind(&cfg, cfg.port).await?;
     let addr = listeners[0].local_addr()?;
+    let metrics = match cfg.metrics_port {
+        Some(port) => bind(&cfg, port).await?,
+        None => Vec::new(),
+    };
+    let addrs = Addrs {
+        clients: addr,
+        metrics: metrics.first().map(TcpListener::local_addr).transpose()?,
+    };
     let tls = if cfg.tls_port != 0 {
         let server = crate::tls::server_config(&cfg.tls)
             .map_err(|e| io::Error::other(format!("Failed to configure TLS: {e}")))?;
@@ -156,6 +178,9 @@ async fn start(cfg: ProxyConfig) -> io::Result<(SocketAddr, Arc<Proxy>)> {
     proxy
         .port
         .store(addr.port(), std::sync::atomic::Ordering::Relaxed);
+    for l in metrics {
+        tokio::spawn(metrics::serve(proxy.clone(), l));
+    }
     for l in listeners {
         let p = proxy.clone();
         tokio::spawn(async move {
@@ -184,7 +209,7 @@ async fn start(cfg: ProxyConfig) -> io::Result<(SocketAddr, Arc<Proxy>)> {
             ));
         }
     }
-    Ok((addr, proxy))
+    Ok((addrs, proxy))
 }
 
 /// TLS clients: each handshake on its own task, bounded in time and, in number, by
@@ -240,7 +265,7 @@ pub fn run(cfg: ProxyConfig) -> io::Result<()> {
     };
     rt.block_on(async move {
         let print_port = cfg.port == 0;
-        let (addr, _proxy) = start(cfg).await?;
+        let (Addrs { clients: addr, .. }, _proxy) = start(cfg).await?;
         if print_port {
             use std::io::Write;
             let mut out = std::io::stdout();
@@ -267,17 +292,24 @@ pub fn run(cfg: ProxyConfig) -> io::Result<()> {
 /// An in-process proxy for tests and embedding: its own thread and runtime; stops on drop.
 pub struct ProxyServer {
     addr: SocketAddr,
+    metrics_addr: Option<SocketAddr>,
     _service: crate::background::Background,
 }
 
 impl ProxyServer {
     pub fn start(cfg: ProxyConfig) -> io::Result<ProxyServer> {
-        let (addr, service) =
+        let (addrs, service) =
             crate::background::Background::spawn("respite-proxy", || start(cfg), drop)?;
         Ok(ProxyServer {
-            addr,
+            addr: addrs.clients,
+            metrics_addr: addrs.metrics,
             _service: service,
         })
+    }
+
+    /// Where `/metrics` is served (with `metrics_port` set).
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics_addr
     }
 
     pub fn addr(&self) -> SocketAddr {

@@ -430,6 +430,7 @@ impl Inbox {
             };
             if matches!(self.buf[self.taken], b'-' | b'!') {
                 info.errors.fetch_add(1, Ordering::Relaxed);
+                info.error_replies.fetch_add(1, Ordering::Relaxed);
                 info.check_reply(&self.buf[self.taken..]);
             }
             self.taken += n;
@@ -445,6 +446,8 @@ impl Inbox {
             if let Some(sent) = pending.pop_front() {
                 info.latency.record(now.saturating_duration_since(sent.at));
                 if let Some(tx) = sent.reply {
+                    info.in_flight
+                        .fetch_sub(sent.count as u64, Ordering::Relaxed);
                     let _ = tx.send(Replies {
                         frames,
                         error: None,
@@ -478,6 +481,10 @@ async fn shared_conn(
         let reason = match connect(&info, resp3).await {
             Ok((stream, buf, f)) => {
                 state.store(UP, Ordering::Relaxed);
+                // Backoff grows only after a failure: this connection replaces a lost one.
+                if backoff != BACKOFF_MIN {
+                    info.reconnects.fetch_add(1, Ordering::Relaxed);
+                }
                 backoff = BACKOFF_MIN;
                 let mut inbox = Inbox::new(buf);
                 let f = follow.insert(f);
@@ -505,6 +512,8 @@ async fn shared_conn(
         for sent in pending.drain(..) {
             let (frames, got) = std::mem::take(&mut partial);
             if let Some(tx) = sent.reply {
+                info.in_flight
+                    .fetch_sub(sent.count as u64, Ordering::Relaxed);
                 info.errors
                     .fetch_add(sent.count.saturating_sub(got) as u64, Ordering::Relaxed);
                 let _ = tx.send(Replies {
@@ -571,8 +580,10 @@ impl Serving<'_> {
         out.clear();
         let now = Instant::now();
         let mut next = Some(first);
+        let mut count = 0;
         while let Some(req) = next {
             out.extend_from_slice(&req.bytes);
+            count += req.count;
             self.pending.push_back(Sent {
                 reply: Some(req.reply),
                 count: req.count,
@@ -584,6 +595,9 @@ impl Serving<'_> {
                 None
             };
         }
+        self.info
+            .in_flight
+            .fetch_add(count as u64, Ordering::Relaxed);
         send(wr, out).await.map_err(|e| e.to_string())?;
         if out.capacity() > WRITE_BATCH * 2 {
             *out = Vec::with_capacity(16 * 1024);
@@ -699,6 +713,8 @@ mod tests {
                 },
                 s2,
             ]);
+            // As `serve` counts them when written (the health PING is not counted).
+            info.in_flight.store(5, Ordering::Relaxed);
             let mut inbox = Inbox::new(BytesMut::new());
             for piece in stream.chunks(step) {
                 inbox.buf.extend_from_slice(piece);
@@ -711,6 +727,8 @@ mod tests {
             assert_eq!(&r2.frames[..], b":1\r\n*2\r\n:1\r\n$-1\r\n");
             assert!(pending.is_empty() && inbox.buf.is_empty());
             assert_eq!(info.errors.load(Ordering::Relaxed), 1);
+            assert_eq!(info.error_replies.load(Ordering::Relaxed), 1);
+            assert_eq!(info.in_flight.load(Ordering::Relaxed), 0);
             assert_eq!(info.latency.count(), 3);
         }
     }

@@ -109,13 +109,27 @@ fn upper_name(spec: &CommandSpec) -> String {
 
 /// Decides how to serve `args` (non-empty).
 pub fn route(args: &[Bytes], placement: &Placement) -> Route {
-    if let Some(r) = functions(args, placement) {
-        return r;
-    }
-    let spec = match crate::cmd::registry().resolve(args) {
-        Ok((_, spec)) => spec,
-        Err(reply) => return Route::Reject(reply_text(reply)),
+    route_cmd(args, placement).1
+}
+
+/// [`route`], with the command's id for the per-command statistics
+/// ([`super::stats::CommandLatency`]); none for a refused command (Redis keeps no latency
+/// for a command it did not run).
+pub fn route_cmd(args: &[Bytes], placement: &Placement) -> (Option<usize>, Route) {
+    let (id, r) = match functions(args, placement) {
+        Some((extra, r)) => (crate::cmd::registry().len() + extra, r),
+        None => match crate::cmd::registry().resolve(args) {
+            Ok((id, spec)) => (id, route_spec(spec, args, placement)),
+            Err(reply) => return (None, Route::Reject(reply_text(reply))),
+        },
     };
+    match r {
+        Route::Reject(_) => (None, r),
+        r => (Some(id), r),
+    }
+}
+
+fn route_spec(spec: &'static CommandSpec, args: &[Bytes], placement: &Placement) -> Route {
     if !spec.arity_ok(args.len()) {
         return Route::Reject(reply_text(crate::cmd::errors::wrong_args(spec.name)));
     }
@@ -175,27 +189,35 @@ pub fn route(args: &[Bytes], placement: &Placement) -> Route {
 
 /// Redis functions (the command table does not list them: respite has no functions, but
 /// the nodes do). FCALL/FCALL_RO go by their keys like EVAL; FUNCTION is the proxy's.
-fn functions(args: &[Bytes], placement: &Placement) -> Option<Route> {
+/// With the route, the command's index in [`super::stats::EXTRA_COMMANDS`].
+fn functions(args: &[Bytes], placement: &Placement) -> Option<(usize, Route)> {
     let name = &args[0];
     if name.eq_ignore_ascii_case(b"function") {
-        return Some(Route::Local("function"));
+        return Some((2, Route::Local("function")));
     }
     let ro = name.eq_ignore_ascii_case(b"fcall_ro");
     if !ro && !name.eq_ignore_ascii_case(b"fcall") {
         return None;
     }
+    let extra = ro as usize;
     if args.len() < 3 {
         let n = if ro { "fcall_ro" } else { "fcall" };
-        return Some(Route::Reject(reply_text(crate::cmd::errors::wrong_args(n))));
+        return Some((
+            extra,
+            Route::Reject(reply_text(crate::cmd::errors::wrong_args(n))),
+        ));
     }
     let keys = crate::cmd::table::numkeys_at(args, 2);
-    Some(match single_node(args, &keys, placement) {
-        Some(node) => Route::Node {
-            node,
-            blocking: false,
+    Some((
+        extra,
+        match single_node(args, &keys, placement) {
+            Some(node) => Route::Node {
+                node,
+                blocking: false,
+            },
+            None => Route::Reject(CROSSSLOT.into()),
         },
-        None => Route::Reject(CROSSSLOT.into()),
-    })
+    ))
 }
 
 /// Blocking commands need a connection of their own; XREAD/XREADGROUP only with BLOCK.
@@ -288,6 +310,29 @@ mod tests {
             node: n,
             blocking: false,
         }
+    }
+
+    #[test]
+    fn command_ids_for_statistics() {
+        let id = |line: &str| {
+            let args: Vec<Bytes> = line
+                .split(' ')
+                .map(|s| Bytes::copy_from_slice(s.as_bytes()))
+                .collect();
+            route_cmd(&args, &placement()).0
+        };
+        let reg = crate::cmd::registry();
+        let table = |name: &[u8]| reg.lookup(name).map(|(id, _)| id);
+        assert_eq!(id("get foo"), table(b"get"));
+        assert_eq!(id("CLIENT SETNAME x"), table(b"client|setname"));
+        assert_eq!(id("FCALL f 0"), Some(reg.len()));
+        assert_eq!(id("FCALL_RO f 0"), Some(reg.len() + 1));
+        assert_eq!(id("FUNCTION LIST"), Some(reg.len() + 2));
+        assert_eq!(super::super::stats::EXTRA_COMMANDS[1], "fcall_ro");
+        // Refused: no statistics.
+        assert_eq!(id("NOPE x"), None);
+        assert_eq!(id("GET"), None);
+        assert_eq!(id(&format!("RENAME {A} {B}")), None);
     }
 
     #[test]

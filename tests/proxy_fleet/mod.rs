@@ -1,11 +1,12 @@
 //! Proxy fleets on top of `common`: up to three nodes on free loopback ports (real
-//! redis-server processes or real respite binaries with the memory engine, [`NodeKind`];
+//! redis-server 7, valkey-server 8 or respite processes with the memory engine, [`NodeKind`];
 //! password-protected unless asked otherwise; killed on drop) behind an in-process
 //! `ProxyServer`. Needs `mod common;` next to `mod proxy_fleet;`.
 #![allow(dead_code)]
 
-/// Each test against both node kinds: `for_kinds!(Redis: a, b)` in a module makes tests
+/// Each test against a node kind: `for_kinds!(Redis: a, b)` in a module makes tests
 /// `a` and `b` running `super::a(NodeKind::Redis)`, … (needs `#[macro_use] mod proxy_fleet;`).
+/// Suites instantiate it once per kind (Redis, Valkey, Respite), one module each.
 #[allow(unused_macros)]
 macro_rules! for_kinds {
     ($kind:ident: $($name:ident),* $(,)?) => {
@@ -30,6 +31,8 @@ pub const IDS: [&str; 3] = ["node-a", "node-b", "node-c"];
 pub enum NodeKind {
     /// redis-server 7.0 (the oracle).
     Redis,
+    /// valkey-server 8.1 ([`crate::common::valkey_server_bin`]).
+    Valkey,
     /// This crate's `respite` binary with the memory engine.
     Respite,
 }
@@ -51,6 +54,7 @@ impl Node {
         }
         let process = match kind {
             NodeKind::Redis => ServerProcess::redis_with(&args),
+            NodeKind::Valkey => ServerProcess::start_free(ProcessKind::Valkey, &args),
             NodeKind::Respite => {
                 args.extend(["--threads", "2"]);
                 ServerProcess::start_free(ProcessKind::Respite, &args)
