@@ -284,7 +284,10 @@ impl ServerProcess {
             if child.try_wait().expect("child status").is_some() {
                 return false;
             }
-            if answers_ping(self.port) {
+            // The PING must reach this child: another test's in-process server can hold
+            // the port (it was free when picked), and the child then fails to bind and
+            // exits a moment later, while the other server answered.
+            if answers_ping(self.port) && listens_on(child.id(), self.port) {
                 self.child = Some(child);
                 return true;
             }
@@ -370,6 +373,32 @@ impl Drop for ServerProcess {
     fn drop(&mut self) {
         self.kill();
     }
+}
+
+/// Whether process `pid` holds a listening TCP socket on `port` (Linux: the socket inodes
+/// of `/proc/net/tcp{,6}` in state LISTEN on that port, among the process's descriptors).
+fn listens_on(pid: u32, port: u16) -> bool {
+    let want = format!(":{port:04X}");
+    let mut inodes = Vec::new();
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        let Ok(text) = std::fs::read_to_string(table) else {
+            continue;
+        };
+        for line in text.lines().skip(1) {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            // local_address rem_address st … inode (the 10th field).
+            if f.len() > 9 && f[1].ends_with(&want) && f[3] == "0A" {
+                inodes.push(format!("socket:[{}]", f[9]));
+            }
+        }
+    }
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return false;
+    };
+    fds.flatten().any(|fd| {
+        std::fs::read_link(fd.path())
+            .is_ok_and(|t| inodes.iter().any(|i| t.as_os_str() == i.as_str()))
+    })
 }
 
 /// Whether a server on `port` answers PING (with anything).
