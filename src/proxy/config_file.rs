@@ -16,6 +16,7 @@
 //! maxclients 10000
 //! client-query-buffer-limit 1gb
 //! proto-max-bulk-len 512mb
+//! move-chunk-bytes 8mb        # online rebalance: bigger values are copied in chunks
 //! tls-port 7001               # TLS clients too, with Redis's tls-* directives:
 //! tls-cert-file proxy.crt     #   tls-key-file, tls-ca-cert-file, tls-ca-cert-dir,
 //! tls-key-file proxy.key      #   tls-auth-clients, tls-protocols, tls-ciphersuites,
@@ -98,6 +99,11 @@ pub fn parse(text: &str, cfg: &mut ProxyConfig) -> Result<(), String> {
                 let mut spec = NodeSpec::parse_url(url).map_err(|e| format!("line {n}: {e}"))?;
                 spec.id = id.clone();
                 cfg.nodes.push(spec);
+            }
+            "move-chunk-bytes" => {
+                let size = crate::config::parse_memory(one("size")?)
+                    .ok_or_else(|| format!("line {n}: {name} expects a size such as 8mb"))?;
+                cfg.move_chunk_bytes = (size as usize).max(1);
             }
             "conns-per-node" => cfg.conns_per_node = (number("count")? as usize).max(1),
             "threads" => cfg.threads = number("count")? as usize,

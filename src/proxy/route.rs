@@ -14,7 +14,7 @@
 //!   (subscriptions: pubsub.rs).
 //! - Keyless commands the proxy does not know how to spread are refused with `-ERR`.
 
-use super::config::Placement;
+use super::fleet::Owners;
 use crate::cmd::table::CommandSpec;
 use bytes::Bytes;
 
@@ -105,7 +105,11 @@ fn upper_name(spec: &CommandSpec) -> String {
 }
 
 /// Decides how to serve `args` (non-empty).
-pub fn route(args: &[Bytes], placement: &Placement) -> Route {
+pub fn route(args: &[Bytes], placement: &impl Owners) -> Route {
+    // The proxy's own admin command (not in the command table: the nodes do not know it).
+    if args[0].eq_ignore_ascii_case(b"proxy") {
+        return Route::Local("proxy");
+    }
     if let Some(r) = functions(args, placement) {
         return r;
     }
@@ -170,9 +174,41 @@ pub fn route(args: &[Bytes], placement: &Placement) -> Route {
     }
 }
 
+/// The keys `route` places `args` by (positions in `args`), for an online move to make
+/// sure their tags are where routing will send them; `empty` when the command is routed
+/// by the empty key (declares keys but names none). Commands answered by the proxy, and
+/// PUBLISH (a channel, not a key), have none.
+pub fn data_keys(args: &[Bytes]) -> (Vec<usize>, bool) {
+    let none = (Vec::new(), false);
+    let name = &args[0];
+    let ro = name.eq_ignore_ascii_case(b"fcall_ro");
+    if ro || name.eq_ignore_ascii_case(b"fcall") {
+        if args.len() < 3 {
+            return none;
+        }
+        let keys = crate::cmd::table::numkeys_at(args, 2);
+        let empty = keys.is_empty();
+        return (keys, empty);
+    }
+    let Ok((_, spec)) = crate::cmd::registry().resolve(args) else {
+        return none;
+    };
+    if !spec.arity_ok(args.len()) || is_local(spec.name) || spec.name == "publish" {
+        return none;
+    }
+    match spec.name {
+        "mget" | "del" | "unlink" | "exists" | "touch" => return ((1..args.len()).collect(), false),
+        "mset" => return ((1..args.len()).step_by(2).collect(), false),
+        _ => {}
+    }
+    let keys = spec.key_indices(args);
+    let empty = keys.is_empty() && !matches!(spec.keys, crate::cmd::table::KeySpec::None);
+    (keys, empty)
+}
+
 /// Redis functions (the command table does not list them: respite has no functions, but
 /// the nodes do). FCALL/FCALL_RO go by their keys like EVAL; FUNCTION is the proxy's.
-fn functions(args: &[Bytes], placement: &Placement) -> Option<Route> {
+fn functions(args: &[Bytes], placement: &impl Owners) -> Option<Route> {
     let name = &args[0];
     if name.eq_ignore_ascii_case(b"function") {
         return Some(Route::Local("function"));
@@ -211,13 +247,13 @@ pub fn is_blocking(spec: &CommandSpec, args: &[Bytes]) -> bool {
 
 /// The node every key of `args` (positions `keys`) lives on, or None if they span nodes.
 /// No keys: the node owning `""` (the keyless rule above).
-pub fn single_node(args: &[Bytes], keys: &[usize], placement: &Placement) -> Option<usize> {
+pub fn single_node(args: &[Bytes], keys: &[usize], placement: &impl Owners) -> Option<usize> {
     let mut it = keys.iter().map(|&i| placement.owner(&args[i]));
     let first = it.next().unwrap_or_else(|| placement.owner(b""));
     it.all(|n| n == first).then_some(first)
 }
 
-fn split_by_node(args: &[Bytes], kind: Split, stride: usize, placement: &Placement) -> Route {
+fn split_by_node(args: &[Bytes], kind: Split, stride: usize, placement: &impl Owners) -> Route {
     let mut parts: Vec<Part> = Vec::new();
     for (slot, chunk) in args[1..].chunks(stride).enumerate() {
         let node = placement.owner(&chunk[0]);
