@@ -84,7 +84,10 @@ impl Nodes {
     fn placement_now(&self) -> BTreeMap<Vec<u8>, Vec<usize>> {
         let mut all: BTreeMap<Vec<u8>, Vec<usize>> = BTreeMap::new();
         for i in 0..self.procs.len() {
-            let keys: Vec<Vec<u8>> = redis::cmd("KEYS").arg("*").query(&mut self.conn(i)).unwrap();
+            let keys: Vec<Vec<u8>> = redis::cmd("KEYS")
+                .arg("*")
+                .query(&mut self.conn(i))
+                .unwrap();
             for k in keys {
                 all.entry(k).or_default().push(i);
             }
@@ -117,7 +120,10 @@ impl Drop for Nodes {
 }
 
 fn client(p: &ProxyServer) -> Connection {
-    let c = redis::Client::open(p.url()).unwrap().get_connection().unwrap();
+    let c = redis::Client::open(p.url())
+        .unwrap()
+        .get_connection()
+        .unwrap();
     c.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
     c
 }
@@ -152,7 +158,10 @@ fn move_to(nodes: &Nodes, p: &ProxyServer, members: &[usize], completed: u64) ->
             let _ = seen_moving;
             return field(&info, "rebalance_last");
         }
-        assert!(start.elapsed() < MOVE_LIMIT, "the move did not finish: {info}");
+        assert!(
+            start.elapsed() < MOVE_LIMIT,
+            "the move did not finish: {info}"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -188,12 +197,29 @@ fn call(c: &mut Connection, args: &[&str]) -> Result<Value, String> {
     cmd.query::<Value>(c).map_err(|e| format!("{args:?}: {e}"))
 }
 
-/// One client: writes and reads its own tags until `stop`; returns what it had acked.
-fn worker(p: &ProxyServer, w: usize, tags: usize, stop: &AtomicBool, ops: &AtomicU64) -> Result<Vec<Acked>, String> {
+/// One client: writes and reads its own tags until `stop`; returns what it had acked,
+/// and how many rounds it made (each round also created a key on a fresh tag,
+/// `{w<w>r<round>}`, so keys keep appearing while a move catalogs the old nodes).
+fn worker(
+    p: &ProxyServer,
+    w: usize,
+    tags: usize,
+    stop: &AtomicBool,
+    ops: &AtomicU64,
+) -> Result<(Vec<Acked>, usize), String> {
     let mut c = client(p);
     let mut acked = vec![Acked::default(); tags];
     let mut round = 0usize;
     while !stop.load(Ordering::Relaxed) {
+        let fresh = format!("{{w{w}r{round}}}:x");
+        call(&mut c, &["SET", &fresh, &round.to_string()])?;
+        if round > 0 {
+            let prev = format!("{{w{w}r{}}}:x", round - 1);
+            let got = int(&call(&mut c, &["GET", &prev])?)?;
+            if got != round as i64 - 1 {
+                return Err(format!("GET {prev} gave {got}"));
+            }
+        }
         for (t, a) in acked.iter_mut().enumerate() {
             let tag = format!("{{w{w}t{t}}}");
             let (n, l, s, e, f) = (
@@ -232,7 +258,12 @@ fn worker(p: &ProxyServer, w: usize, tags: usize, stop: &AtomicBool, ops: &Atomi
                 Value::Array(v) if v.len() == 2 => (int(&v[0])?, int(&v[1])?),
                 other => return Err(format!("MGET gave {other:?}")),
             };
-            if got < a.counter || len < a.list || xlen < a.stream || pair.0 < a.script || pair.1 < a.script {
+            if got < a.counter
+                || len < a.list
+                || xlen < a.stream
+                || pair.0 < a.script
+                || pair.1 < a.script
+            {
                 return Err(format!(
                     "stale read on {tag}: GET {got} LLEN {len} XLEN {xlen} MGET {pair:?} after {a:?}"
                 ));
@@ -241,12 +272,14 @@ fn worker(p: &ProxyServer, w: usize, tags: usize, stop: &AtomicBool, ops: &Atomi
         }
         round += 1;
     }
-    Ok(acked)
+    Ok((acked, round))
 }
 
 /// Big values, over the chunk size, with a TTL on one: moved in chunks, whole.
 fn load_big(c: &mut Connection) -> HashMap<String, Value> {
-    let elems: Vec<String> = (0..3000).map(|i| format!("element-{i:06}-{}", "x".repeat(20))).collect();
+    let elems: Vec<String> = (0..3000)
+        .map(|i| format!("element-{i:06}-{}", "x".repeat(20)))
+        .collect();
     let mut cmd = redis::cmd("RPUSH");
     cmd.arg("big:list");
     for e in &elems {
@@ -271,8 +304,16 @@ fn load_big(c: &mut Connection) -> HashMap<String, Value> {
         cmd.arg(i as f64 / 7.0).arg(e);
     }
     cmd.query::<()>(c).unwrap();
-    redis::cmd("SET").arg("big:string").arg(elems.concat()).query::<()>(c).unwrap();
-    redis::cmd("EXPIRE").arg("big:list").arg(1000).query::<()>(c).unwrap();
+    redis::cmd("SET")
+        .arg("big:string")
+        .arg(elems.concat())
+        .query::<()>(c)
+        .unwrap();
+    redis::cmd("EXPIRE")
+        .arg("big:list")
+        .arg(1000)
+        .query::<()>(c)
+        .unwrap();
     snapshot_big(c)
 }
 
@@ -319,12 +360,27 @@ struct Run {
 }
 
 /// Grows 3 → 4 and shrinks 4 → 3 (`cycles` times) under `workers` clients.
-fn online_rebalance(workers: usize, tags: usize, cycles: usize, settle: Duration) -> Run {
+fn online_rebalance(
+    workers: usize,
+    tags: usize,
+    filler: usize,
+    cycles: usize,
+    settle: Duration,
+) -> Run {
     let start = Instant::now();
     let nodes = Nodes::start(4);
     nodes.write_config(&[0, 1, 2]);
     let proxy = Arc::new(nodes.proxy());
     let big = load_big(&mut client(&proxy));
+    // Filler keys, so each move lasts while the writers run.
+    let mut c = client(&proxy);
+    for chunk in 0..filler / 500 {
+        let mut cmd = redis::cmd("MSET");
+        for i in chunk * 500..(chunk + 1) * 500 {
+            cmd.arg(format!("filler:{i}")).arg(i);
+        }
+        cmd.query::<()>(&mut c).unwrap();
+    }
     let stop = Arc::new(AtomicBool::new(false));
     let ops = Arc::new(AtomicU64::new(0));
     let handles: Vec<_> = (0..workers)
@@ -336,7 +392,10 @@ fn online_rebalance(workers: usize, tags: usize, cycles: usize, settle: Duration
     // Writers are running (and have written) before each move.
     let wait_ops = |past: u64| {
         let t = Instant::now();
-        while ops.load(Ordering::Relaxed) < past + 200 && t.elapsed() < MOVE_LIMIT {
+        while ops.load(Ordering::Relaxed) < past + 200
+            && t.elapsed() < MOVE_LIMIT
+            && !handles.iter().any(|h| h.is_finished())
+        {
             std::thread::sleep(Duration::from_millis(5));
         }
         std::thread::sleep(settle);
@@ -351,29 +410,69 @@ fn online_rebalance(workers: usize, tags: usize, cycles: usize, settle: Duration
         completed += 1;
         moves.push(move_to(&nodes, &proxy, &grown, completed));
         wait_ops(ops.load(Ordering::Relaxed));
-        fleet = if cycle % 2 == 0 { vec![0, 2, 3] } else { vec![0, 1, 2] };
+        fleet = if cycle % 2 == 0 {
+            vec![0, 2, 3]
+        } else {
+            vec![0, 1, 2]
+        };
         completed += 1;
         moves.push(move_to(&nodes, &proxy, &fleet, completed));
     }
     wait_ops(ops.load(Ordering::Relaxed));
     stop.store(true, Ordering::Relaxed);
     let mut acked = Vec::new();
+    let mut rounds = Vec::new();
     for h in handles {
-        acked.push(h.join().unwrap().unwrap_or_else(|e| panic!("a worker failed: {e}")));
+        let (a, r) = h
+            .join()
+            .unwrap()
+            .unwrap_or_else(|e| panic!("a worker failed: {e}"));
+        acked.push(a);
+        rounds.push(r);
     }
     // Every acknowledged write is there.
     let mut c = client(&proxy);
     for (w, tags) in acked.iter().enumerate() {
         for (t, a) in tags.iter().enumerate() {
             let tag = format!("{{w{w}t{t}}}");
-            assert_eq!(int(&call(&mut c, &["GET", &format!("{tag}:n")]).unwrap()).unwrap(), a.counter);
-            let list: Vec<i64> = redis::cmd("LRANGE").arg(format!("{tag}:l")).arg(0).arg(-1).query(&mut c).unwrap();
+            assert_eq!(
+                int(&call(&mut c, &["GET", &format!("{tag}:n")]).unwrap()).unwrap(),
+                a.counter
+            );
+            let list: Vec<i64> = redis::cmd("LRANGE")
+                .arg(format!("{tag}:l"))
+                .arg(0)
+                .arg(-1)
+                .query(&mut c)
+                .unwrap();
             assert_eq!(list, (0..a.list).collect::<Vec<_>>(), "{tag}:l");
-            assert_eq!(int(&call(&mut c, &["XLEN", &format!("{tag}:s")]).unwrap()).unwrap(), a.stream);
-            assert_eq!(int(&call(&mut c, &["GET", &format!("{tag}:f")]).unwrap()).unwrap(), a.script);
+            assert_eq!(
+                int(&call(&mut c, &["XLEN", &format!("{tag}:s")]).unwrap()).unwrap(),
+                a.stream
+            );
+            assert_eq!(
+                int(&call(&mut c, &["GET", &format!("{tag}:f")]).unwrap()).unwrap(),
+                a.script
+            );
         }
     }
-    assert!(big == snapshot_big(&mut c), "a big value changed in the moves");
+    assert!(
+        big == snapshot_big(&mut c),
+        "a big value changed in the moves"
+    );
+    for i in (0..filler).step_by(97) {
+        let got = int(&call(&mut c, &["GET", &format!("filler:{i}")]).unwrap()).unwrap();
+        assert_eq!(got, i as i64);
+    }
+    for (w, &r) in rounds.iter().enumerate() {
+        for round in 0..r {
+            let got = int(&call(&mut c, &["GET", &format!("{{w{w}r{round}}}:x")]).unwrap());
+            assert_eq!(got.unwrap(), round as i64, "worker {w} round {round}");
+        }
+    }
+    let dbsize: i64 = redis::cmd("DBSIZE").query(&mut c).unwrap();
+    let fresh: usize = rounds.iter().sum();
+    assert_eq!(dbsize as usize, filler + 5 + workers * tags * 5 + fresh);
     let ttl = int(&call(&mut c, &["TTL", "big:list"]).unwrap()).unwrap();
     assert!((1..=1000).contains(&ttl), "big:list lost its TTL: {ttl}");
     // Exactly the final fleet's placement, nothing left behind.
@@ -387,12 +486,15 @@ fn online_rebalance(workers: usize, tags: usize, cycles: usize, settle: Duration
 
 #[test]
 fn writers_keep_going_while_the_fleet_grows_and_shrinks() {
-    let run = online_rebalance(4, 12, 1, Duration::from_millis(300));
+    let run = online_rebalance(4, 12, 5000, 1, Duration::from_millis(300));
     for m in &run.moves {
         assert!(!m.starts_with("moved 0 keys"), "{m}");
     }
     // The big values went in chunks (there are five, wherever they live).
-    eprintln!("{} ops in {:?}; moves: {:?}", run.ops, run.elapsed, run.moves);
+    eprintln!(
+        "{} ops in {:?}; moves: {:?}",
+        run.ops, run.elapsed, run.moves
+    );
 }
 
 #[test]
@@ -406,7 +508,7 @@ fn online_rebalance_soak() {
     let mut total = 0;
     let mut rounds = 0;
     while Instant::now() < deadline {
-        let run = online_rebalance(8, 64, 3, Duration::from_secs(2));
+        let run = online_rebalance(8, 64, 50_000, 3, Duration::from_secs(2));
         total += run.ops;
         rounds += 1;
         eprintln!(
@@ -432,7 +534,11 @@ fn a_restarted_proxy_resumes_the_move() {
     for i in 0..400 {
         let k = format!("{{k{i}}}:v");
         let owner = old[po.owner(k.as_bytes())];
-        redis::cmd("SET").arg(&k).arg(i).query::<()>(&mut nodes.conn(owner)).unwrap();
+        redis::cmd("SET")
+            .arg(&k)
+            .arg(i)
+            .query::<()>(&mut nodes.conn(owner))
+            .unwrap();
         if old[po.owner(k.as_bytes())] != new[pn.owner(k.as_bytes())] {
             changing.push((k, i));
         }
@@ -442,8 +548,16 @@ fn a_restarted_proxy_resumes_the_move() {
     let (k0, _) = &changing[0];
     let from = old[po.owner(k0.as_bytes())];
     let to = new[pn.owner(k0.as_bytes())];
-    redis::cmd("SET").arg(k0).arg("stale-copy").query::<()>(&mut nodes.conn(to)).unwrap();
-    redis::cmd("SET").arg(k0).arg("newest").query::<()>(&mut nodes.conn(from)).unwrap();
+    redis::cmd("SET")
+        .arg(k0)
+        .arg("stale-copy")
+        .query::<()>(&mut nodes.conn(to))
+        .unwrap();
+    redis::cmd("SET")
+        .arg(k0)
+        .arg("newest")
+        .query::<()>(&mut nodes.conn(from))
+        .unwrap();
     nodes.write_config(&new);
     write_state(&nodes.config(), &specs(&old), &specs(&new));
     let proxy = nodes.proxy();
@@ -452,7 +566,11 @@ fn a_restarted_proxy_resumes_the_move() {
     let got: String = redis::cmd("GET").arg(k0).query(&mut c).unwrap();
     assert_eq!(got, "newest");
     for (k, i) in &changing[1..] {
-        assert_eq!(int(&call(&mut c, &["GET", k]).unwrap()).unwrap(), *i as i64, "{k}");
+        assert_eq!(
+            int(&call(&mut c, &["GET", k]).unwrap()).unwrap(),
+            *i as i64,
+            "{k}"
+        );
     }
     let t = Instant::now();
     while field(&info_rebalance(&mut c), "rebalances_completed") != "1" {
@@ -462,7 +580,10 @@ fn a_restarted_proxy_resumes_the_move() {
     nodes.assert_placed(&new);
     let mut state = nodes.config().into_os_string();
     state.push(".rebalance");
-    assert!(!Path::new(&state).exists(), "the state file outlived the move");
+    assert!(
+        !Path::new(&state).exists(),
+        "the state file outlived the move"
+    );
 }
 
 fn write_state(config: &Path, old: &[NodeSpec], new: &[NodeSpec]) {

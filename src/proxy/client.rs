@@ -581,7 +581,9 @@ impl<R: AsyncRead + Unpin + Send> Client<R> {
         if !shard && !args[0].eq_ignore_ascii_case(b"publish") {
             return None;
         }
-        let extra = self.s.fleet().nodes[node].hub.extra_receivers(shard, &args[1]);
+        let extra = self.s.fleet().nodes[node]
+            .hub
+            .extra_receivers(shard, &args[1]);
         (extra > 0).then_some(extra)
     }
 
@@ -797,7 +799,14 @@ impl<R: AsyncRead + Unpin + Send> Client<R> {
         let owner = |k: &[u8]| fleet.owner(k);
         let r = self
             .pubsub
-            .command(&fleet.nodes, owner, self.s.resp3, kind, subscribe, &args[1..])
+            .command(
+                &fleet.nodes,
+                owner,
+                self.s.resp3,
+                kind,
+                subscribe,
+                &args[1..],
+            )
             .await;
         match r {
             Ok(b) => Pending::Ready(b),
@@ -811,7 +820,8 @@ impl<R: AsyncRead + Unpin + Send> Client<R> {
         }
         let fleet = self.s.fleet().clone();
         let keys: Vec<usize> = (1..args.len()).collect();
-        if let Err(e) = super::online::prepare_keys(&fleet, args[1..].iter().map(|k| &k[..])).await {
+        if let Err(e) = super::online::prepare_keys(&fleet, args[1..].iter().map(|k| &k[..])).await
+        {
             return resp::error(&e);
         }
         let Some(node) = route::single_node(args, &keys, &fleet.routing) else {
@@ -873,7 +883,9 @@ impl<R: AsyncRead + Unpin + Send> Client<R> {
         }
         let watched = self.watch.take();
         if let Some((w, _, keys)) = &watched {
-            let moved = super::online::prepare_keys(&fleet, keys.iter().map(|k| &k[..])).await.is_err()
+            let moved = super::online::prepare_keys(&fleet, keys.iter().map(|k| &k[..]))
+                .await
+                .is_err()
                 || keys.iter().any(|k| fleet.owner(k) != *w)
                 || m.node.is_some_and(|n| n != *w);
             if moved {
@@ -919,10 +931,15 @@ impl<R: AsyncRead + Unpin + Send> Client<R> {
 
 /// The node a transaction's commands go to under `fleet` (None: they name no keys);
 /// during an online move their tags are made to be there first.
-async fn place_queued(fleet: &super::fleet::Fleet, cmds: &[Vec<Bytes>]) -> Result<Option<usize>, Bytes> {
+async fn place_queued(
+    fleet: &super::fleet::Fleet,
+    cmds: &[Vec<Bytes>],
+) -> Result<Option<usize>, Bytes> {
     let mut node = None;
     for c in cmds {
-        super::online::prepare(fleet, c).await.map_err(|e| resp::error(&e))?;
+        super::online::prepare(fleet, c)
+            .await
+            .map_err(|e| resp::error(&e))?;
         let n = match route::route(c, &fleet.routing) {
             Route::Node { node, .. } => node,
             Route::Split { parts, .. } => match parts.first() {

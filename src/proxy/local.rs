@@ -209,7 +209,8 @@ fn scan(c: &mut Session, args: &[Bytes]) -> Pending {
 fn info(c: &Session, args: &[Bytes]) -> Pending {
     let p = c.proxy();
     let fleet = p.fleet();
-    let members: Vec<&super::node::Node> = fleet.members.iter().map(|&i| &*fleet.nodes[i]).collect();
+    let members: Vec<&super::node::Node> =
+        fleet.members.iter().map(|&i| &*fleet.nodes[i]).collect();
     let wanted: Vec<String> = args[1..]
         .iter()
         .map(|a| String::from_utf8_lossy(a).to_ascii_lowercase())

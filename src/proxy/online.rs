@@ -42,6 +42,8 @@ const SCAN_COUNT: usize = 1000;
 /// Elements per command when a big collection is copied in chunks (halved while a
 /// chunk's reply is over `move-chunk-bytes`).
 const CHUNK_ELEMENTS: usize = 1024;
+/// Tags the background mover moves at once.
+const MOVES_IN_FLIGHT: usize = 16;
 /// The sticky id the mover's requests use on the nodes' shared connections.
 const MOVER_ID: u64 = u64::MAX;
 
@@ -227,7 +229,9 @@ impl Move {
                 let mut off = 0usize;
                 loop {
                     let (a, b) = (off.to_string(), (off + chunk - 1).to_string());
-                    let part = match frame(call(src, &[&b"GETRANGE"[..], key, a.as_bytes(), b.as_bytes()]).await)? {
+                    let part = match frame(
+                        call(src, &[&b"GETRANGE"[..], key, a.as_bytes(), b.as_bytes()]).await,
+                    )? {
                         Frame::Bulk(p) => p,
                         _ => return Err("unexpected GETRANGE reply".into()),
                     };
@@ -356,7 +360,9 @@ fn ok(r: NodeReply, what: &str) -> Result<(), String> {
 }
 
 /// An array of bulk strings, and its size on the wire.
-fn bulks(r: Result<super::node::NodeResult, tokio::sync::oneshot::error::RecvError>) -> Result<(Vec<Bytes>, usize), String> {
+fn bulks(
+    r: Result<super::node::NodeResult, tokio::sync::oneshot::error::RecvError>,
+) -> Result<(Vec<Bytes>, usize), String> {
     let raw = match &r {
         Ok(Ok(b)) => b.len(),
         _ => 0,
@@ -411,8 +417,18 @@ pub async fn prepare_keys<'a>(
 }
 
 /// Waits until no client batch runs on `prev` (each holds the snapshot it routes by).
+/// A batch ends when its replies are written; a client that stops reading a large
+/// output holds it meanwhile, so a long wait is logged.
 async fn quiesce(prev: Arc<Fleet>) {
+    let start = Instant::now();
+    let mut warned = false;
     while Arc::strong_count(&prev) > 1 {
+        if !warned && start.elapsed() > Duration::from_secs(5) {
+            warned = true;
+            tracing::warn!(
+                "online rebalance: waiting for client batches still routed by the previous fleet"
+            );
+        }
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
 }
@@ -495,7 +511,11 @@ pub fn load_state(cfg: &ProxyConfig) -> Result<Option<Saved>, String> {
             [which @ ("old" | "new"), id, url] => {
                 let mut s = NodeSpec::parse_url(url).map_err(|_| bad(i + 1))?;
                 s.id = id.to_string();
-                if which == "old" { old.push(s) } else { new.push(s) }
+                if which == "old" {
+                    old.push(s)
+                } else {
+                    new.push(s)
+                }
             }
             _ => return Err(bad(i + 1)),
         }
@@ -512,12 +532,19 @@ pub fn load_state(cfg: &ProxyConfig) -> Result<Option<Saved>, String> {
 pub fn boot(cfg: &ProxyConfig) -> Result<(Fleet, Option<Vec<NodeSpec>>), String> {
     match load_state(cfg)? {
         None => {
-            let nodes = cfg.nodes.iter().map(|s| Arc::new(Node::start(s.clone(), cfg))).collect();
+            let nodes = cfg
+                .nodes
+                .iter()
+                .map(|s| Arc::new(Node::start(s.clone(), cfg)))
+                .collect();
             let routing = Members::new(cfg.nodes.clone(), (0..cfg.nodes.len()).collect());
             Ok((Fleet::at_rest(nodes, routing), None))
         }
         Some((Phase::Catalog, old, new)) => {
-            let nodes = old.iter().map(|s| Arc::new(Node::start(s.clone(), cfg))).collect();
+            let nodes = old
+                .iter()
+                .map(|s| Arc::new(Node::start(s.clone(), cfg)))
+                .collect();
             let routing = Members::new(old.clone(), (0..old.len()).collect());
             Ok((Fleet::at_rest(nodes, routing), Some(new)))
         }
@@ -531,7 +558,10 @@ pub fn boot(cfg: &ProxyConfig) -> Result<(Fleet, Option<Vec<NodeSpec>>), String>
             let index_of = |id: &str| table.iter().position(|t| t.id == id).unwrap_or(0);
             let old_m = Members::new(old.clone(), old.iter().map(|s| index_of(&s.id)).collect());
             let new_m = Members::new(new.clone(), (0..new.len()).collect());
-            let nodes = table.iter().map(|s| Arc::new(Node::start(s.clone(), cfg))).collect();
+            let nodes = table
+                .iter()
+                .map(|s| Arc::new(Node::start(s.clone(), cfg)))
+                .collect();
             let mv = Arc::new(Move::new(old_m, new_m.clone(), false, cfg.move_chunk_bytes));
             let members = (0..table.len()).collect();
             let fleet = Fleet {
@@ -558,6 +588,8 @@ pub fn resume(p: &Arc<Proxy>, restart_to: Option<Vec<NodeSpec>>) {
     if let Some((mv, _)) = &f.moving {
         tracing::info!("resuming an interrupted online rebalance: rebuilding its key list");
         *p.online.current.lock() = Some(mv.clone());
+        // The config file may have changed again since: applied once this move ends.
+        p.online.reload_pending.store(true, Relaxed);
         tokio::spawn(run_move(p.clone(), mv.clone(), None));
     }
 }
@@ -572,7 +604,8 @@ pub fn reload(p: &Arc<Proxy>) -> Result<String, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("ERR reading {}: {e}", path.display()))?;
     let mut cfg = ProxyConfig::default();
-    super::config_file::parse(&text, &mut cfg).map_err(|e| format!("ERR {}: {e}", path.display()))?;
+    super::config_file::parse(&text, &mut cfg)
+        .map_err(|e| format!("ERR {}: {e}", path.display()))?;
     cfg.validate().map_err(|e| format!("ERR {e}"))?;
     apply_nodes(p, cfg.nodes)
 }
@@ -612,15 +645,23 @@ pub fn apply_nodes(p: &Arc<Proxy>, specs: Vec<NodeSpec>) -> Result<String, Strin
     b.sort_unstable();
     if a == b {
         p.fleet.store(Arc::new(Fleet::at_rest(nodes, new)));
-        return Ok(format!("reloaded: {reconnected} node(s) reconnected, no key moves"));
+        return Ok(format!(
+            "reloaded: {reconnected} node(s) reconnected, no key moves"
+        ));
     }
     if let Some(path) = state_path(&p.cfg) {
-        save_state(&path, Phase::Catalog, &old, &new).map_err(|e| format!("ERR saving the rebalance state: {e}"))?;
+        save_state(&path, Phase::Catalog, &old, &new)
+            .map_err(|e| format!("ERR saving the rebalance state: {e}"))?;
     }
     let summary = format!("rebalancing online from {} to {}", a.join(","), b.join(","));
     tracing::info!("{summary}");
     let mv = Arc::new(Move::new(old.clone(), new, true, p.cfg.move_chunk_bytes));
-    let mut members: Vec<usize> = old.indexes().iter().chain(mv.new.indexes()).copied().collect();
+    let mut members: Vec<usize> = old
+        .indexes()
+        .iter()
+        .chain(mv.new.indexes())
+        .copied()
+        .collect();
     members.sort_unstable();
     members.dedup();
     let f1 = Fleet {
@@ -662,23 +703,36 @@ async fn run_move(p: Arc<Proxy>, mv: Arc<Move>, prev: Option<Arc<Fleet>>) {
         drop(f1);
         quiesce(p.fleet.swap(Arc::new(f2))).await;
     }
-    let nodes = p.fleet.load_full().nodes.clone();
+    let nodes = Arc::new(p.fleet.load_full().nodes.clone());
     loop {
         let tags: Vec<Bytes> = mv.tags.lock().keys.keys().cloned().collect();
         if tags.is_empty() {
             break;
         }
+        // Tags are independent: several in flight hide the round trips.
+        let mut tasks = tokio::task::JoinSet::new();
         let mut failed = false;
         for tag in tags {
-            if let Err(e) = mv.ensure_moved(&nodes, &tag).await {
-                tracing::warn!("online rebalance: moving a tag failed, will retry: {e}");
-                failed = true;
+            if tasks.len() >= MOVES_IN_FLIGHT {
+                failed |= matches!(tasks.join_next().await, Some(Ok(Err(_))));
             }
+            let (mv, nodes) = (mv.clone(), nodes.clone());
+            tasks.spawn(async move {
+                let r = mv.ensure_moved(&nodes, &tag).await;
+                if let Err(e) = &r {
+                    tracing::warn!("online rebalance: moving a tag failed, will retry: {e}");
+                }
+                r
+            });
+        }
+        while let Some(r) = tasks.join_next().await {
+            failed |= matches!(r, Ok(Err(_)));
         }
         if failed {
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
     }
+    let nodes = nodes.to_vec();
     let done = Fleet::at_rest(nodes, mv.new.clone());
     p.fleet.store(Arc::new(done));
     if let Some(path) = state_path(&p.cfg) {
@@ -693,10 +747,16 @@ async fn run_move(p: Arc<Proxy>, mv: Arc<Move>, prev: Option<Arc<Fleet>>) {
         mv.started.elapsed().as_millis()
     );
     tracing::info!("online rebalance done: {summary}");
-    *p.online.last.lock() = summary;
-    p.online.completed.fetch_add(1, Relaxed);
-    *p.online.current.lock() = None;
-    if p.online.reload_pending.swap(false, Relaxed) {
+    let pending = {
+        // Under the reload lock: a reload either saw this move running (and left
+        // `reload_pending`) or runs after it.
+        let _one = p.online.admin.lock();
+        *p.online.last.lock() = summary;
+        p.online.completed.fetch_add(1, Relaxed);
+        *p.online.current.lock() = None;
+        p.online.reload_pending.swap(false, Relaxed)
+    };
+    if pending {
         match reload(&p) {
             Ok(s) => tracing::info!("{s}"),
             Err(e) => tracing::warn!("reload after the rebalance failed: {e}"),
@@ -716,7 +776,10 @@ async fn catalog(p: &Arc<Proxy>, mv: &Move) {
             let page = match scan_page(call(node, &args).await) {
                 Ok(p) => p,
                 Err(e) => {
-                    tracing::warn!("online rebalance: SCAN of {} failed, retrying: {e}", node.id());
+                    tracing::warn!(
+                        "online rebalance: SCAN of {} failed, retrying: {e}",
+                        node.id()
+                    );
                     mv.errors.fetch_add(1, Relaxed);
                     *mv.last_error.lock() = e;
                     tokio::time::sleep(Duration::from_millis(200)).await;

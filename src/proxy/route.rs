@@ -197,7 +197,9 @@ pub fn data_keys(args: &[Bytes]) -> (Vec<usize>, bool) {
         return none;
     }
     match spec.name {
-        "mget" | "del" | "unlink" | "exists" | "touch" => return ((1..args.len()).collect(), false),
+        "mget" | "del" | "unlink" | "exists" | "touch" => {
+            return ((1..args.len()).collect(), false)
+        }
         "mset" => return ((1..args.len()).step_by(2).collect(), false),
         _ => {}
     }
@@ -291,7 +293,7 @@ fn reply_text(r: crate::protocol::Reply) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::proxy::config::NodeSpec;
+    use crate::proxy::config::{NodeSpec, Placement};
 
     fn placement() -> Placement {
         let nodes: Vec<NodeSpec> = ["node-a", "node-b", "node-c"]
