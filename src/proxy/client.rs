@@ -454,10 +454,12 @@ impl<R: AsyncRead + Unpin + Send> Client<R> {
         out: &mut BytesMut,
         wr: &mut W,
     ) -> std::io::Result<()> {
-        if self.s.fleet().moving.is_some() {
+        let fleet = self.s.fleet();
+        if fleet.moving.is_some() {
             // An online move: the keys' tags first go where this batch's fleet routes them.
-            let fleet = self.s.fleet().clone();
-            if let Err(e) = super::online::prepare(&fleet, &args).await {
+            let fleet = fleet.clone();
+            // Boxed: this rare path's future would otherwise grow every command's.
+            if let Err(e) = Box::pin(super::online::prepare(&fleet, &args)).await {
                 if let Some(m) = &mut self.multi {
                     m.dirty = true;
                 }

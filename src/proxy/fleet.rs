@@ -18,6 +18,8 @@ pub struct Members {
     placement: Placement,
     /// Table index of each member, in `specs` order.
     index: Vec<usize>,
+    /// `index[i] == i` (the boot fleet): the lookup is skipped on the hot path.
+    identity: bool,
 }
 
 impl Members {
@@ -26,6 +28,7 @@ impl Members {
         Members {
             placement: Placement::new(&specs),
             specs,
+            identity: index.iter().enumerate().all(|(i, &t)| i == t),
             index,
         }
     }
@@ -33,7 +36,12 @@ impl Members {
     /// Table index of the node owning `key`.
     #[inline]
     pub fn owner(&self, key: &[u8]) -> usize {
-        self.index[self.placement.owner(key)]
+        let i = self.placement.owner(key);
+        if self.identity {
+            i
+        } else {
+            self.index[i]
+        }
     }
 
     pub fn indexes(&self) -> &[usize] {

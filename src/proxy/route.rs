@@ -106,15 +106,14 @@ fn upper_name(spec: &CommandSpec) -> String {
 
 /// Decides how to serve `args` (non-empty).
 pub fn route(args: &[Bytes], placement: &impl Owners) -> Route {
-    // The proxy's own admin command (not in the command table: the nodes do not know it).
-    if args[0].eq_ignore_ascii_case(b"proxy") {
-        return Route::Local("proxy");
-    }
     if let Some(r) = functions(args, placement) {
         return r;
     }
     let spec = match crate::cmd::registry().resolve(args) {
         Ok((_, spec)) => spec,
+        // The proxy's own admin command: not in the command table (the nodes do not know
+        // it), so looked for only here, off the common path.
+        Err(_) if args[0].eq_ignore_ascii_case(b"proxy") => return Route::Local("proxy"),
         Err(reply) => return Route::Reject(reply_text(reply)),
     };
     if !spec.arity_ok(args.len()) {
