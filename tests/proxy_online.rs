@@ -597,3 +597,42 @@ fn write_state(config: &Path, old: &[NodeSpec], new: &[NodeSpec]) {
     path.push(".rebalance");
     std::fs::write(path, text).unwrap();
 }
+
+/// A kept node id with a new URL reconnects in place: no key moves, data still served;
+/// a config without a change is a no-op.
+#[test]
+fn a_changed_url_reconnects_without_moving_keys() {
+    let nodes = Nodes::start(3);
+    nodes.write_config(&[0, 1, 2]);
+    let proxy = nodes.proxy();
+    let mut c = client(&proxy);
+    for i in 0..100 {
+        call(&mut c, &["SET", &format!("k{i}"), &i.to_string()]).unwrap();
+    }
+    let before = nodes.placement_now();
+    // n1 by another name for the same server.
+    let text = std::fs::read_to_string(nodes.config()).unwrap().replace(
+        &format!("redis://127.0.0.1:{}", nodes.procs[1].port),
+        &format!("redis://localhost:{}/0", nodes.procs[1].port),
+    );
+    std::fs::write(nodes.config(), text).unwrap();
+    let r: String = redis::cmd("PROXY").arg("RELOAD").query(&mut c).unwrap();
+    assert_eq!(r, "reloaded: 1 node(s) reconnected, no key moves");
+    for i in 0..100 {
+        assert_eq!(
+            int(&call(&mut c, &["GET", &format!("k{i}")]).unwrap()).unwrap(),
+            i
+        );
+    }
+    assert_eq!(nodes.placement_now(), before);
+    let r: String = redis::cmd("PROXY").arg("RELOAD").query(&mut c).unwrap();
+    assert_eq!(r, "reloaded: 0 node(s) reconnected, no key moves");
+    let info = info_rebalance(&mut c);
+    assert_eq!(field(&info, "rebalance_state"), "idle");
+    assert_eq!(field(&info, "rebalances_completed"), "0");
+    let e = redis::cmd("PROXY")
+        .arg("NOPE")
+        .query::<String>(&mut c)
+        .unwrap_err();
+    assert!(e.to_string().contains("unknown PROXY subcommand"), "{e}");
+}

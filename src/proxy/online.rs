@@ -470,7 +470,7 @@ fn save_state(path: &Path, phase: Phase, old: &Members, new: &Members) -> std::i
     });
     for (what, m) in [("old", old), ("new", new)] {
         for s in &m.specs {
-            text.push_str(&format!("{what} {} {}\n", s.id, s.full_url()));
+            text.push_str(&format!("{what} {} {}\n", s.id, quote(&s.full_url())));
         }
     }
     let tmp = path.with_extension("rebalance.tmp");
@@ -485,6 +485,22 @@ fn save_state(path: &Path, phase: Phase, old: &Members, new: &Members) -> std::i
         f.sync_all()?;
     }
     std::fs::rename(&tmp, path)
+}
+
+/// A double-quoted word as the config file reads it (a password may hold spaces).
+fn quote(s: &str) -> String {
+    let mut q = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '\\' => q.push_str("\\\\"),
+            '"' => q.push_str("\\\""),
+            '\n' => q.push_str("\\n"),
+            '\r' => q.push_str("\\r"),
+            c => q.push(c),
+        }
+    }
+    q.push('"');
+    q
 }
 
 /// A saved move: (phase, old nodes, new nodes).
@@ -502,7 +518,14 @@ pub fn load_state(cfg: &ProxyConfig) -> Result<Option<Saved>, String> {
     let bad = |n: usize| format!("{}: line {n} is not understood", path.display());
     let (mut phase, mut old, mut new) = (None, Vec::new(), Vec::new());
     for (i, line) in text.lines().enumerate() {
-        let w: Vec<&str> = line.split_whitespace().collect();
+        let words =
+            crate::protocol::parse::split_args(line.as_bytes()).ok_or_else(|| bad(i + 1))?;
+        let words: Vec<String> = words
+            .iter()
+            .map(|w| String::from_utf8(w.to_vec()))
+            .collect::<Result<_, _>>()
+            .map_err(|_| bad(i + 1))?;
+        let w: Vec<&str> = words.iter().map(String::as_str).collect();
         match w[..] {
             [] => {}
             [c, ..] if c.starts_with('#') => {}
@@ -857,4 +880,86 @@ fn one_line(s: &str) -> String {
     s.chars()
         .map(|c| if matches!(c, '\r' | '\n') { ' ' } else { c })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn members(ids: &[&str]) -> Members {
+        let specs: Vec<NodeSpec> = ids
+            .iter()
+            .enumerate()
+            .map(|(i, id)| {
+                NodeSpec::parse(&format!("{id}=redis://u:p w\"x\\y@h:{}/2", 7000 + i)).unwrap()
+            })
+            .collect();
+        let n = specs.len();
+        Members::new(specs, (0..n).collect())
+    }
+
+    #[test]
+    fn the_state_file_round_trips_with_passwords_and_is_private() {
+        let dir = std::env::temp_dir().join(format!("respite-online-state-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let cfg = ProxyConfig {
+            config_path: Some(dir.join("proxy.conf")),
+            ..ProxyConfig::default()
+        };
+        assert_eq!(load_state(&cfg).unwrap(), None);
+        let (old, new) = (members(&["a", "b"]), members(&["a", "b", "c"]));
+        let path = state_path(&cfg).unwrap();
+        save_state(&path, Phase::Moving, &old, &new).unwrap();
+        let (phase, o, n) = load_state(&cfg).unwrap().unwrap();
+        assert_eq!(phase, Phase::Moving);
+        assert_eq!(o, old.specs);
+        assert_eq!(n, new.specs);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+            assert_eq!(mode & 0o077, 0, "{mode:o}");
+        }
+        std::fs::write(&path, "phase sideways\n").unwrap();
+        assert!(load_state(&cfg).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn only_keys_whose_owner_changes_are_listed_per_tag() {
+        let mv = Move::new(members(&["a", "b"]), members(&["a", "b", "c"]), true, 1);
+        let mut changing = 0;
+        for i in 0..300 {
+            for k in [
+                format!("{{t{i}}}:x"),
+                format!("{{t{i}}}:y"),
+                format!("plain{i}"),
+            ] {
+                if mv.changing(k.as_bytes()).is_some() {
+                    mv.record(k.as_bytes());
+                    changing += 1;
+                }
+            }
+        }
+        // Growing 2 → 3 moves about a third, all of it to the new node.
+        assert!((150..=450).contains(&changing), "{changing}");
+        let t = mv.tags.lock();
+        for (tag, keys) in &t.keys {
+            for k in keys {
+                assert_eq!(hash_tag(k), &tag[..]);
+                assert_eq!(mv.new.owner(k), 2);
+                // A tag places like its keys (ensure_moved relies on it).
+                assert_eq!(mv.new.owner(tag), mv.new.owner(k));
+                assert_eq!(mv.old.owner(tag), mv.old.owner(k));
+            }
+        }
+        assert!(t.keys.values().any(|k| k.len() == 2));
+    }
+
+    #[test]
+    fn chunks_shrink_while_replies_are_over_budget() {
+        assert_eq!(next_count(1024, 100, 1000), 1024);
+        assert_eq!(next_count(1024, 5000, 1000), 512);
+        assert_eq!(next_count(1, 5000, 1000), 1);
+    }
 }
