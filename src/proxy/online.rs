@@ -42,6 +42,8 @@ const SCAN_COUNT: usize = 1000;
 /// Elements per command when a big collection is copied in chunks (halved while a
 /// chunk's reply is over `move-chunk-bytes`).
 const CHUNK_ELEMENTS: usize = 1024;
+/// How often the mover logs its progress.
+const PROGRESS_EVERY: Duration = Duration::from_secs(5);
 /// Tags the background mover moves at once.
 const MOVES_IN_FLIGHT: usize = 16;
 /// The sticky id the mover's requests use on the nodes' shared connections.
@@ -727,6 +729,7 @@ async fn run_move(p: Arc<Proxy>, mv: Arc<Move>, prev: Option<Arc<Fleet>>) {
         quiesce(p.fleet.swap(Arc::new(f2))).await;
     }
     let nodes = Arc::new(p.fleet.load_full().nodes.clone());
+    let mut logged = Instant::now();
     loop {
         let tags: Vec<Bytes> = mv.tags.lock().keys.keys().cloned().collect();
         if tags.is_empty() {
@@ -736,6 +739,16 @@ async fn run_move(p: Arc<Proxy>, mv: Arc<Move>, prev: Option<Arc<Fleet>>) {
         let mut tasks = tokio::task::JoinSet::new();
         let mut failed = false;
         for tag in tags {
+            if logged.elapsed() >= PROGRESS_EVERY {
+                logged = Instant::now();
+                tracing::info!(
+                    "online rebalance: {} of {} tags moved, {} keys, {} bytes",
+                    mv.tags_moved.load(Relaxed),
+                    mv.tags_total.load(Relaxed),
+                    mv.keys_moved.load(Relaxed),
+                    mv.bytes_moved.load(Relaxed)
+                );
+            }
             if tasks.len() >= MOVES_IN_FLIGHT {
                 failed |= matches!(tasks.join_next().await, Some(Ok(Err(_))));
             }
