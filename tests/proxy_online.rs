@@ -636,3 +636,34 @@ fn a_changed_url_reconnects_without_moving_keys() {
         .unwrap_err();
     assert!(e.to_string().contains("unknown PROXY subcommand"), "{e}");
 }
+
+/// `respite proxy --config FILE` rereads its nodes on SIGHUP: adding one starts a move.
+#[cfg(unix)]
+#[test]
+fn sighup_reloads_the_node_list() {
+    let nodes = Nodes::start(2);
+    nodes.write_config(&[0]);
+    let config = nodes.config();
+    let proxy = ServerProcess::respite(&["proxy", "--config", config.to_str().unwrap()]);
+    let mut c = redis::Client::open(proxy.url())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    for i in 0..200 {
+        call(&mut c, &["SET", &format!("k{i}"), &i.to_string()]).unwrap();
+    }
+    nodes.write_config(&[0, 1]);
+    proxy.signal("-HUP");
+    let t = Instant::now();
+    while field(&info_rebalance(&mut c), "rebalances_completed") != "1" {
+        assert!(t.elapsed() < MOVE_LIMIT, "SIGHUP did not rebalance");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    nodes.assert_placed(&[0, 1]);
+    for i in 0..200 {
+        assert_eq!(
+            int(&call(&mut c, &["GET", &format!("k{i}")]).unwrap()).unwrap(),
+            i
+        );
+    }
+}

@@ -248,6 +248,16 @@ pub fn run(cfg: ProxyConfig) -> io::Result<()> {
     };
     rt.block_on(async move {
         let print_port = cfg.port == 0;
+        // Handlers before the port is printed: a harness may signal as soon as it reads it
+        // (SIGHUP's default action would end the process).
+        #[cfg(unix)]
+        let (mut term, mut hup) = {
+            use tokio::signal::unix::{signal, SignalKind};
+            (
+                signal(SignalKind::terminate())?,
+                signal(SignalKind::hangup())?,
+            )
+        };
         let (addr, proxy) = start(cfg).await?;
         if print_port {
             use std::io::Write;
@@ -258,9 +268,6 @@ pub fn run(cfg: ProxyConfig) -> io::Result<()> {
         tracing::info!("respite proxy ready on port {}", addr.port());
         #[cfg(unix)]
         {
-            use tokio::signal::unix::{signal, SignalKind};
-            let mut term = signal(SignalKind::terminate())?;
-            let mut hup = signal(SignalKind::hangup())?;
             loop {
                 tokio::select! {
                     _ = tokio::signal::ctrl_c() => break,
