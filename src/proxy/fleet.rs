@@ -95,23 +95,3 @@ impl Fleet {
             .unwrap_or(0)
     }
 }
-
-/// Routing goes through this, so route.rs serves a plain placement (tests, the offline
-/// tool) and a fleet alike.
-pub trait Owners {
-    fn owner(&self, key: &[u8]) -> usize;
-}
-
-impl Owners for Placement {
-    #[inline]
-    fn owner(&self, key: &[u8]) -> usize {
-        Placement::owner(self, key)
-    }
-}
-
-impl Owners for Members {
-    #[inline]
-    fn owner(&self, key: &[u8]) -> usize {
-        Members::owner(self, key)
-    }
-}

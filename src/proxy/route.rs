@@ -14,7 +14,7 @@
 //!   (subscriptions: pubsub.rs).
 //! - Keyless commands the proxy does not know how to spread are refused with `-ERR`.
 
-use super::fleet::Owners;
+use super::fleet::Members;
 use crate::cmd::table::CommandSpec;
 use bytes::Bytes;
 
@@ -105,7 +105,7 @@ fn upper_name(spec: &CommandSpec) -> String {
 }
 
 /// Decides how to serve `args` (non-empty).
-pub fn route(args: &[Bytes], placement: &impl Owners) -> Route {
+pub fn route(args: &[Bytes], placement: &Members) -> Route {
     if let Some(r) = functions(args, placement) {
         return r;
     }
@@ -209,7 +209,7 @@ pub fn data_keys(args: &[Bytes]) -> (Vec<usize>, bool) {
 
 /// Redis functions (the command table does not list them: respite has no functions, but
 /// the nodes do). FCALL/FCALL_RO go by their keys like EVAL; FUNCTION is the proxy's.
-fn functions(args: &[Bytes], placement: &impl Owners) -> Option<Route> {
+fn functions(args: &[Bytes], placement: &Members) -> Option<Route> {
     let name = &args[0];
     if name.eq_ignore_ascii_case(b"function") {
         return Some(Route::Local("function"));
@@ -248,13 +248,13 @@ pub fn is_blocking(spec: &CommandSpec, args: &[Bytes]) -> bool {
 
 /// The node every key of `args` (positions `keys`) lives on, or None if they span nodes.
 /// No keys: the node owning `""` (the keyless rule above).
-pub fn single_node(args: &[Bytes], keys: &[usize], placement: &impl Owners) -> Option<usize> {
+pub fn single_node(args: &[Bytes], keys: &[usize], placement: &Members) -> Option<usize> {
     let mut it = keys.iter().map(|&i| placement.owner(&args[i]));
     let first = it.next().unwrap_or_else(|| placement.owner(b""));
     it.all(|n| n == first).then_some(first)
 }
 
-fn split_by_node(args: &[Bytes], kind: Split, stride: usize, placement: &impl Owners) -> Route {
+fn split_by_node(args: &[Bytes], kind: Split, stride: usize, placement: &Members) -> Route {
     let mut parts: Vec<Part> = Vec::new();
     for (slot, chunk) in args[1..].chunks(stride).enumerate() {
         let node = placement.owner(&chunk[0]);
@@ -292,15 +292,15 @@ fn reply_text(r: crate::protocol::Reply) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::proxy::config::{NodeSpec, Placement};
+    use crate::proxy::config::NodeSpec;
 
-    fn placement() -> Placement {
+    fn placement() -> Members {
         let nodes: Vec<NodeSpec> = ["node-a", "node-b", "node-c"]
             .iter()
             .enumerate()
             .map(|(i, id)| NodeSpec::parse(&format!("{id}=redis://h:{}", 1 + i)).unwrap())
             .collect();
-        Placement::new(&nodes)
+        Members::new(nodes, vec![0, 1, 2])
     }
 
     fn r(line: &str) -> Route {
