@@ -639,11 +639,12 @@ pub fn reload(p: &Arc<Proxy>) -> Result<String, String> {
 /// an added or removed id starts an online move.
 pub fn apply_nodes(p: &Arc<Proxy>, specs: Vec<NodeSpec>) -> Result<String, String> {
     let _one = p.online.admin.lock();
-    if p.online.current().is_some() {
+    let cur = p.fleet.load_full();
+    // (`cur.moving`: a resumed move not yet handed to its mover.)
+    if p.online.current().is_some() || cur.moving.is_some() {
         p.online.reload_pending.store(true, Relaxed);
         return Ok("a rebalance is running: the node list will be applied when it ends".into());
     }
-    let cur = p.fleet.load_full();
     let mut nodes = cur.nodes.clone();
     let mut index = Vec::with_capacity(specs.len());
     let mut reconnected = 0;
