@@ -3,7 +3,7 @@
 //!
 //! A move from placement `old` to `new` has two phases, each a [`Fleet`] snapshot; a
 //! client routes a whole read batch by one snapshot, and the mover waits, after each swap,
-//! until no batch still runs on the previous one ([`quiesce`]):
+//! until no batch still runs on the previous one (`quiesce`):
 //!
 //! 1. **Catalog.** Requests still go to the old owners. The mover SCANs every old member
 //!    and lists, per tag whose owner changes, the keys it holds; requests on such tags add
@@ -23,7 +23,7 @@
 //! tags wait for that), and finishes the move. A key left on both nodes by a crash is
 //! copied again from the old owner, which still has the newest value.
 //!
-//! [`copy`]: moving one tag's keys (whole or in chunks); [`state`]: the state file.
+//! `copy`: moving one tag's keys (whole or in chunks); `state`: the state file.
 
 mod copy;
 mod state;
