@@ -191,6 +191,7 @@ fn proxy_config(a: ProxyArgs) -> Result<respite::proxy::config::ProxyConfig, Str
         let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
         respite::proxy::config_file::parse(&text, &mut cfg)
             .map_err(|e| format!("{}: {e}", path.display()))?;
+        cfg.config_path = Some(path.clone());
     }
     if let Some(p) = a.port {
         cfg.port = p;

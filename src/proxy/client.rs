@@ -94,8 +94,9 @@ pub struct Client<R> {
     /// What the commands the proxy answers itself ([`local`]) see and change.
     s: Session,
     multi: Option<Multi>,
-    /// WATCH pins the client to a dedicated connection of one node until EXEC/UNWATCH.
-    watch: Option<(usize, Dedicated)>,
+    /// WATCH pins the client to a dedicated connection of one node until EXEC/UNWATCH;
+    /// the watched keys are kept to check at EXEC that they did not move meanwhile.
+    watch: Option<(usize, Dedicated, Vec<Bytes>)>,
     quit: bool,
     /// Closing on an error while the client may still be sending: see [`linger`].
     linger: bool,
@@ -159,6 +160,7 @@ where
             id,
             resp3: false,
             name: None,
+            fleet: Default::default(),
         },
         multi: None,
         watch: None,
@@ -167,8 +169,8 @@ where
         pubsub: PubSub::new(id),
         rd,
         inbuf: BytesMut::with_capacity(16 * 1024),
-        outgoing: (0..p.nodes.len()).map(|_| Outgoing::default()).collect(),
-        inflight: (0..p.nodes.len()).map(|_| Inflight::default()).collect(),
+        outgoing: Vec::new(),
+        inflight: Vec::new(),
         dirty: Vec::new(),
         timing: VecDeque::new(),
         arrived: Instant::now(),
@@ -226,6 +228,8 @@ impl<R: AsyncRead + Unpin + Send> Client<R> {
                 }
                 Ok(Parsed::Incomplete { .. }) => {
                     self.drain(&mut pend, &mut out, wr).await?;
+                    // The batch is done: the next one routes by the fleet as it is then.
+                    self.s.release_fleet();
                     if !out.is_empty() {
                         wr.write_all(&out).await?;
                         out.clear();
@@ -363,6 +367,11 @@ impl<R: AsyncRead + Unpin + Send> Client<R> {
 
     /// Buffers a plain command for `node` (sent by [`Client::send_batches`]).
     fn batch(&mut self, node: usize, args: &[Bytes]) {
+        if node >= self.outgoing.len() {
+            // The node table grew (a reload): per-node state for the new entries.
+            self.outgoing.resize_with(node + 1, Outgoing::default);
+            self.inflight.resize_with(node + 1, Inflight::default);
+        }
         let o = &mut self.outgoing[node];
         if o.count == 0 {
             self.dirty.push(node);
@@ -381,7 +390,7 @@ impl<R: AsyncRead + Unpin + Send> Client<R> {
         }
         let bytes = o.buf.split().freeze();
         let count = std::mem::take(&mut o.count);
-        let rx = self.s.p.nodes[node].send_batch(self.s.resp3, self.s.id, bytes, count);
+        let rx = self.s.fleet().nodes[node].send_batch(self.s.resp3, self.s.id, bytes, count);
         self.inflight[node].sent.push_back((rx, count));
     }
 
@@ -469,7 +478,22 @@ impl<R: AsyncRead + Unpin + Send> Client<R> {
         out: &mut BytesMut,
         wr: &mut W,
     ) -> std::io::Result<()> {
-        let (cmd, r) = route::route_cmd(&args, &self.s.p.placement);
+        let fleet = self.s.fleet();
+        if fleet.moving.is_some() {
+            // An online move: the keys' tags first go where this batch's fleet routes them.
+            let fleet = fleet.clone();
+            // Boxed: this rare path's future would otherwise grow every command's.
+            if let Err(e) = Box::pin(super::online::prepare(&fleet, &args)).await {
+                if let Some(m) = &mut self.multi {
+                    m.dirty = true;
+                }
+                // Its one reply, with no latency kept (the command did not run).
+                self.timing.push_back(None);
+                pend.push(err(&e));
+                return Ok(());
+            }
+        }
+        let (cmd, r) = route::route_cmd(&args, &self.s.fleet().routing);
         // Exactly one reply is pushed to `pend` below for this command.
         self.timing.push_back(cmd.map(|id| (id, self.arrived)));
         if let Route::Reject(e) = &r {
@@ -598,7 +622,9 @@ impl<R: AsyncRead + Unpin + Send> Client<R> {
         if !shard && !args[0].eq_ignore_ascii_case(b"publish") {
             return None;
         }
-        let extra = self.s.p.nodes[node].hub.extra_receivers(shard, &args[1]);
+        let extra = self.s.fleet().nodes[node]
+            .hub
+            .extra_receivers(shard, &args[1]);
         (extra > 0).then_some(extra)
     }
 
@@ -641,8 +667,10 @@ impl<R: AsyncRead + Unpin + Send> Client<R> {
     /// The client's socket is watched meanwhile: if it closes, the dedicated connection is
     /// dropped (it may still block); its input stays under `client-query-buffer-limit`.
     async fn blocking(&mut self, node: usize, args: &[Bytes]) -> Bytes {
-        let p = self.s.p.clone();
-        let n = &p.nodes[node];
+        let n = self.s.fleet().nodes[node].clone();
+        // Nothing of the batch is pending (blocking commands drain first): a move need not
+        // wait for this client while it blocks.
+        self.s.release_fleet();
         let got = {
             let acquire = n.dedicated(self.s.resp3);
             tokio::pin!(acquire);
@@ -768,6 +796,7 @@ impl<R: AsyncRead + Unpin + Send> Client<R> {
                 self.quit = true;
                 ok()
             }
+            "proxy" => Pending::Ready(self.admin(args)),
             "ping" if !self.s.resp3 && self.pubsub.active() => {
                 let arg = args.get(1).map_or(&b""[..], |a| &a[..]);
                 Pending::Ready(pubsub::push(false, &[Some(b"pong"), Some(arg)], None))
@@ -785,12 +814,40 @@ impl<R: AsyncRead + Unpin + Send> Client<R> {
         }
     }
 
+    /// `PROXY RELOAD` (the node list from the config file, as SIGHUP) and
+    /// `PROXY REBALANCE [STATUS]` (the progress of an online move, as INFO's section).
+    fn admin(&mut self, args: &[Bytes]) -> Bytes {
+        let sub = args.get(1).map(|a| a.to_ascii_lowercase());
+        match (sub.as_deref(), args.len()) {
+            (Some(b"reload"), 2) => match super::online::reload(&self.s.p) {
+                Ok(s) => resp::bulk(s.as_bytes()),
+                Err(e) => resp::error(&e),
+            },
+            (Some(b"rebalance"), 2) => resp::bulk(super::online::info(&self.s.p).as_bytes()),
+            (Some(b"rebalance"), 3) if args[2].eq_ignore_ascii_case(b"status") => {
+                resp::bulk(super::online::info(&self.s.p).as_bytes())
+            }
+            (Some(b"help"), 2) => resp::array_of(&[
+                resp::bulk(b"PROXY RELOAD -- read the node list again from the config file; added or removed nodes start an online rebalance"),
+                resp::bulk(b"PROXY REBALANCE [STATUS] -- progress of the online rebalance"),
+            ]),
+            _ => resp::error("ERR unknown PROXY subcommand: try PROXY HELP"),
+        }
+    }
+
     async fn pubsub_command(&mut self, kind: Kind, subscribe: bool, args: &[Bytes]) -> Pending {
-        let p = self.s.p.clone();
-        let owner = |k: &[u8]| p.placement.owner(k);
+        let fleet = self.s.fleet().clone();
+        let owner = |k: &[u8]| fleet.owner(k);
         let r = self
             .pubsub
-            .command(&p.nodes, owner, self.s.resp3, kind, subscribe, &args[1..])
+            .command(
+                &fleet.nodes,
+                owner,
+                self.s.resp3,
+                kind,
+                subscribe,
+                &args[1..],
+            )
             .await;
         match r {
             Ok(b) => Pending::Ready(b),
@@ -802,20 +859,24 @@ impl<R: AsyncRead + Unpin + Send> Client<R> {
         if self.multi.is_some() {
             return resp::error("ERR WATCH inside MULTI is not allowed");
         }
+        let fleet = self.s.fleet().clone();
         let keys: Vec<usize> = (1..args.len()).collect();
-        let Some(node) = route::single_node(args, &keys, &self.s.p.placement) else {
+        if let Err(e) = super::online::prepare_keys(&fleet, args[1..].iter().map(|k| &k[..])).await
+        {
+            return resp::error(&e);
+        }
+        let Some(node) = route::single_node(args, &keys, &fleet.routing) else {
             return resp::error(CROSSSLOT);
         };
-        let p = self.s.p.clone();
-        let n = &p.nodes[node];
-        let mut d = match self.watch.take() {
-            Some((w, d)) if w == node => d,
+        let n = &fleet.nodes[node];
+        let (mut d, mut watched) = match self.watch.take() {
+            Some((w, d, keys)) if w == node => (d, keys),
             Some(w) => {
                 self.watch = Some(w);
                 return resp::error(CROSSSLOT);
             }
             None => match n.dedicated(self.s.resp3).await {
-                Ok(d) => d,
+                Ok(d) => (d, Vec::new()),
                 Err(e) => return resp::error(&e),
             },
         };
@@ -825,7 +886,8 @@ impl<R: AsyncRead + Unpin + Send> Client<R> {
         };
         match r {
             Ok(b) => {
-                self.watch = Some((node, d));
+                watched.extend(args[1..].iter().cloned());
+                self.watch = Some((node, d, watched));
                 b
             }
             Err(e) => resp::error(&n.info.unavailable(&e)),
@@ -833,11 +895,11 @@ impl<R: AsyncRead + Unpin + Send> Client<R> {
     }
 
     async fn unwatch(&mut self) {
-        if let Some((node, mut d)) = self.watch.take() {
+        if let Some((node, mut d, _)) = self.watch.take() {
             let ok = d.write(b"*1\r\n$7\r\nUNWATCH\r\n").await.is_ok()
                 && d.read_prompt_reply().await.is_ok();
             if ok {
-                self.s.p.nodes[node].release(d);
+                self.s.fleet().nodes[node].release(d);
             }
         }
     }
@@ -850,15 +912,37 @@ impl<R: AsyncRead + Unpin + Send> Client<R> {
             self.unwatch().await;
             return resp::error("EXECABORT Transaction discarded because of previous errors.");
         }
+        let fleet = self.s.fleet().clone();
+        let mut m = m;
+        // The fleet may have changed since the commands were queued: place them again.
+        match place_queued(&fleet, &m.cmds).await {
+            Ok(node) => m.node = node,
+            Err(e) => {
+                self.unwatch().await;
+                return e;
+            }
+        }
         let watched = self.watch.take();
+        if let Some((w, _, keys)) = &watched {
+            let moved = super::online::prepare_keys(&fleet, keys.iter().map(|k| &k[..]))
+                .await
+                .is_err()
+                || keys.iter().any(|k| fleet.owner(k) != *w)
+                || m.node.is_some_and(|n| n != *w);
+            if moved {
+                // A watched key moved to another node since WATCH: as if it was touched.
+                self.watch = watched;
+                self.unwatch().await;
+                return Bytes::from_static(if self.s.resp3 { b"_\r\n" } else { b"*-1\r\n" });
+            }
+        }
         let node = m
             .node
             .or(watched.as_ref().map(|w| w.0))
-            .unwrap_or_else(|| self.s.p.placement.owner(b""));
-        let p = self.s.p.clone();
-        let n = &p.nodes[node];
+            .unwrap_or_else(|| fleet.owner(b""));
+        let n = &fleet.nodes[node];
         let mut d = match watched {
-            Some((_, d)) => d,
+            Some((_, d, _)) => d,
             None => match n.dedicated(self.s.resp3).await {
                 Ok(d) => d,
                 Err(e) => return resp::error(&e),
@@ -892,6 +976,33 @@ fn record_latency(p: &Proxy, timing: Option<(usize, Instant)>, now: Instant) {
         p.command_latency
             .record(id, now.saturating_duration_since(at));
     }
+}
+
+/// The node a transaction's commands go to under `fleet` (None: they name no keys);
+/// during an online move their tags are made to be there first.
+async fn place_queued(
+    fleet: &super::fleet::Fleet,
+    cmds: &[Vec<Bytes>],
+) -> Result<Option<usize>, Bytes> {
+    let mut node = None;
+    for c in cmds {
+        super::online::prepare(fleet, c)
+            .await
+            .map_err(|e| resp::error(&e))?;
+        let n = match route::route(c, &fleet.routing) {
+            Route::Node { node, .. } => node,
+            Route::Split { parts, .. } => match parts.first() {
+                Some(p) if parts.iter().all(|q| q.node == p.node) => p.node,
+                _ => return Err(resp::error(CROSSSLOT)),
+            },
+            _ => continue,
+        };
+        match node {
+            Some(m) if m != n => return Err(resp::error(CROSSSLOT)),
+            _ => node = Some(n),
+        }
+    }
+    Ok(node)
 }
 
 /// The next subscription message (never, for a client that never subscribed).

@@ -172,6 +172,22 @@ impl NodeSpec {
         format!("{scheme}://{auth}{}:{}{db}", self.host, self.port)
     }
 
+    /// The URL with its password, for the rebalance state file (kept like the config file).
+    pub fn full_url(&self) -> String {
+        let auth = match (&self.user, &self.password) {
+            (None, None) => String::new(),
+            (Some(u), None) => format!("{u}@"),
+            (u, Some(p)) => format!("{}:{p}@", u.as_deref().unwrap_or("")),
+        };
+        let scheme = if self.tls { "rediss" } else { "redis" };
+        let host = if self.host.contains(':') {
+            format!("[{}]", self.host)
+        } else {
+            self.host.clone()
+        };
+        format!("{scheme}://{auth}{host}:{}/{}", self.port, self.db)
+    }
+
     /// `host:port` for connecting.
     pub fn addr(&self) -> String {
         if self.host.contains(':') {
@@ -258,6 +274,12 @@ pub struct ProxyConfig {
     /// `rediss://` nodes that ask for a client certificate (as Redis's replication does).
     pub tls_client_cert_file: String,
     pub tls_client_key_file: String,
+    /// The `--config` file: `PROXY RELOAD` and SIGHUP read its node list again, and an
+    /// online rebalance keeps its state next to it (`<file>.rebalance`).
+    pub config_path: Option<std::path::PathBuf>,
+    /// An online rebalance copies a value whose DUMP is larger than this in chunks of
+    /// about this size (`move-chunk-bytes`), below the nodes' input-buffer limits.
+    pub move_chunk_bytes: usize,
     /// Built from the above by [`ProxyConfig::prepare_tls`] when a node is `rediss://`.
     pub node_tls: Option<std::sync::Arc<crate::tls::ClientConfig>>,
     /// `--announce-ip` / `--announce-port`: the address CLUSTER SLOTS, SHARDS and NODES give
@@ -294,6 +316,8 @@ impl Default for ProxyConfig {
             },
             tls_client_cert_file: String::new(),
             tls_client_key_file: String::new(),
+            config_path: None,
+            move_chunk_bytes: 8 << 20,
             node_tls: None,
             announce_ip: None,
             announce_port: None,

@@ -19,6 +19,7 @@
 //! metrics-port 9121           # Prometheus text on GET /metrics (HTTP; off by default)
 //! announce-ip 10.0.0.9        # the address CLUSTER SLOTS/NODES give cluster clients
 //! announce-port 7000
+//! move-chunk-bytes 8mb        # online rebalance: bigger values are copied in chunks
 //! tls-port 7001               # TLS clients too, with Redis's tls-* directives:
 //! tls-cert-file proxy.crt     #   tls-key-file, tls-ca-cert-file, tls-ca-cert-dir,
 //! tls-key-file proxy.key      #   tls-auth-clients, tls-protocols, tls-ciphersuites,
@@ -108,6 +109,11 @@ pub fn parse(text: &str, cfg: &mut ProxyConfig) -> Result<(), String> {
                 let mut spec = NodeSpec::parse_urls(url).map_err(|e| format!("line {n}: {e}"))?;
                 spec.set_id(id);
                 cfg.nodes.push(spec);
+            }
+            "move-chunk-bytes" => {
+                let size = crate::config::parse_memory(one("size")?)
+                    .ok_or_else(|| format!("line {n}: {name} expects a size such as 8mb"))?;
+                cfg.move_chunk_bytes = (size as usize).max(1);
             }
             "conns-per-node" => cfg.conns_per_node = (number("count")? as usize).max(1),
             "threads" => cfg.threads = number("count")? as usize,

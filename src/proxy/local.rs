@@ -108,10 +108,7 @@ fn function(c: &mut Session, args: &[Bytes]) -> Pending {
 
 /// A node that is up (else the first, whose error then names it).
 fn first_up(c: &Session) -> usize {
-    let nodes = &c.proxy().nodes;
-    (0..nodes.len())
-        .find(|&i| super::node::state_name(&nodes[i]) == "up")
-        .unwrap_or(0)
+    c.fleet().first_up()
 }
 
 /// AUTH password: the default user's (an error while it needs none, as Redis answers).
@@ -199,7 +196,8 @@ fn hello(c: &mut Session, args: &[Bytes]) -> Pending {
 }
 
 fn scan(c: &mut Session, args: &[Bytes]) -> Pending {
-    let nodes = c.proxy().nodes.len();
+    let members = c.fleet().members.clone();
+    let nodes = members.len();
     let cursor = std::str::from_utf8(&args[1])
         .ok()
         .and_then(|s| s.parse::<u64>().ok());
@@ -208,11 +206,14 @@ fn scan(c: &mut Session, args: &[Bytes]) -> Pending {
     };
     let mut a: Vec<Bytes> = args.to_vec();
     a[1] = Bytes::from(node_cursor.to_string());
-    Pending::Scan(node, nodes, c.send(node, resp::command(&a)))
+    Pending::Scan(node, nodes, c.send(members[node], resp::command(&a)))
 }
 
 fn info(c: &Session, args: &[Bytes]) -> Pending {
     let p = c.proxy();
+    let fleet = p.fleet();
+    let members: Vec<&super::node::Node> =
+        fleet.members.iter().map(|&i| &*fleet.nodes[i]).collect();
     let wanted: Vec<String> = args[1..]
         .iter()
         .map(|a| String::from_utf8_lossy(a).to_ascii_lowercase())
@@ -249,7 +250,7 @@ fn info(c: &Session, args: &[Bytes]) -> Pending {
         if !text.is_empty() {
             text.push_str("\r\n");
         }
-        let sum = |f: fn(&super::node::Node) -> u64| p.nodes.iter().map(f).sum::<u64>();
+        let sum = |f: fn(&super::node::Node) -> u64| members.iter().copied().map(f).sum::<u64>();
         text.push_str(&format!(
             "# Stats\r\ntotal_connections_received:{}\r\nrejected_connections:{}\r\ntotal_commands_processed:{}\r\ntotal_node_requests:{}\r\ntotal_node_errors:{}\r\ntotal_node_error_replies:{}\r\ntotal_node_transport_errors:{}\r\ntotal_node_reconnects:{}\r\nnode_requests_in_flight:{}\r\n",
             p.total_connections.load(Ordering::Relaxed),
@@ -262,7 +263,7 @@ fn info(c: &Session, args: &[Bytes]) -> Pending {
             sum(|n| n.info.reconnects.load(Ordering::Relaxed)),
             sum(|n| n.info.in_flight.load(Ordering::Relaxed)),
         ));
-        for n in &p.nodes {
+        for n in &members {
             let [p50, p99, p999] = n.info.latency.quantiles([0.5, 0.99, 0.999]);
             text.push_str(&format!(
                 "node_latency_{}:samples={},p50_us={p50},p99_us={p99},p999_us={p999}\r\n",
@@ -275,8 +276,8 @@ fn info(c: &Session, args: &[Bytes]) -> Pending {
         if !text.is_empty() {
             text.push_str("\r\n");
         }
-        text.push_str(&format!("# Nodes\r\nnodes:{}\r\n", p.nodes.len()));
-        for (i, n) in p.nodes.iter().enumerate() {
+        text.push_str(&format!("# Nodes\r\nnodes:{}\r\n", members.len()));
+        for (i, n) in members.iter().enumerate() {
             let [p50, p99, p999] = n.info.latency.quantiles([0.5, 0.99, 0.999]);
             let (up, conns) = n.shared_up();
             // The reason is free text: keep the line parseable.
@@ -331,7 +332,7 @@ fn info(c: &Session, args: &[Bytes]) -> Pending {
             text.push_str("\r\n");
         }
         text.push_str("# Nodelatencystats\r\n");
-        for n in &p.nodes {
+        for n in &members {
             if n.info.latency.count() > 0 {
                 text.push_str(&format!(
                     "latency_percentiles_usec_{}:{}\r\n",
@@ -340,6 +341,12 @@ fn info(c: &Session, args: &[Bytes]) -> Pending {
                 ));
             }
         }
+    }
+    if want("rebalance") {
+        if !text.is_empty() {
+            text.push_str("\r\n");
+        }
+        text.push_str(&super::online::info(p));
     }
     reply(c, &Reply::Verbatim(Bytes::from(text)))
 }

@@ -155,7 +155,8 @@ fn per_node(
     value: impl Fn(&super::node::Node) -> u64,
 ) -> fmt::Result {
     let mut m = e.encode_descriptor(name, help, None, kind)?;
-    for n in &p.nodes {
+    let fleet = p.fleet();
+    for n in fleet.members.iter().map(|&i| &*fleet.nodes[i]) {
         let labels = [("node", n.id())];
         let mut f = m.encode_family(&labels)?;
         match kind {
@@ -291,7 +292,8 @@ impl Collector for Fleet {
             Some(&Unit::Seconds),
             MetricType::Histogram,
         )?;
-        for n in &p.nodes {
+        let fleet = p.fleet();
+        for n in fleet.members.iter().map(|&i| &*fleet.nodes[i]) {
             let labels = [("node", n.id())];
             histogram(&mut m.encode_family(&labels)?, &n.info.latency)?;
         }

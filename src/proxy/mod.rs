@@ -15,17 +15,22 @@
 //!   multiplexing every client's subscriptions.
 //! - [`stats`]: per-node and per-command latency histograms for INFO and `/metrics`;
 //!   [`metrics`]: the Prometheus endpoint (`--metrics-port`).
+//! - [`fleet`]: the swappable snapshot requests are routed by (node table, members,
+//!   placement); [`online`]: growing/shrinking it while clients write, `PROXY RELOAD`.
+//! - [`failover`]: following a node's primary among its addresses.
 
 pub mod client;
 pub mod cluster;
 pub mod config;
 pub mod config_file;
 pub mod failover;
+pub mod fleet;
 pub mod hub;
 pub mod link;
 pub mod local;
 pub mod metrics;
 pub mod node;
+pub mod online;
 pub mod pubsub;
 pub mod rebalance;
 pub mod resp;
@@ -36,8 +41,8 @@ pub mod stats;
 pub mod sync_client;
 
 use bytes::Bytes;
-use config::{Placement, ProxyConfig};
-use node::Node;
+use config::ProxyConfig;
+use fleet::Fleet;
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::io;
@@ -53,8 +58,12 @@ const MAX_SCRIPTS: usize = 10_000;
 /// State shared by every client of one proxy.
 pub struct Proxy {
     pub cfg: ProxyConfig,
-    pub nodes: Vec<Node>,
-    pub placement: Placement,
+    /// What requests are routed by; a client loads it once per read batch
+    /// ([`session::Session::fleet`]) and an online move swaps it.
+    pub fleet: arc_swap::ArcSwap<Fleet>,
+    pub online: online::Online,
+    /// A move found in the state file, carried on once the proxy runs ([`online::resume`]).
+    restart_to: Mutex<Option<Vec<config::NodeSpec>>>,
     /// sha1 (lowercase hex) → body, from EVAL and SCRIPT LOAD.
     pub scripts: Mutex<HashMap<String, Bytes>>,
     pub next_client_id: AtomicU64,
@@ -79,14 +88,11 @@ impl Proxy {
         cfg.validate().map_err(io::Error::other)?;
         cfg.prepare_tls().map_err(io::Error::other)?;
         let users = users(&cfg).map_err(io::Error::other)?;
-        let nodes = cfg
-            .nodes
-            .iter()
-            .map(|n| Node::start(n.clone(), &cfg))
-            .collect();
+        let (fleet, restart_to) = online::boot(&cfg).map_err(io::Error::other)?;
         Ok(Proxy {
-            placement: Placement::new(&cfg.nodes),
-            nodes,
+            fleet: arc_swap::ArcSwap::from_pointee(fleet),
+            online: online::Online::default(),
+            restart_to: Mutex::new(restart_to),
             cfg,
             scripts: Mutex::new(HashMap::new()),
             next_client_id: AtomicU64::new(0),
@@ -99,6 +105,11 @@ impl Proxy {
             started: Instant::now(),
             users,
         })
+    }
+
+    /// The fleet now (for INFO and the like; a client routes by its batch's snapshot).
+    pub fn fleet(&self) -> Arc<Fleet> {
+        self.fleet.load_full()
     }
 
     pub fn remember_script(&self, body: &Bytes) {
@@ -181,6 +192,8 @@ async fn start(cfg: ProxyConfig) -> io::Result<(Addrs, Arc<Proxy>)> {
     for l in metrics {
         tokio::spawn(metrics::serve(proxy.clone(), l));
     }
+    let restart_to = proxy.restart_to.lock().take();
+    online::resume(&proxy, restart_to);
     for l in listeners {
         let p = proxy.clone();
         tokio::spawn(async move {
@@ -265,7 +278,17 @@ pub fn run(cfg: ProxyConfig) -> io::Result<()> {
     };
     rt.block_on(async move {
         let print_port = cfg.port == 0;
-        let (Addrs { clients: addr, .. }, _proxy) = start(cfg).await?;
+        // Handlers before the port is printed: a harness may signal as soon as it reads it
+        // (SIGHUP's default action would end the process).
+        #[cfg(unix)]
+        let (mut term, mut hup) = {
+            use tokio::signal::unix::{signal, SignalKind};
+            (
+                signal(SignalKind::terminate())?,
+                signal(SignalKind::hangup())?,
+            )
+        };
+        let (Addrs { clients: addr, .. }, proxy) = start(cfg).await?;
         if print_port {
             use std::io::Write;
             let mut out = std::io::stdout();
@@ -275,15 +298,20 @@ pub fn run(cfg: ProxyConfig) -> io::Result<()> {
         tracing::info!("respite proxy ready on port {}", addr.port());
         #[cfg(unix)]
         {
-            use tokio::signal::unix::{signal, SignalKind};
-            let mut term = signal(SignalKind::terminate())?;
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {},
-                _ = term.recv() => {},
+            loop {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => break,
+                    _ = term.recv() => break,
+                    // SIGHUP: the node list is read again (as PROXY RELOAD).
+                    _ = hup.recv() => match online::reload(&proxy) {
+                        Ok(s) => tracing::info!("SIGHUP: {s}"),
+                        Err(e) => tracing::warn!("SIGHUP: {e}"),
+                    },
+                }
             }
         }
         #[cfg(not(unix))]
-        let _ = tokio::signal::ctrl_c().await;
+        let _ = (tokio::signal::ctrl_c().await, &proxy);
         tracing::info!("proxy shutting down");
         Ok(())
     })

@@ -120,7 +120,7 @@ impl PubSub {
     /// Which nodes' hubs hear about each name.
     fn per_node(
         &self,
-        nodes: &[Node],
+        nodes: &[std::sync::Arc<Node>],
         owner: impl Fn(&[u8]) -> usize,
         kind: Kind,
         names: &[Bytes],
@@ -142,7 +142,7 @@ impl PubSub {
     /// Runs one (un)subscribe command; returns the confirmations for the client.
     pub async fn command(
         &mut self,
-        nodes: &[Node],
+        nodes: &[std::sync::Arc<Node>],
         owner: impl Fn(&[u8]) -> usize,
         resp3: bool,
         kind: Kind,

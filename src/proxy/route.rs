@@ -14,7 +14,7 @@
 //!   (subscriptions: pubsub.rs).
 //! - Keyless commands the proxy does not know how to spread are refused with `-ERR`.
 
-use super::config::Placement;
+use super::fleet::Members;
 use crate::cmd::table::CommandSpec;
 use bytes::Bytes;
 
@@ -108,18 +108,23 @@ fn upper_name(spec: &CommandSpec) -> String {
 }
 
 /// Decides how to serve `args` (non-empty).
-pub fn route(args: &[Bytes], placement: &Placement) -> Route {
+pub fn route(args: &[Bytes], placement: &Members) -> Route {
     route_cmd(args, placement).1
 }
 
 /// [`route`], with the command's id for the per-command statistics
 /// ([`super::stats::CommandLatency`]); none for a refused command (Redis keeps no latency
-/// for a command it did not run).
-pub fn route_cmd(args: &[Bytes], placement: &Placement) -> (Option<usize>, Route) {
+/// for a command it did not run) and for the proxy's own admin command.
+pub fn route_cmd(args: &[Bytes], placement: &Members) -> (Option<usize>, Route) {
     let (id, r) = match functions(args, placement) {
         Some((extra, r)) => (crate::cmd::registry().len() + extra, r),
         None => match crate::cmd::registry().resolve(args) {
             Ok((id, spec)) => (id, route_spec(spec, args, placement)),
+            // The proxy's own admin command: not in the command table (the nodes do not
+            // know it), so looked for only here, off the common path.
+            Err(_) if args[0].eq_ignore_ascii_case(b"proxy") => {
+                return (None, Route::Local("proxy"))
+            }
             Err(reply) => return (None, Route::Reject(reply_text(reply))),
         },
     };
@@ -129,7 +134,7 @@ pub fn route_cmd(args: &[Bytes], placement: &Placement) -> (Option<usize>, Route
     }
 }
 
-fn route_spec(spec: &'static CommandSpec, args: &[Bytes], placement: &Placement) -> Route {
+fn route_spec(spec: &'static CommandSpec, args: &[Bytes], placement: &Members) -> Route {
     if !spec.arity_ok(args.len()) {
         return Route::Reject(reply_text(crate::cmd::errors::wrong_args(spec.name)));
     }
@@ -187,10 +192,44 @@ fn route_spec(spec: &'static CommandSpec, args: &[Bytes], placement: &Placement)
     }
 }
 
+/// The keys `route` places `args` by (positions in `args`), for an online move to make
+/// sure their tags are where routing will send them; `empty` when the command is routed
+/// by the empty key (declares keys but names none). Commands answered by the proxy, and
+/// PUBLISH (a channel, not a key), have none.
+pub fn data_keys(args: &[Bytes]) -> (Vec<usize>, bool) {
+    let none = (Vec::new(), false);
+    let name = &args[0];
+    let ro = name.eq_ignore_ascii_case(b"fcall_ro");
+    if ro || name.eq_ignore_ascii_case(b"fcall") {
+        if args.len() < 3 {
+            return none;
+        }
+        let keys = crate::cmd::table::numkeys_at(args, 2);
+        let empty = keys.is_empty();
+        return (keys, empty);
+    }
+    let Ok((_, spec)) = crate::cmd::registry().resolve(args) else {
+        return none;
+    };
+    if !spec.arity_ok(args.len()) || is_local(spec.name) || spec.name == "publish" {
+        return none;
+    }
+    match spec.name {
+        "mget" | "del" | "unlink" | "exists" | "touch" => {
+            return ((1..args.len()).collect(), false)
+        }
+        "mset" => return ((1..args.len()).step_by(2).collect(), false),
+        _ => {}
+    }
+    let keys = spec.key_indices(args);
+    let empty = keys.is_empty() && !matches!(spec.keys, crate::cmd::table::KeySpec::None);
+    (keys, empty)
+}
+
 /// Redis functions (the command table does not list them: respite has no functions, but
 /// the nodes do). FCALL/FCALL_RO go by their keys like EVAL; FUNCTION is the proxy's.
 /// With the route, the command's index in [`super::stats::EXTRA_COMMANDS`].
-fn functions(args: &[Bytes], placement: &Placement) -> Option<(usize, Route)> {
+fn functions(args: &[Bytes], placement: &Members) -> Option<(usize, Route)> {
     let name = &args[0];
     if name.eq_ignore_ascii_case(b"function") {
         return Some((2, Route::Local("function")));
@@ -236,13 +275,13 @@ pub fn is_blocking(spec: &CommandSpec, args: &[Bytes]) -> bool {
 
 /// The node every key of `args` (positions `keys`) lives on, or None if they span nodes.
 /// No keys: the node owning `""` (the keyless rule above).
-pub fn single_node(args: &[Bytes], keys: &[usize], placement: &Placement) -> Option<usize> {
+pub fn single_node(args: &[Bytes], keys: &[usize], placement: &Members) -> Option<usize> {
     let mut it = keys.iter().map(|&i| placement.owner(&args[i]));
     let first = it.next().unwrap_or_else(|| placement.owner(b""));
     it.all(|n| n == first).then_some(first)
 }
 
-fn split_by_node(args: &[Bytes], kind: Split, stride: usize, placement: &Placement) -> Route {
+fn split_by_node(args: &[Bytes], kind: Split, stride: usize, placement: &Members) -> Route {
     let mut parts: Vec<Part> = Vec::new();
     for (slot, chunk) in args[1..].chunks(stride).enumerate() {
         let node = placement.owner(&chunk[0]);
@@ -282,13 +321,13 @@ mod tests {
     use super::*;
     use crate::proxy::config::NodeSpec;
 
-    fn placement() -> Placement {
+    fn placement() -> Members {
         let nodes: Vec<NodeSpec> = ["node-a", "node-b", "node-c"]
             .iter()
             .enumerate()
             .map(|(i, id)| NodeSpec::parse(&format!("{id}=redis://h:{}", 1 + i)).unwrap())
             .collect();
-        Placement::new(&nodes)
+        Members::new(nodes, vec![0, 1, 2])
     }
 
     fn r(line: &str) -> Route {

@@ -6,6 +6,7 @@
 //! `local.rs` (the commands the proxy answers itself, which see only the session), so the
 //! loop can hand commands to `local` without `local` knowing the loop.
 
+use super::fleet::Fleet;
 use super::node::Wait;
 use super::resp;
 use super::route::Split;
@@ -48,6 +49,10 @@ pub struct Session {
     pub resp3: bool,
     pub authed: bool,
     pub name: Option<Bytes>,
+    /// The fleet this read batch routes by: loaded at its first use, dropped when the
+    /// batch is done ([`Session::release_fleet`]) so an online move can tell when no
+    /// batch still uses an older one.
+    pub(super) fleet: std::cell::OnceCell<Arc<Fleet>>,
 }
 
 impl Session {
@@ -55,15 +60,26 @@ impl Session {
         &self.p
     }
 
-    pub fn send(&self, node: usize, bytes: Bytes) -> Wait {
-        self.p.nodes[node].send(self.resp3, self.id, bytes)
+    pub fn fleet(&self) -> &Arc<Fleet> {
+        self.fleet.get_or_init(|| self.p.fleet.load_full())
     }
 
-    /// Sends to every node.
+    pub fn release_fleet(&mut self) {
+        self.fleet.take();
+    }
+
+    pub fn send(&self, node: usize, bytes: Bytes) -> Wait {
+        self.fleet().nodes[node].send(self.resp3, self.id, bytes)
+    }
+
+    /// Sends to every member of the fleet.
     pub fn fan<A: AsRef<[u8]>>(&self, kind: Fan, args: &[A]) -> Pending {
         let bytes = resp::command(args);
-        let waits = (0..self.p.nodes.len())
-            .map(|n| self.send(n, bytes.clone()))
+        let waits = self
+            .fleet()
+            .members
+            .iter()
+            .map(|&n| self.send(n, bytes.clone()))
             .collect();
         Pending::Fan(kind, waits)
     }
