@@ -387,6 +387,9 @@ fn same_replies(setup: &[&str], script: &[&str]) {
 
 #[test]
 fn oom_refusals_match_redis() {
+    // Also in turn: what this test allocates (clients, replies, process start-up) is
+    // counted by the process-wide counter the in-process tests measure.
+    let _turn = serial();
     for policy in ["noeviction", "allkeys-lru", "volatile-lru", "volatile-ttl"] {
         same_replies(
             &[
@@ -410,6 +413,9 @@ fn oom_refusals_match_redis() {
 
 #[test]
 fn scripts_under_oom_match_redis() {
+    // Also in turn: what this test allocates (clients, replies, process start-up) is
+    // counted by the process-wide counter the in-process tests measure.
+    let _turn = serial();
     let [r, o] = both();
     for c in [&mut r.conn(), &mut o.conn()] {
         c.cmd("CONFIG SET maxmemory 1");
@@ -441,6 +447,9 @@ fn scripts_under_oom_match_redis() {
 
 #[test]
 fn object_freq_with_log_factor_zero_matches_redis() {
+    // Also in turn: what this test allocates (clients, replies, process start-up) is
+    // counted by the process-wide counter the in-process tests measure.
+    let _turn = serial();
     same_replies(
         &[
             "CONFIG SET maxmemory-policy allkeys-lfu",
@@ -500,6 +509,9 @@ fn shape(v: &str) -> &'static str {
 
 #[test]
 fn info_memory_fields_and_types_match_redis() {
+    // Also in turn: what this test allocates (clients, replies, process start-up) is
+    // counted by the process-wide counter the in-process tests measure.
+    let _turn = serial();
     let [r, o] = both();
     let (mut a, mut b) = (r.conn(), o.conn());
     let mine = info_fields(&mut a, "memory");
@@ -575,6 +587,9 @@ fn frame_shape(f: &Frame) -> Vec<(String, &'static str)> {
 
 #[test]
 fn memory_stats_and_doctor_match_redis() {
+    // Also in turn: what this test allocates (clients, replies, process start-up) is
+    // counted by the process-wide counter the in-process tests measure.
+    let _turn = serial();
     let [r, o] = both();
     let (mut a, mut b) = (r.conn(), o.conn());
     for c in [&mut a, &mut b] {
