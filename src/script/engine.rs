@@ -380,7 +380,11 @@ pub(super) struct Interp {
 pub(super) fn interp(srv: &Arc<Shared>) -> Result<Rc<Interp>, String> {
     INTERPS.with(|cell| {
         let mut v = cell.borrow_mut();
-        if let Some(pos) = v.iter().position(|(w, _)| w.as_ptr() == Arc::as_ptr(srv)) {
+        // A dead entry never matches: a new server's state can reuse a dropped one's
+        // address, and must not inherit its interpreter (and so its script cache, kill
+        // flag and write flag).
+        let mine = |w: &Weak<Shared>| w.as_ptr() == Arc::as_ptr(srv) && w.strong_count() > 0;
+        if let Some(pos) = v.iter().position(|(w, _)| mine(w)) {
             let i = &v[pos].1;
             if i.generation == i.scripts.generation.load(Ordering::Acquire) {
                 return Ok(i.clone());
