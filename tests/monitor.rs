@@ -235,8 +235,9 @@ fn listed(c: &mut Wire, name: &str) -> BTreeMap<String, String> {
     line.split(' ')
         .filter_map(|kv| kv.split_once('='))
         .filter(|(k, _)| {
-            // 7.2's fields that 7.0.15 (the oracle) does not print.
-            !matches!(*k, "lib-name" | "lib-ver")
+            // 7.2's and 7.4's fields that 7.0.15 (the oracle) does not print (7.4's
+            // `watch=` is checked in tests/redis74.rs).
+            !matches!(*k, "lib-name" | "lib-ver" | "watch")
         })
         .map(|(k, v)| {
             let masked = matches!(
