@@ -1245,17 +1245,12 @@ unsafe fn refill_array(state: *mut LuaState, t: c_int, items: &[Bytes]) /* SAFET
         push_bytes(state, item);
         ffi::lua_rawseti(state, t, (i + 1) as ffi::lua_Integer);
     }
-    // Then everything else goes. The traversal starts after key `n` (just set, so
-    // `next` knows it): keys 1..n-1 of the array part come before it and stay; what
-    // follows is the rest of the array part and the hash part, where 1..n may also sit.
-    // Usually that is nothing at all: one `next` call. (Clearing fields during a
-    // traversal is allowed, Lua 5.1 manual, `next`; filling first changes no layout a
-    // script can see: live keys past `n` only ever make the array part larger, so
-    // 1..n are in it whenever they would be after clearing first.)
-    match n {
-        0 => ffi::lua_pushnil(state),
-        _ => ffi::lua_pushinteger(state, n as ffi::lua_Integer),
-    }
+    // Then everything else goes, by a traversal of the whole table (clearing fields during
+    // a traversal is allowed, Lua 5.1 manual, `next`). Starting after key `n` instead
+    // missed hash-part entries placed before `n`'s node, so a previous script's extra
+    // keys could survive into the next run (scripting_conformance
+    // `keys_and_argv_are_fresh_in_every_script`, seen on some interpreter histories).
+    ffi::lua_pushnil(state);
     while ffi::lua_next(state, t) != 0 {
         ffi::lua_pop(state, 1);
         let keep = ffi::lua_type(state, -1) == ffi::LUA_TNUMBER && {
