@@ -117,8 +117,8 @@ pub fn start_with(
             .store(a.port() as u64, std::sync::atomic::Ordering::Relaxed);
         let _ = shared.config.set_initial("port", &a.port().to_string());
     }
-    tokio::spawn(relisten(shared.clone(), listeners.tcp, false));
-    tokio::spawn(relisten(shared.clone(), listeners.tls, true));
+    relisten(shared.clone(), listeners.tcp, false);
+    relisten(shared.clone(), listeners.tls, true);
     tokio::spawn(active_expiry(shared.clone()));
     tokio::spawn(eviction_timer(shared.clone()));
     Ok(Running {
@@ -221,10 +221,12 @@ async fn accept_loop(
     }
 }
 
-/// Runs one kind of listener (plain or TLS): those bound at start, then whichever CONFIG
-/// SET port / tls-port binds (each set replaces the previous one, whose accept loops end:
-/// their sockets close).
-async fn relisten(srv: Arc<Shared>, first: Vec<TcpListener>, tls: bool) {
+/// Runs one kind of listener (plain or TLS): those bound at start, at once (so they are
+/// among the runtime's first tasks, as the accept loops were before CONFIG SET could
+/// re-bind, and a stopping instance drops them early), then whichever CONFIG SET port /
+/// tls-port binds (each set replaces the previous one, whose accept loops end: their
+/// sockets close).
+fn relisten(srv: Arc<Shared>, first: Vec<TcpListener>, tls: bool) {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let kind = if tls {
         &srv.tls_listen
@@ -234,30 +236,32 @@ async fn relisten(srv: Arc<Shared>, first: Vec<TcpListener>, tls: bool) {
     let _ = kind.tx.set(tx);
     let handshaking = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let (generation, _) = tokio::sync::watch::channel(0u64);
-    let mut current = first;
-    let mut gen = 0;
-    loop {
-        for l in current.drain(..) {
-            let stop = generation.subscribe();
-            if tls {
-                let h = handshaking.clone();
-                tokio::spawn(accept_tls_loop(srv.clone(), l, h, gen, stop));
-            } else {
-                tokio::spawn(accept_loop(srv.clone(), l, gen, stop));
+    let spawn_all =
+        move |ls: Vec<TcpListener>, gen: u64, stop: &tokio::sync::watch::Sender<u64>| {
+            for l in ls {
+                let stop = stop.subscribe();
+                if tls {
+                    let h = handshaking.clone();
+                    tokio::spawn(accept_tls_loop(srv.clone(), l, h, gen, stop));
+                } else {
+                    tokio::spawn(accept_loop(srv.clone(), l, gen, stop));
+                }
             }
-        }
-        let Some((next_gen, next)) = rx.recv().await else {
-            return;
         };
-        gen = next_gen;
-        generation.send_replace(gen);
-        for l in next {
-            match TcpListener::from_std(l) {
-                Ok(l) => current.push(l),
-                Err(e) => tracing::warn!("listener: {e}"),
+    spawn_all(first, 0, &generation);
+    tokio::spawn(async move {
+        while let Some((gen, next)) = rx.recv().await {
+            generation.send_replace(gen);
+            let mut ls = Vec::new();
+            for l in next {
+                match TcpListener::from_std(l) {
+                    Ok(l) => ls.push(l),
+                    Err(e) => tracing::warn!("listener: {e}"),
+                }
             }
+            spawn_all(ls, gen, &generation);
         }
-    }
+    });
 }
 
 /// Accepts TLS clients: each handshake runs on its own task (bounded by
